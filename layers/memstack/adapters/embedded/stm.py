@@ -1,0 +1,107 @@
+"""The embedded short-term store: the ``stm`` table of the SQLite file.
+
+Expired rows are invisible to every read (``expires_at`` is checked in SQL)
+and removed by ``purge_expired``, the housekeeping pass.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from memstack.adapters.embedded.database import Database
+from memstack.models import Message
+from memstack.ports.stm import StmEntry
+
+
+def _entry(row: object) -> StmEntry:
+    r = row  # sqlite3.Row
+    return StmEntry(
+        tenant=r["tenant"],  # type: ignore[index]
+        user_id=r["user_id"],  # type: ignore[index]
+        session_id=r["session_id"],  # type: ignore[index]
+        scope=r["scope"],  # type: ignore[index]
+        message=Message.model_validate_json(r["message"]),  # type: ignore[index]
+        received_at=datetime.fromtimestamp(r["received_at"], UTC),  # type: ignore[index]
+        expires_at=r["expires_at"],  # type: ignore[index]
+        consolidated=bool(r["consolidated"]),  # type: ignore[index]
+    )
+
+
+class EmbeddedShortTermStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def append(self, entries: list[StmEntry]) -> list[str]:
+        stored: list[str] = []
+        with self.db.write() as conn:
+            for e in entries:
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO stm (tenant, user_id, message_id, session_id, scope, received_at, "
+                    "expires_at, consolidated, message) VALUES (?,?,?,?,?,?,?,?,?)",
+                    (
+                        e.tenant, e.user_id, e.message.id, e.session_id, str(e.scope),
+                        e.received_at.timestamp(), e.expires_at, int(e.consolidated),
+                        e.message.model_dump_json(),
+                    ),
+                )
+                if cur.rowcount:
+                    stored.append(e.message.id)
+        return stored
+
+    def get(self, tenant: str, user_id: str, message_id: str) -> StmEntry | None:
+        row = (
+            self.db.read()
+            .execute(
+                "SELECT * FROM stm WHERE tenant = ? AND user_id = ? AND message_id = ?",
+                (tenant, user_id, message_id),
+            )
+            .fetchone()
+        )
+        return _entry(row) if row else None
+
+    def unconsolidated(
+        self, tenant: str, user_id: str, now: datetime, limit: int | None = None
+    ) -> list[StmEntry]:
+        rows = (
+            self.db.read()
+            .execute(
+                "SELECT * FROM stm WHERE tenant = ? AND user_id = ? AND consolidated = 0 AND expires_at > ? "
+                "ORDER BY received_at, rowid LIMIT ?",
+                (tenant, user_id, int(now.timestamp()), -1 if limit is None else limit),
+            )
+            .fetchall()
+        )
+        return [_entry(r) for r in rows]
+
+    def mark_consolidated(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
+        with self.db.write() as conn:
+            changed = 0
+            for mid in message_ids:
+                changed += conn.execute(
+                    "UPDATE stm SET consolidated = 1 WHERE tenant = ? AND user_id = ? AND message_id = ? "
+                    "AND consolidated = 0",
+                    (tenant, user_id, mid),
+                ).rowcount
+        return changed
+
+    def users_with_pending(self, now: datetime) -> list[tuple[str, str, int, datetime]]:
+        rows = (
+            self.db.read()
+            .execute(
+                "SELECT tenant, user_id, COUNT(*) AS n, MIN(received_at) AS oldest FROM stm "
+                "WHERE consolidated = 0 AND expires_at > ? GROUP BY tenant, user_id",
+                (int(now.timestamp()),),
+            )
+            .fetchall()
+        )
+        return [(r["tenant"], r["user_id"], r["n"], datetime.fromtimestamp(r["oldest"], UTC)) for r in rows]
+
+    def erase_user(self, tenant: str, user_id: str) -> int:
+        with self.db.write() as conn:
+            return conn.execute(
+                "DELETE FROM stm WHERE tenant = ? AND user_id = ?", (tenant, user_id)
+            ).rowcount
+
+    def purge_expired(self, now: datetime) -> int:
+        with self.db.write() as conn:
+            return conn.execute("DELETE FROM stm WHERE expires_at <= ?", (int(now.timestamp()),)).rowcount

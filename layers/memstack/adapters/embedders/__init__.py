@@ -1,0 +1,1 @@
+"""Embedders: ``hashing`` (unit tests), ``minilm`` (offline default), ``bedrock`` (AWS)."""

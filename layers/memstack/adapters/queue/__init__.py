@@ -1,0 +1,1 @@
+"""Job queues: ``local`` (a durable table in the SQLite file) and ``sqs``."""

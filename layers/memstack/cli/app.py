@@ -1,0 +1,86 @@
+"""The Typer application, shared options, and the one place user mistakes become one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from memstack.errors import MemstackError
+from memstack.factory import build_service
+from memstack.service import MemoryService
+from memstack.settings import Settings, load_settings
+
+app = typer.Typer(
+    name="memstack",
+    help="Long-term memory for conversational AI agents (embedded store by default).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+
+class UserError(Exception):
+    """A mistake in how the command was called: printed as one line, exit code 2."""
+
+
+def settings_from_cli(**overrides: Any) -> Settings:
+    return load_settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+@contextmanager
+def open_service(settings: Settings | None = None) -> Iterator[MemoryService]:
+    service = build_service(settings or load_settings())
+    try:
+        yield service
+    finally:
+        service.close()
+
+
+def tenant_or_default(tenant: str | None, settings: Settings) -> str:
+    return tenant or settings.default_tenant
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def run() -> int:
+    """Run the app; turn known failures into one clear line and a non-zero exit code."""
+    try:
+        app(standalone_mode=False)
+    except SystemExit as exc:  # typer.Exit inside commands
+        return int(exc.code or 0)
+    except typer.Abort:
+        err_console.print("aborted")
+        return 130
+    except UserError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return 2
+    except MemstackError as exc:
+        err_console.print(f"[red]error ({exc.code}):[/red] {exc.message}", highlight=False)
+        return 1
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        err_console.print(f"[red]error:[/red] invalid {where or 'input'}: {first['msg']}", highlight=False)
+        return 2
+    except OSError as exc:
+        err_console.print(f"[red]error:[/red] {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+        return 1
+    except Exception as exc:  # click usage errors and the like
+        import click
+
+        if isinstance(exc, click.ClickException):
+            err_console.print(f"[red]error:[/red] {exc.format_message()}", highlight=False)
+            return exc.exit_code
+        raise
+    return 0

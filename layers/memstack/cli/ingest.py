@@ -1,0 +1,89 @@
+"""``memstack ingest FILE|-``: JSON lines of messages into one user's memory."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, TextIO
+
+import typer
+from pydantic import ValidationError
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from memstack.cli.app import UserError, console, open_service, print_json, settings_from_cli, tenant_or_default
+from memstack.models import Message, Scope
+
+BATCH = 32
+
+
+def read_messages(stream: TextIO, source: str) -> list[Message]:
+    messages = []
+    for lineno, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{source}:{lineno}: not valid JSON ({exc.msg})") from None
+        if not isinstance(data, dict):
+            raise UserError(f"{source}:{lineno}: expected a JSON object with at least 'content'")
+        try:
+            messages.append(Message.model_validate(data))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "message"
+            raise UserError(f"{source}:{lineno}: {field}: {first['msg']}") from None
+    return messages
+
+
+def ingest(
+    file: Annotated[str, typer.Argument(help="JSON-lines file of messages, or - for standard input")],
+    user: Annotated[str, typer.Option("--user", "-u", help="user the messages belong to")],
+    session: Annotated[str | None, typer.Option("--session", "-s", help="conversation session id")] = None,
+    tenant: Annotated[str | None, typer.Option(help="tenant (default: MEMSTACK_DEFAULT_TENANT)")] = None,
+    scope: Annotated[Scope, typer.Option(help="USER (all sessions) or CONTEXT (this session only)")] = Scope.USER,
+    infer: Annotated[bool, typer.Option(help="run extraction into long-term memory")] = True,
+    sync: Annotated[bool, typer.Option(help="wait until extraction has finished")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """Store messages (one JSON object per line: content, role, speaker, timestamp, id)."""
+    if file == "-":
+        messages = read_messages(sys.stdin, "<stdin>")
+    else:
+        path = Path(file)
+        if not path.is_file():
+            raise UserError(f"no such file: {file}")
+        with path.open(encoding="utf-8") as fh:
+            messages = read_messages(fh, file)
+    if not messages:
+        raise UserError(f"{file}: no messages found")
+    settings = settings_from_cli()
+    accepted: list[str] = []
+    stored = queued = 0
+    with open_service(settings) as service:
+        t = tenant_or_default(tenant, settings)
+        with Progress(
+            TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=console, disable=as_json or not console.is_terminal, transient=True,
+        ) as progress:
+            task = progress.add_task("ingest", total=len(messages))
+            for start in range(0, len(messages), BATCH):
+                batch = messages[start : start + BATCH]
+                result = service.add(t, user, batch, session_id=session, scope=scope, infer=infer, sync=sync)
+                accepted += result.accepted
+                stored += len(result.stored)
+                queued += result.queued
+                progress.advance(task, len(batch))
+    summary = {"user_id": user, "tenant": t, "accepted": len(accepted), "stored": stored, "queued": queued}
+    if as_json:
+        print_json(summary)
+    else:
+        console.print(
+            f"ingested {len(accepted)} messages for user [bold]{user}[/bold] "
+            f"({stored} new, {len(accepted) - stored} already stored, {queued} queued for extraction)"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(ingest)

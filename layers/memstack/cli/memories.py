@@ -1,0 +1,47 @@
+"""``memstack memories --user U``: what memstack currently knows about a user."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from memstack.cli.app import console, open_service, print_json, settings_from_cli, tenant_or_default
+from memstack.models import Kind, MemoryFilters, Tier
+
+
+def memories(
+    user: Annotated[str, typer.Option("--user", "-u")],
+    tenant: Annotated[str | None, typer.Option()] = None,
+    tier: Annotated[Tier | None, typer.Option(help="stm or ltm")] = None,
+    kind: Annotated[Kind | None, typer.Option()] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List a user's current memories, newest first."""
+    settings = settings_from_cli()
+    with open_service(settings) as service:
+        records, cursor = service.list(
+            tenant_or_default(tenant, settings), user, MemoryFilters(tier=tier, kind=kind), limit
+        )
+    if as_json:
+        print_json({"memories": [r.public_dict() for r in records], "next_cursor": cursor})
+        return
+    if not records:
+        console.print(f"no memories for user {user}")
+        return
+    table = Table(title=f"memories of {user} ({len(records)}{'+' if cursor else ''})", title_justify="left")
+    for col in ("id", "tier", "kind", "category", "v", "when", "content"):
+        table.add_column(col, overflow="fold")
+    for r in records:
+        table.add_row(
+            r.id[:12], str(r.tier), str(r.kind), str(r.category or "-"), str(r.version),
+            (r.event_time or r.created_at).strftime("%Y-%m-%d"),
+            f"{r.speaker}: {r.content}" if r.speaker and r.tier == Tier.STM else r.content,
+        )
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(memories)

@@ -1,0 +1,71 @@
+"""``memstack search QUERY --user U``: the retrieval pipeline from the command line."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from memstack.cli.app import UserError, console, open_service, print_json, settings_from_cli, tenant_or_default
+from memstack.domain.retrieve import SearchRequest
+from memstack.models import MemoryFilters
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="what to look for")],
+    user: Annotated[str, typer.Option("--user", "-u")],
+    k: Annotated[int, typer.Option("--k", "-k", help="number of results")] = 10,
+    session: Annotated[str | None, typer.Option("--session", "-s")] = None,
+    tenant: Annotated[str | None, typer.Option()] = None,
+    explain: Annotated[bool, typer.Option(help="show every stage's score")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Search one user's memories (BM25 + vector, fused)."""
+    if not query.strip():
+        raise UserError("the query is empty")
+    settings = settings_from_cli()
+    if not 1 <= k <= settings.max_top_k:
+        raise UserError(f"--k must be between 1 and {settings.max_top_k}")
+    with open_service(settings) as service:
+        result = service.search(
+            SearchRequest(
+                tenant=tenant_or_default(tenant, settings), user_id=user, query=query, top_k=k,
+                filters=MemoryFilters(session_id=session), explain=explain,
+            )
+        )
+    if as_json:
+        print_json(
+            {
+                "results": [
+                    {**h.record.public_dict(), "score": h.score, **({"stages": h.stages} if explain else {})}
+                    for h in result.hits
+                ],
+                "degraded": result.degraded,
+            }
+        )
+        return
+    if not result.hits:
+        console.print(f"no memories match for user {user}")
+        return
+    table = Table(title=f"{query!r}: top {len(result.hits)} for {user}", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("tier")
+    table.add_column("when")
+    table.add_column("memory", overflow="fold")
+    if explain:
+        table.add_column("stages", overflow="fold")
+    for rank, hit in enumerate(result.hits, start=1):
+        r = hit.record
+        when = (r.event_time or r.created_at).strftime("%Y-%m-%d")
+        text = f"{r.speaker}: {r.content}" if r.speaker else r.content
+        row = [str(rank), f"{hit.score:.4f}", str(r.tier), when, text]
+        if explain:
+            row.append(", ".join(f"{k}={v:.3f}" for k, v in hit.stages.items()))
+        table.add_row(*row)
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(search)

@@ -1,0 +1,1 @@
+"""The product's rules: ingestion, retrieval, scoring. Imports no AWS SDK."""

@@ -1,0 +1,35 @@
+"""Score arithmetic shared by every backend: RRF fusion and friends."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from memstack.models import ScoredId
+
+
+def weighted_rrf(
+    rankings: Mapping[str, Sequence[ScoredId]], weights: Mapping[str, float], k: int
+) -> dict[str, float]:
+    """Weighted reciprocal rank fusion: ``sum_i w_i / (k + rank_i(d))`` with ranks from 1.
+
+    A document absent from a ranking gets nothing from it. Rankings are taken
+    in the order given (best first).
+    """
+    fused: dict[str, float] = {}
+    for name, ranking in rankings.items():
+        weight = weights.get(name, 0.0)
+        if weight == 0.0:
+            continue
+        for rank, hit in enumerate(ranking, start=1):
+            fused[hit.id] = fused.get(hit.id, 0.0) + weight / (k + rank)
+    return fused
+
+
+def min_max(scores: Mapping[str, float]) -> dict[str, float]:
+    """Scale scores to [0, 1]; all-equal scores become 1."""
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi - lo <= 1e-12:
+        return {key: 1.0 for key in scores}
+    return {key: (value - lo) / (hi - lo) for key, value in scores.items()}

@@ -1,0 +1,90 @@
+"""Versions: every change is a new record that replaces the old one (git-like history).
+
+``UPDATE`` writes version + 1 with ``replaces_id`` pointing back; ``DELETE``
+writes a tombstone version (``deleted=True``), so history keeps what was
+known and search never shows it again.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+
+from memstack.domain.vectors import coarse_prefix
+from memstack.errors import NotFound
+from memstack.models import MemoryRecord, new_id
+from memstack.ports.embedder import Embedder
+from memstack.ports.store import MemoryStore
+
+
+def current_or_404(store: MemoryStore, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:
+    record = store.get(tenant, user_id, memory_id)
+    if record is None or record.deleted:
+        raise NotFound(f"memory {memory_id} not found")
+    return record
+
+
+def new_version(
+    old: MemoryRecord,
+    *,
+    content: str | None,
+    embedder: Embedder | None,
+    coarse_dim: int,
+    old_vector: np.ndarray | None = None,
+    deleted: bool = False,
+    now: datetime | None = None,
+    **changes: object,
+) -> MemoryRecord:
+    """The record that replaces ``old``: same identity fields, version + 1.
+
+    New text is embedded again; unchanged text keeps ``old_vector``; a
+    tombstone carries no vector (it is never searched).
+    """
+    now = now or datetime.now(UTC)
+    text = content if content is not None else old.content
+    record = old.model_copy(
+        update={
+            "id": new_id(),
+            "content": text,
+            "search_text": None if content is not None else old.search_text,
+            "created_at": now,
+            "is_current": True,
+            "superseded_at": None,
+            "deleted": deleted,
+            "replaces_id": old.id,
+            "version": old.version + 1,
+            "embedding_full": None,
+            "embedding_coarse": None,
+            **changes,
+        }
+    )
+    vec = None
+    if not deleted:
+        if content is not None and embedder is not None:
+            vec = embedder.embed([text])[0]
+        elif old_vector is not None:
+            vec = np.asarray(old_vector, dtype=np.float32)
+    if vec is not None:
+        record.embedding_full = vec.tolist()
+        record.embedding_coarse = coarse_prefix(vec, coarse_dim).tolist()
+    return record
+
+
+def history(store: MemoryStore, tenant: str, user_id: str, memory_id: str) -> list[MemoryRecord]:
+    """The whole version chain that ``memory_id`` belongs to, oldest first."""
+    record = store.get(tenant, user_id, memory_id)
+    if record is None:
+        raise NotFound(f"memory {memory_id} not found")
+    chain = [record]
+    seen = {record.id}
+    while chain[0].replaces_id and chain[0].replaces_id not in seen:
+        prev = store.get(tenant, user_id, chain[0].replaces_id)
+        if prev is None:
+            break
+        seen.add(prev.id)
+        chain.insert(0, prev)
+    while (nxt := store.successor(tenant, user_id, chain[-1].id)) is not None and nxt.id not in seen:
+        seen.add(nxt.id)
+        chain.append(nxt)
+    return chain

@@ -1,0 +1,141 @@
+"""The data model of DESIGN.md: messages in, memory records stored.
+
+Embeddings travel beside records (``MemoryRecord.embedding_full`` and
+``embedding_coarse``) but are never part of an API answer: ``public_dict``
+leaves them out.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Scope(StrEnum):
+    USER = "USER"
+    CONTEXT = "CONTEXT"
+
+
+class Tier(StrEnum):
+    STM = "stm"
+    LTM = "ltm"
+
+
+class Kind(StrEnum):
+    FACT = "fact"
+    EVENT = "event"
+    PREFERENCE = "preference"
+
+
+class Category(StrEnum):
+    """The 15 semantic categories of the Cognis design."""
+
+    PERSONAL_DETAILS = "personal_details"
+    PROFESSIONAL = "professional"
+    HEALTH = "health"
+    RELATIONSHIPS = "relationships"
+    PREFERENCES = "preferences"
+    HOBBIES = "hobbies"
+    GOALS = "goals"
+    FINANCIAL = "financial"
+    EDUCATIONAL = "educational"
+    TRAVEL = "travel"
+    EMOTIONAL = "emotional"
+    TECHNICAL_SKILLS = "technical_skills"
+    DIETARY = "dietary"
+    BEHAVIORAL_PATTERNS = "behavioral_patterns"
+    COMMUNICATION_STYLE = "communication_style"
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class Message(BaseModel):
+    """One conversation turn as an agent sends it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(default_factory=new_id, min_length=1, max_length=128)
+    role: Role = Role.USER
+    speaker: str | None = Field(default=None, max_length=200)
+    content: str = Field(min_length=1)
+    timestamp: datetime | None = None
+
+
+class MemoryRecord(BaseModel):
+    """One memory: a raw turn (tier stm) or a distilled fact/event/preference (tier ltm)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(default_factory=new_id)
+    tenant: str
+    user_id: str
+    session_id: str | None = None
+    scope: Scope = Scope.USER
+    tier: Tier = Tier.LTM
+    kind: Kind = Kind.FACT
+    category: Category | None = None
+    content: str
+    speaker: str | None = None
+    event_time: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    is_current: bool = True
+    superseded_at: datetime | None = None
+    deleted: bool = False
+    replaces_id: str | None = None
+    version: int = 1
+    source_ids: list[str] = Field(default_factory=list)
+    # Text indexed for BM25 when it should differ from ``content`` (for example
+    # a turn indexed with the turn it answers); ``None`` means ``content``.
+    search_text: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    embedding_full: list[float] | None = Field(default=None, repr=False)
+    embedding_coarse: list[float] | None = Field(default=None, repr=False)
+
+    def public_dict(self) -> dict[str, Any]:
+        return self.model_dump(
+            mode="json", exclude={"embedding_full", "embedding_coarse", "search_text", "tenant"}
+        )
+
+    @property
+    def indexed_text(self) -> str:
+        return self.search_text or self.content
+
+
+class MemoryFilters(BaseModel):
+    """Filters every listing and search accepts; tenant and user are never optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Kind | None = None
+    category: Category | None = None
+    scope: Scope | None = None
+    tier: Tier | None = None
+    after: datetime | None = None
+    before: datetime | None = None
+    # Session of the caller: CONTEXT memories are visible only inside it.
+    session_id: str | None = None
+    include_superseded: bool = False
+
+
+class ScoredId(BaseModel):
+    """A search hit from one retrieval stage."""
+
+    id: str
+    score: float

@@ -1,0 +1,48 @@
+"""The short-term memory port: raw recent turns that expire (Memoria's STM)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from memstack.models import Message, Scope
+
+
+class StmEntry(BaseModel):
+    tenant: str
+    user_id: str
+    session_id: str | None = None
+    scope: Scope = Scope.USER
+    message: Message
+    received_at: datetime
+    expires_at: int = Field(description="epoch seconds after which the entry is gone")
+    consolidated: bool = False
+
+
+class ShortTermStore(Protocol):
+    def append(self, entries: list[StmEntry]) -> list[str]:
+        """Durably store entries; an existing message id is left untouched.
+
+        Returns the ids newly stored (a retried request stores nothing twice).
+        """
+        ...
+
+    def get(self, tenant: str, user_id: str, message_id: str) -> StmEntry | None: ...
+
+    def unconsolidated(
+        self, tenant: str, user_id: str, now: datetime, limit: int | None = None
+    ) -> list[StmEntry]:
+        """Unexpired, unconsolidated entries of one user, oldest first."""
+        ...
+
+    def mark_consolidated(self, tenant: str, user_id: str, message_ids: list[str]) -> int: ...
+
+    def users_with_pending(self, now: datetime) -> list[tuple[str, str, int, datetime]]:
+        """(tenant, user_id, unconsolidated count, oldest received_at) for every user with work."""
+        ...
+
+    def erase_user(self, tenant: str, user_id: str) -> int: ...
+
+    def purge_expired(self, now: datetime) -> int: ...

@@ -1,0 +1,140 @@
+"""One typed settings object, read once from ``MEMSTACK_*`` environment variables.
+
+Logic never reads ``os.environ``: it receives a ``Settings``. ``load_settings``
+turns a bad value into one ``SettingsError`` that names the variable.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memstack.errors import SettingsError
+
+StoreBackend = Literal["embedded", "dynamodb", "opensearch"]
+StmBackend = Literal["embedded", "dynamodb"]
+QueueBackend = Literal["local", "sqs"]
+EmbedderName = Literal["hashing", "minilm", "bedrock-titan", "bedrock-cohere"]
+RerankerName = Literal["none", "bedrock"]
+LlmName = Literal["local", "bedrock"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MEMSTACK_", extra="ignore", frozen=True)
+
+    # --- where and which backends -------------------------------------------------
+    data_dir: Path = Path(".memstack")
+    store_backend: StoreBackend = "embedded"
+    stm_backend: StmBackend = "embedded"
+    queue_backend: QueueBackend = "local"
+    embedder: EmbedderName = "minilm"
+    reranker: RerankerName = "none"
+    llm: LlmName = "local"
+    default_tenant: str = Field("local", min_length=1, description="tenant of the CLI on the embedded store")
+    timezone: str = Field("UTC", description="timezone applied to naive timestamps")
+
+    # --- embeddings ----------------------------------------------------------------
+    embedding_dim: int = Field(384, ge=8, le=4096, description="full dimension (hashing and Bedrock)")
+    coarse_dim: int = Field(128, ge=8, le=4096, description="Matryoshka prefix for the coarse pass")
+
+    # --- retrieval pipeline (defaults from the Cognis paper unless measured better) -
+    vector_candidates: int = Field(200, ge=1, le=10_000)
+    bm25_candidates: int = Field(200, ge=1, le=10_000)
+    rrf_k: int = Field(10, ge=1)
+    weight_vector: float = Field(0.7, ge=0.0)
+    weight_bm25: float = Field(0.3, ge=0.0)
+    temporal_window_days: float = Field(30.0, gt=0.0)
+    temporal_blend: float = Field(0.6, ge=0.0, le=1.0, description="share of the fused score in the blend")
+    dedup_threshold: float = Field(0.99, gt=0.0, le=1.0)
+    rerank_candidates: int = Field(50, ge=1, le=1000)
+    consolidated_stm_weight: float = Field(
+        0.5, ge=0.0, le=1.0, description="score factor for STM already consolidated (0 hides it)"
+    )
+
+    # --- ingestion and consolidation -------------------------------------------------
+    extraction_neighbours: int = Field(10, ge=1, le=100)
+    stm_ttl_days: int = Field(30, ge=1)
+    consolidation_threshold: int = Field(10, ge=1)
+    consolidation_max_age_hours: float = Field(24.0, gt=0)
+    summary_max_tokens: int = Field(300, ge=16)
+    synthesis_max_tokens: int = Field(400, ge=16)
+    queue_max_attempts: int = Field(3, ge=1, le=100)
+
+    # --- API limits ----------------------------------------------------------------
+    api_keys: str | None = Field(None, description="comma-separated key=tenant pairs")
+    max_message_chars: int = Field(16_000, ge=1)
+    max_messages_per_request: int = Field(100, ge=1)
+    max_query_chars: int = Field(4_000, ge=1)
+    max_top_k: int = Field(100, ge=1)
+    max_body_bytes: int = Field(1_048_576, ge=1024)
+
+    # --- AWS -----------------------------------------------------------------------
+    aws_region: str | None = None
+    memories_table: str | None = None
+    stm_table: str | None = None
+    idempotency_table: str | None = None
+    extraction_queue_url: str | None = None
+    consolidation_queue_url: str | None = None
+    opensearch_endpoint: str | None = None
+    opensearch_index: str = "memstack-memories"
+    opensearch_service: Literal["es", "aoss"] = "es"
+    opensearch_engine: Literal["faiss", "lucene"] = "faiss"
+    opensearch_hnsw_m: int = Field(16, ge=2)
+    opensearch_hnsw_ef_construction: int = Field(128, ge=2)
+    opensearch_refresh: Literal["false", "true", "wait_for"] = "wait_for"
+    bedrock_extraction_model: str = "anthropic.claude-3-haiku-20240307-v1:0"
+    bedrock_synthesis_model: str = "anthropic.claude-3-5-sonnet-20240620-v1:0"
+    bedrock_embedding_model: str = "amazon.titan-embed-text-v2:0"
+    bedrock_rerank_model_arn: str | None = None
+    bedrock_max_tokens: int = Field(1024, ge=1)
+    bedrock_temperature: float = Field(0.0, ge=0.0, le=1.0)
+    cost_report_threshold: float = Field(10.0, ge=0.0)
+    alert_topic_arn: str | None = None
+    project_tag: str = "memstack"
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> Settings:
+        if self.coarse_dim > self.embedding_dim:
+            raise ValueError("coarse_dim must not exceed embedding_dim")
+        if self.weight_vector + self.weight_bm25 <= 0:
+            raise ValueError("weight_vector + weight_bm25 must be positive")
+        return self
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "memstack.sqlite3"
+
+    def api_key_map(self) -> dict[str, str]:
+        """``MEMSTACK_API_KEYS`` as {key: tenant}; unset means the one dev key."""
+        if not self.api_keys:
+            return {"dev-key": "dev"}
+        pairs: dict[str, str] = {}
+        for item in self.api_keys.split(","):
+            key, sep, tenant = item.strip().partition("=")
+            if not sep or not key or not tenant:
+                raise SettingsError(f"MEMSTACK_API_KEYS: expected key=tenant pairs, got {item.strip()!r}")
+            pairs[key] = tenant
+        return pairs
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the environment once; overrides win (tests and CLI flags use them)."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "settings"
+            name = f"MEMSTACK_{field.upper()}" if err["loc"] else "settings"
+            problems.append(f"{name}: {err['msg']}")
+        raise SettingsError("invalid configuration: " + "; ".join(problems)) from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings (Lambda handlers and the CLI read them once)."""
+    return load_settings()
