@@ -76,11 +76,11 @@ def run() -> int:
     except OSError as exc:
         err_console.print(f"[red]error:[/red] {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
         return 1
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.ClickException):
+    except Exception as exc:
+        # Usage errors come from the click that Typer vendors; match them by
+        # shape rather than by a private import path.
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
             err_console.print(f"[red]error:[/red] {exc.format_message()}", highlight=False)
-            return exc.exit_code
+            return int(exc.exit_code)
         raise
     return 0

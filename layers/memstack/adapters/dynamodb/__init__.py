@@ -1,0 +1,1 @@
+"""DynamoDB adapters: the memories store and the short-term store."""

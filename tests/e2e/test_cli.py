@@ -1,0 +1,86 @@
+"""The `memstack` command in a subprocess, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).with_name("memstack")
+
+
+def run(args: list[str], data_dir: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTACK_")}
+    env.update(MEMSTACK_DATA_DIR=str(data_dir), MEMSTACK_EMBEDDER="hashing")
+    return subprocess.run(
+        [str(BIN), *args], input=stdin, capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+
+
+@pytest.fixture
+def conversation(tmp_path: Path) -> Path:
+    path = tmp_path / "conv.jsonl"
+    lines = [
+        {"id": "a1", "speaker": "Sam", "content": "I just moved to Lisbon for a new job", "timestamp": "2026-02-01T10:00:00Z"},
+        {"id": "a2", "speaker": "Sam", "content": "My cat Pixel hates the new apartment"},
+        {"id": "a3", "role": "assistant", "content": "Sorry to hear about Pixel!"},
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+def test_ingest_then_search_then_list(tmp_path: Path, conversation: Path) -> None:
+    data = tmp_path / "store"
+    out = run(["ingest", str(conversation), "--user", "sam", "--json"], data)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["stored"] == 3
+    out = run(["search", "which city did Sam move to", "--user", "sam", "--k", "2", "--json"], data)
+    assert out.returncode == 0, out.stderr
+    results = json.loads(out.stdout)["results"]
+    assert results[0]["source_ids"] == ["a1"] and "Lisbon" in results[0]["content"]
+    out = run(["search", "Pixel", "--user", "sam"], data)
+    assert out.returncode == 0 and "Pixel" in out.stdout
+    out = run(["memories", "--user", "sam", "--json"], data)
+    assert out.returncode == 0
+    assert {m["source_ids"][0] for m in json.loads(out.stdout)["memories"]} == {"a1", "a2", "a3"}
+    # another user sees nothing
+    out = run(["search", "Lisbon", "--user", "someone-else", "--json"], data)
+    assert json.loads(out.stdout)["results"] == []
+
+
+def test_ingest_from_stdin(tmp_path: Path) -> None:
+    out = run(["ingest", "-", "--user", "u", "--json"], tmp_path, stdin='{"content": "hello there"}\n')
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["accepted"] == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "fragment"),
+    [
+        (["ingest", "missing.jsonl", "--user", "u"], None, "no such file"),
+        (["ingest", "-", "--user", "u"], "{not json\n", "<stdin>:1: not valid JSON"),
+        (["ingest", "-", "--user", "u"], '{"speaker": "x"}\n', "<stdin>:1: content"),
+        (["ingest", "-", "--user", "u"], '{"content": "hi", "colour": "red"}\n', "colour"),
+        (["search", "x", "--user", "u", "--k", "0"], None, "--k must be between"),
+        (["search", "  ", "--user", "u"], None, "the query is empty"),
+        (["search", "x"], None, "--user"),
+    ],
+)
+def test_user_mistakes_are_one_clear_line(tmp_path: Path, args: list[str], stdin: str | None, fragment: str) -> None:
+    out = run(args, tmp_path, stdin=stdin)
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr
+    assert fragment in out.stderr
+
+
+def test_bad_setting_is_a_clear_error(tmp_path: Path) -> None:
+    env_run = subprocess.run(
+        [str(BIN), "memories", "--user", "u"], capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "MEMSTACK_DATA_DIR": str(tmp_path), "MEMSTACK_RRF_K": "-3"},
+    )
+    assert env_run.returncode != 0 and "Traceback" not in env_run.stderr
+    assert "MEMSTACK_RRF_K" in env_run.stderr
