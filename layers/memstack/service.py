@@ -7,12 +7,15 @@ of every call.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memstack.domain import versions
+from memstack.domain.consolidation.job import Consolidator
+from memstack.domain.consolidation.scheduler import due_users, housekeeping, schedule
 from memstack.domain.ingest import Ingestor, IngestResult
 from memstack.domain.retrieve import Retriever, SearchRequest, SearchResult
 from memstack.errors import NotFound
@@ -37,6 +40,7 @@ class MemoryService:
     queue: JobQueue | None = None
     job_handlers: dict[str, JobHandler] = field(default_factory=dict)
     closers: list[Callable[[], None]] = field(default_factory=list)
+    consolidator: Consolidator | None = None
 
     # ------------------------------------------------------------------ ingest
     def add(
@@ -52,8 +56,13 @@ class MemoryService:
         metadata: dict[str, Any] | None = None,
     ) -> IngestResult:
         result = self.ingestor.add(
-            tenant, user_id, messages, session_id=session_id, scope=scope,
-            infer=infer and "extract" in self.job_handlers, metadata=metadata,
+            tenant,
+            user_id,
+            messages,
+            session_id=session_id,
+            scope=scope,
+            infer=infer and "extract" in self.job_handlers,
+            metadata=metadata,
         )
         if sync and result.queued and self.queue is not None:
             self.queue.drain()
@@ -71,13 +80,13 @@ class MemoryService:
         filters: MemoryFilters | None = None,
         limit: int = 50,
         cursor: str | None = None,
-    ) -> tuple[list[MemoryRecord], str | None]:
+    ) -> tuple[builtins.list[MemoryRecord], str | None]:
         return self.store.list(tenant, user_id, filters or MemoryFilters(), limit, cursor)
 
     def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:
         return versions.current_or_404(self.store, tenant, user_id, memory_id)
 
-    def history(self, tenant: str, user_id: str, memory_id: str) -> list[MemoryRecord]:
+    def history(self, tenant: str, user_id: str, memory_id: str) -> builtins.list[MemoryRecord]:
         return versions.history(self.store, tenant, user_id, memory_id)
 
     # ------------------------------------------------------------------ writes
@@ -88,7 +97,11 @@ class MemoryService:
         if not old.is_current:
             raise NotFound(f"memory {memory_id} is not the current version")
         new = versions.new_version(
-            old, content=content, embedder=self.embedder, coarse_dim=self.settings.coarse_dim, now=now,
+            old,
+            content=content,
+            embedder=self.embedder,
+            coarse_dim=self.settings.coarse_dim,
+            now=now,
             metadata={**old.metadata, "edited": "manual"},
         )
         self.store.supersede(tenant, user_id, old.id, new)
@@ -118,6 +131,62 @@ class MemoryService:
         if handler is None:
             raise RuntimeError(f"no handler for job type {job.type!r}")
         handler(job)
+
+    # ----------------------------------------------------------- consolidation
+    def consolidate(
+        self, tenant: str, user_id: str, *, sync: bool = True, now: datetime | None = None
+    ) -> dict[str, Any]:
+        """Consolidate one user's STM into LTM now (``sync``), or enqueue the job and say so."""
+        if not sync and self.queue is not None:
+            job = Job(
+                type="consolidate",
+                tenant=tenant,
+                user_id=user_id,
+                payload={"now": now.isoformat()} if now else {},
+            )
+            self.queue.send([job])
+            return {
+                "tenant": tenant,
+                "user_id": user_id,
+                "status": "queued",
+                "job_id": job.id,
+                "read": 0,
+                "written": 0,
+                "updated": 0,
+                "unchanged": 0,
+                "marked": 0,
+            }
+        if self.consolidator is None:
+            raise RuntimeError("consolidation is not configured on this service")
+        return self.consolidator.run(tenant, user_id, now=now).as_dict()
+
+    def run_consolidate_job(self, job: Job) -> None:
+        """The "consolidate" job handler (local queue and the SQS worker)."""
+        when = job.payload.get("now")
+        now = datetime.fromisoformat(when) if when else None
+        self.consolidate(job.tenant, job.user_id, sync=True, now=now)
+
+    def schedule_consolidation(self, now: datetime | None = None) -> dict[str, Any]:
+        """Purge expired STM, then fan out one consolidate job per due user (run inline without a queue)."""
+        s = self.settings
+        now_ = now or datetime.now(UTC)
+        max_age = timedelta(hours=s.consolidation_max_age_hours)
+        if self.queue is None:
+            purged = housekeeping(self.stm, now_)
+            due = due_users(self.stm, now_, s.consolidation_threshold, max_age)
+            return {
+                "purged_expired": purged,
+                "jobs": 0,
+                "users": [self.consolidate(d.tenant, d.user_id, now=now) for d in due],
+            }
+        return schedule(
+            self.stm,
+            self.queue,
+            now=now,
+            threshold=s.consolidation_threshold,
+            max_age=max_age,
+            slot=timedelta(seconds=s.consolidation_interval_seconds),
+        )
 
     def close(self) -> None:
         for closer in reversed(self.closers):

@@ -25,7 +25,12 @@ def run(args: list[str], data_dir: Path, stdin: str | None = None) -> subprocess
 def conversation(tmp_path: Path) -> Path:
     path = tmp_path / "conv.jsonl"
     lines = [
-        {"id": "a1", "speaker": "Sam", "content": "I just moved to Lisbon for a new job", "timestamp": "2026-02-01T10:00:00Z"},
+        {
+            "id": "a1",
+            "speaker": "Sam",
+            "content": "I just moved to Lisbon for a new job",
+            "timestamp": "2026-02-01T10:00:00Z",
+        },
         {"id": "a2", "speaker": "Sam", "content": "My cat Pixel hates the new apartment"},
         {"id": "a3", "role": "assistant", "content": "Sorry to hear about Pixel!"},
     ]
@@ -70,7 +75,9 @@ def test_ingest_from_stdin(tmp_path: Path) -> None:
         (["search", "x"], None, "--user"),
     ],
 )
-def test_user_mistakes_are_one_clear_line(tmp_path: Path, args: list[str], stdin: str | None, fragment: str) -> None:
+def test_user_mistakes_are_one_clear_line(
+    tmp_path: Path, args: list[str], stdin: str | None, fragment: str
+) -> None:
     out = run(args, tmp_path, stdin=stdin)
     assert out.returncode != 0
     assert "Traceback" not in out.stderr
@@ -79,7 +86,11 @@ def test_user_mistakes_are_one_clear_line(tmp_path: Path, args: list[str], stdin
 
 def test_bad_setting_is_a_clear_error(tmp_path: Path) -> None:
     env_run = subprocess.run(
-        [str(BIN), "memories", "--user", "u"], capture_output=True, text=True, timeout=60, check=False,
+        [str(BIN), "memories", "--user", "u"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
         env={**os.environ, "MEMSTACK_DATA_DIR": str(tmp_path), "MEMSTACK_RRF_K": "-3"},
     )
     assert env_run.returncode != 0 and "Traceback" not in env_run.stderr

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.store import EmbeddedMemoryStore
 from memstack.adapters.embedders.hashing import HashingEmbedder
@@ -22,8 +21,12 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 def record(content: str, tenant: str = "t1", user: str = "u1", **kw: object) -> MemoryRecord:
     vec = EMB.embed([content])[0]
     return MemoryRecord(
-        tenant=tenant, user_id=user, content=content,
-        embedding_full=vec.tolist(), embedding_coarse=coarse_prefix(vec, 16).tolist(), **kw,  # type: ignore[arg-type]
+        tenant=tenant,
+        user_id=user,
+        content=content,
+        embedding_full=vec.tolist(),
+        embedding_coarse=coarse_prefix(vec, 16).tolist(),
+        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -60,8 +63,11 @@ def test_vector_search_returns_the_exact_top_k_of_a_brute_force_check(store: Emb
         vec /= np.linalg.norm(vec)
         records.append(
             MemoryRecord(
-                tenant="t1", user_id="u1", content=f"doc {i}",
-                embedding_full=vec.tolist(), embedding_coarse=vec.tolist(),
+                tenant="t1",
+                user_id="u1",
+                content=f"doc {i}",
+                embedding_full=vec.tolist(),
+                embedding_coarse=vec.tolist(),
             )
         )
     store.put(records)
@@ -70,7 +76,9 @@ def test_vector_search_returns_the_exact_top_k_of_a_brute_force_check(store: Emb
     hits = store.vector_search("t1", "u1", query, 10, MemoryFilters())
     brute = sorted(records, key=lambda r: -float(np.dot(np.asarray(r.embedding_coarse), query)))[:10]
     assert [h.id for h in hits] == [r.id for r in brute]
-    assert hits[0].score == pytest.approx(float(np.dot(np.asarray(brute[0].embedding_coarse), query)), abs=1e-5)
+    assert hits[0].score == pytest.approx(
+        float(np.dot(np.asarray(brute[0].embedding_coarse), query)), abs=1e-5
+    )
 
 
 def test_other_tenants_and_users_never_see_the_first_users_memories(store: EmbeddedMemoryStore) -> None:
@@ -78,7 +86,10 @@ def test_other_tenants_and_users_never_see_the_first_users_memories(store: Embed
     store.put([mine, record("unrelated", user="u2"), record("unrelated", tenant="t2")])
     q = EMB.embed(["secret diary Biscuit puppy"])[0]
     for tenant, user in (("t2", "u1"), ("t1", "u2")):
-        assert all(h.id != mine.id for h in store.bm25_search(tenant, user, "secret diary Biscuit", 10, MemoryFilters()))
+        assert all(
+            h.id != mine.id
+            for h in store.bm25_search(tenant, user, "secret diary Biscuit", 10, MemoryFilters())
+        )
         assert all(
             h.id != mine.id
             for h in store.vector_search(tenant, user, coarse_prefix(q, 16), 10, MemoryFilters())

@@ -9,8 +9,12 @@ from memstack.models import MemoryFilters, Message, Tier
 from memstack.service import MemoryService
 
 MSGS = [
-    Message(id="m1", speaker="Maya", content="I adopted a shiba inu called Mochi",
-            timestamp=datetime(2026, 3, 1, tzinfo=UTC)),
+    Message(
+        id="m1",
+        speaker="Maya",
+        content="I adopted a shiba inu called Mochi",
+        timestamp=datetime(2026, 3, 1, tzinfo=UTC),
+    ),
     Message(id="m2", speaker="Maya", content="My sister Aiko is a nurse in Vancouver"),
     Message(id="m3", speaker="Maya", content="I am allergic to peanuts"),
 ]

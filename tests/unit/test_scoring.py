@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from memstack.domain.scoring import min_max, weighted_rrf
 from memstack.models import ScoredId
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from memstack.errors import SettingsError
 from memstack.settings import load_settings
 
@@ -13,7 +12,7 @@ from memstack.settings import load_settings
 def test_defaults_are_the_embedded_offline_configuration() -> None:
     s = load_settings()
     assert (s.store_backend, s.embedder, s.llm, s.queue_backend) == ("embedded", "minilm", "local", "local")
-    assert (s.rrf_k, s.weight_vector, s.weight_bm25) == (10, 0.7, 0.3)
+    assert (s.rrf_k, s.weight_vector, s.weight_bm25) == (5, 0.3, 0.7)
 
 
 def test_environment_is_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -33,7 +32,9 @@ def test_environment_is_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
         ("MEMSTACK_TEMPORAL_BLEND", "1.5", "MEMSTACK_TEMPORAL_BLEND"),
     ],
 )
-def test_bad_values_give_a_clear_error(monkeypatch: pytest.MonkeyPatch, name: str, value: str, fragment: str) -> None:
+def test_bad_values_give_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, fragment: str
+) -> None:
     monkeypatch.setenv(name, value)
     with pytest.raises(SettingsError) as info:
         load_settings()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +26,19 @@ app = typer.Typer(
     add_completion=False,
 )
 console = Console()
-err_console = Console(stderr=True)
+
+
+@app.callback()
+def _global_options(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="log each pipeline step (JSON on stderr)"),
+) -> None:
+    # The library logs one structured line per search and job (what CloudWatch
+    # wants); at a terminal that is noise unless asked for.
+    logging.getLogger("memstack").setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+# soft_wrap: an error stays one line (scripts grep it), whatever the terminal width.
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 class UserError(Exception):

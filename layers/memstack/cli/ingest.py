@@ -11,13 +11,21 @@ import typer
 from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from memstack.cli.app import UserError, console, open_service, print_json, settings_from_cli, tenant_or_default
+from memstack.cli.app import (
+    UserError,
+    console,
+    open_service,
+    print_json,
+    settings_from_cli,
+    tenant_or_default,
+)
 from memstack.models import Message, Scope
 
 BATCH = 32
 
 
-def read_messages(stream: TextIO, source: str) -> list[Message]:
+def read_messages(stream: TextIO, source: str, timezone: str = "UTC") -> list[Message]:
+    """Parse JSON lines; naive timestamps are read in ``timezone`` (MEMSTACK_TIMEZONE)."""
     messages = []
     for lineno, line in enumerate(stream, start=1):
         if not line.strip():
@@ -29,7 +37,7 @@ def read_messages(stream: TextIO, source: str) -> list[Message]:
         if not isinstance(data, dict):
             raise UserError(f"{source}:{lineno}: expected a JSON object with at least 'content'")
         try:
-            messages.append(Message.model_validate(data))
+            messages.append(Message.model_validate(data, context={"timezone": timezone}))
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "message"
@@ -42,30 +50,37 @@ def ingest(
     user: Annotated[str, typer.Option("--user", "-u", help="user the messages belong to")],
     session: Annotated[str | None, typer.Option("--session", "-s", help="conversation session id")] = None,
     tenant: Annotated[str | None, typer.Option(help="tenant (default: MEMSTACK_DEFAULT_TENANT)")] = None,
-    scope: Annotated[Scope, typer.Option(help="USER (all sessions) or CONTEXT (this session only)")] = Scope.USER,
+    scope: Annotated[
+        Scope, typer.Option(help="USER (all sessions) or CONTEXT (this session only)")
+    ] = Scope.USER,
     infer: Annotated[bool, typer.Option(help="run extraction into long-term memory")] = True,
     sync: Annotated[bool, typer.Option(help="wait until extraction has finished")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """Store messages (one JSON object per line: content, role, speaker, timestamp, id)."""
+    settings = settings_from_cli()
     if file == "-":
-        messages = read_messages(sys.stdin, "<stdin>")
+        messages = read_messages(sys.stdin, "<stdin>", settings.timezone)
     else:
         path = Path(file)
         if not path.is_file():
             raise UserError(f"no such file: {file}")
         with path.open(encoding="utf-8") as fh:
-            messages = read_messages(fh, file)
+            messages = read_messages(fh, file, settings.timezone)
     if not messages:
         raise UserError(f"{file}: no messages found")
-    settings = settings_from_cli()
     accepted: list[str] = []
     stored = queued = 0
     with open_service(settings) as service:
         t = tenant_or_default(tenant, settings)
         with Progress(
-            TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console, disable=as_json or not console.is_terminal, transient=True,
+            TextColumn("ingesting"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=as_json or not console.is_terminal,
+            transient=True,
         ) as progress:
             task = progress.add_task("ingest", total=len(messages))
             for start in range(0, len(messages), BATCH):
@@ -83,6 +98,11 @@ def ingest(
             f"ingested {len(accepted)} messages for user [bold]{user}[/bold] "
             f"({stored} new, {len(accepted) - stored} already stored, {queued} queued for extraction)"
         )
+        if queued and not sync:
+            console.print(
+                "extraction runs in the background of `memstack serve`; "
+                "run `memstack worker` (or ingest with --sync) to process it now"
+            )
 
 
 def register(app: typer.Typer) -> None:

@@ -36,7 +36,11 @@ def memories(
         table.add_column(col, overflow="fold")
     for r in records:
         table.add_row(
-            r.id[:12], str(r.tier), str(r.kind), str(r.category or "-"), str(r.version),
+            r.id[:12],
+            str(r.tier),
+            str(r.kind),
+            str(r.category or "-"),
+            str(r.version),
             (r.event_time or r.created_at).strftime("%Y-%m-%d"),
             f"{r.speaker}: {r.content}" if r.speaker and r.tier == Tier.STM else r.content,
         )

@@ -7,7 +7,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from memstack.cli.app import UserError, console, open_service, print_json, settings_from_cli, tenant_or_default
+from memstack.cli.app import (
+    UserError,
+    console,
+    open_service,
+    print_json,
+    settings_from_cli,
+    tenant_or_default,
+)
 from memstack.domain.retrieve import SearchRequest
 from memstack.models import MemoryFilters
 
@@ -30,8 +37,12 @@ def search(
     with open_service(settings) as service:
         result = service.search(
             SearchRequest(
-                tenant=tenant_or_default(tenant, settings), user_id=user, query=query, top_k=k,
-                filters=MemoryFilters(session_id=session), explain=explain,
+                tenant=tenant_or_default(tenant, settings),
+                user_id=user,
+                query=query,
+                top_k=k,
+                filters=MemoryFilters(session_id=session),
+                explain=explain,
             )
         )
     if as_json:

@@ -1,13 +1,63 @@
 """What text a raw turn is indexed (BM25) and embedded (vector) with.
 
 Kept in one place so ingestion, re-indexing and every backend agree.
+
+A reply is often meaningless alone ("Yes, every Sunday!"): its subject is in
+the turn it answers. So a turn can carry the turns before it in the same
+batch as context, and the date it was said on, in its BM25 text and,
+optionally, in the text that is embedded. The record's ``content`` is never
+changed: context only affects what finds it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from memstack.models import Message
+
+
+@dataclass(frozen=True)
+class IndexingConfig:
+    #: turns before this one (same batch) added to its BM25 text
+    context_turns: int = 2
+    #: also embed the turn with that context (else the turn alone is embedded)
+    context_in_embedding: bool = False
+    #: add the turn's date ("8 May 2023") to its BM25 text
+    date_in_text: bool = True
+
+
+@dataclass(frozen=True)
+class IndexedTurn:
+    search_text: str
+    embed_text: str
 
 
 def turn_text(message: Message) -> str:
     """Who said it, and what."""
     return f"{message.speaker}: {message.content}" if message.speaker else message.content
+
+
+def _date_text(message: Message) -> str:
+    if message.timestamp is None:
+        return ""
+    ts = message.timestamp
+    return f"{ts.day} {ts.strftime('%B %Y')}"
+
+
+def index_turns(messages: Sequence[Message], config: IndexingConfig) -> list[IndexedTurn]:
+    """The indexed and embedded text of each message, in order."""
+    out = []
+    for pos, message in enumerate(messages):
+        own = turn_text(message)
+        # Context lines carry the words, not the speaker names: repeating a name
+        # in every following turn would make it outscore the turn that said it.
+        context = [m.content for m in messages[max(0, pos - config.context_turns) : pos]]
+        with_context = "\n".join([*context, own])
+        search = with_context
+        if config.date_in_text and (date := _date_text(message)):
+            search = f"{search}\n({date})"
+        out.append(
+            IndexedTurn(search_text=search, embed_text=with_context if config.context_in_embedding else own)
+        )
+    return out

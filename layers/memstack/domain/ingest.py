@@ -10,11 +10,11 @@ derived from (tenant, user, message id).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memstack.domain.indexing import turn_text
+from memstack.domain.indexing import IndexingConfig, index_turns
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryRecord, Message, Scope, Tier
 from memstack.ports.embedder import Embedder
@@ -32,6 +32,7 @@ def stm_memory_id(tenant: str, user_id: str, message_id: str) -> str:
 class IngestConfig:
     coarse_dim: int = 128
     stm_ttl_days: int = 30
+    indexing: IndexingConfig = field(default_factory=IndexingConfig)
 
 
 @dataclass
@@ -72,11 +73,17 @@ class Ingestor:
         expires = int((now + timedelta(days=self.config.stm_ttl_days)).timestamp())
         stamped = [m if m.timestamp else m.model_copy(update={"timestamp": now}) for m in messages]
         # Embed first: if the model fails nothing is half-written.
-        vectors = self.embedder.embed([turn_text(m) for m in stamped]) if stamped else None
+        indexed = index_turns(stamped, self.config.indexing)
+        vectors = self.embedder.embed([t.embed_text for t in indexed]) if stamped else None
         entries = [
             StmEntry(
-                tenant=tenant, user_id=user_id, session_id=session_id, scope=scope,
-                message=m, received_at=now, expires_at=expires,
+                tenant=tenant,
+                user_id=user_id,
+                session_id=session_id,
+                scope=scope,
+                message=m,
+                received_at=now,
+                expires_at=expires,
             )
             for m in stamped
         ]
@@ -90,9 +97,18 @@ class Ingestor:
             assert vectors is not None
             records.append(
                 MemoryRecord(
-                    id=mem_id, tenant=tenant, user_id=user_id, session_id=session_id, scope=scope,
-                    tier=Tier.STM, content=m.content, search_text=turn_text(m), speaker=m.speaker,
-                    event_time=m.timestamp, created_at=now, source_ids=[m.id],
+                    id=mem_id,
+                    tenant=tenant,
+                    user_id=user_id,
+                    session_id=session_id,
+                    scope=scope,
+                    tier=Tier.STM,
+                    content=m.content,
+                    search_text=indexed[i].search_text,
+                    speaker=m.speaker,
+                    event_time=m.timestamp,
+                    created_at=now,
+                    source_ids=[m.id],
                     metadata={"role": str(m.role), **(metadata or {})},
                     embedding_full=vectors[i].tolist(),
                     embedding_coarse=coarse_prefix(vectors[i], self.config.coarse_dim).tolist(),
@@ -103,7 +119,9 @@ class Ingestor:
         if infer and self.queue is not None and stored:
             jobs = [
                 Job(
-                    type="extract", tenant=tenant, user_id=user_id,
+                    type="extract",
+                    tenant=tenant,
+                    user_id=user_id,
                     payload={"message_id": mid, "session_id": session_id, "scope": str(scope)},
                 )
                 for mid in stored

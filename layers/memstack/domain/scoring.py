@@ -33,3 +33,31 @@ def min_max(scores: Mapping[str, float]) -> dict[str, float]:
     if hi - lo <= 1e-12:
         return {key: 1.0 for key in scores}
     return {key: (value - lo) / (hi - lo) for key, value in scores.items()}
+
+
+def temporal_blend(fused_normalised: float, temporal: float, blend: float) -> float:
+    """Stage 5: ``blend * fused + (1 - blend) * temporal`` (fused already scaled to [0, 1])."""
+    return blend * fused_normalised + (1.0 - blend) * temporal
+
+
+def near_duplicates(ordered_ids: Sequence[str], vectors: Mapping[str, object], threshold: float) -> set[str]:
+    """Ids to drop: each one whose cosine with a better-ranked kept id is ``>= threshold``.
+
+    ``ordered_ids`` is best first; vectors are unit length (numpy arrays), so
+    the dot product is the cosine. Ids without a vector are never dropped.
+    """
+    import numpy as np
+
+    ids = [i for i in ordered_ids if vectors.get(i) is not None]
+    if len(ids) < 2:
+        return set()
+    matrix = np.vstack([np.asarray(vectors[i], dtype=np.float32) for i in ids])
+    similar = (matrix @ matrix.T) >= threshold
+    kept: list[int] = []
+    dropped: set[str] = set()
+    for pos, memory_id in enumerate(ids):
+        if kept and bool(similar[pos, kept].any()):
+            dropped.add(memory_id)
+        else:
+            kept.append(pos)
+    return dropped

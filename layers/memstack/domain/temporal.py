@@ -20,17 +20,42 @@ MONTHS = {
     name: i + 1
     for i, names in enumerate(
         [
-            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
-            ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
-            ("october", "oct"), ("november", "nov"), ("december", "dec"),
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
         ]
     )
     for name in names
 }
-WEEKDAYS = {d: i for i, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))}
+WEEKDAYS = {
+    d: i for i, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
+}
 NUMBER_WORDS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3,
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "couple of": 2,
+    "few": 3,
 }
 # Northern-hemisphere meteorological seasons: (first month, length in months).
 SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3), "winter": (12, 3)}
@@ -48,7 +73,8 @@ class TimeWindow:
     phrase: str
 
     def distance_days(self, when: datetime) -> float:
-        """Days from ``when`` to the window: 0 inside it, else to the nearest edge."""
+        """Days from ``when`` to the window: 0 inside it, else to the nearest edge (naive = UTC)."""
+        when = _aware(when)
         if when < self.start:
             return (self.start - when).total_seconds() / 86400
         if when > self.end:
@@ -139,7 +165,11 @@ def _this_month(m: re.Match[str], ref: datetime) -> TimeWindow:
 
 
 def _last_year(m: re.Match[str], ref: datetime) -> TimeWindow:
-    return _span(datetime(ref.year - 1, 1, 1, tzinfo=ref.tzinfo), datetime(ref.year, 1, 1, tzinfo=ref.tzinfo), m.group(0))
+    return _span(
+        datetime(ref.year - 1, 1, 1, tzinfo=ref.tzinfo),
+        datetime(ref.year, 1, 1, tzinfo=ref.tzinfo),
+        m.group(0),
+    )
 
 
 def _this_year(m: re.Match[str], ref: datetime) -> TimeWindow:
@@ -149,13 +179,16 @@ def _this_year(m: re.Match[str], ref: datetime) -> TimeWindow:
 def _season(m: re.Match[str], ref: datetime) -> TimeWindow:
     which, name = m.group(1).lower(), m.group(2).lower()
     first, length = SEASONS[name]
-    year = ref.year if first <= ref.month or first == 12 else ref.year - 1
-    if first == 12:  # winter starts in December of the year before its Jan/Feb
-        year = ref.year if ref.month == 12 else ref.year - 1
+    if which == "this":
+        # The season of the current year (winter belongs to the year it starts in).
+        year = ref.year - 1 if first == 12 and ref.month <= 2 else ref.year
+    else:
+        # The most recent one that has started; "last" skips one still under way.
+        year = ref.year if first <= ref.month else ref.year - 1
+        if _month_start(year, first + length, ref.tzinfo) > ref:
+            year -= 1
     start = _month_start(year, first, ref.tzinfo)
-    if which == "last" and start + timedelta(days=31 * length) > ref:
-        start = _month_start(year - 1, first, ref.tzinfo)
-    return _span(start, _month_start(start.year, start.month + length, ref.tzinfo), m.group(0))
+    return _span(start, _month_start(year, first + length, ref.tzinfo), m.group(0))
 
 
 def _ago(m: re.Match[str], ref: datetime) -> TimeWindow:
@@ -169,7 +202,8 @@ def _ago(m: re.Match[str], ref: datetime) -> TimeWindow:
         centre = _shift_months(ref, n)
         return _month(centre.year, centre.month, ref.tzinfo, m.group(0))
     return _span(  # years
-        datetime(ref.year - n, 1, 1, tzinfo=ref.tzinfo), datetime(ref.year - n + 1, 1, 1, tzinfo=ref.tzinfo),
+        datetime(ref.year - n, 1, 1, tzinfo=ref.tzinfo),
+        datetime(ref.year - n + 1, 1, 1, tzinfo=ref.tzinfo),
         m.group(0),
     )
 
@@ -192,7 +226,9 @@ def _bare_month(m: re.Match[str], ref: datetime) -> TimeWindow:
 
 def _year(m: re.Match[str], ref: datetime) -> TimeWindow:
     year = int(m.group(1))
-    return _span(datetime(year, 1, 1, tzinfo=ref.tzinfo), datetime(year + 1, 1, 1, tzinfo=ref.tzinfo), m.group(0))
+    return _span(
+        datetime(year, 1, 1, tzinfo=ref.tzinfo), datetime(year + 1, 1, 1, tzinfo=ref.tzinfo), m.group(0)
+    )
 
 
 _RULES: list[tuple[re.Pattern[str], object]] = [
@@ -206,8 +242,10 @@ _RULES: list[tuple[re.Pattern[str], object]] = [
     (re.compile(r"\b(?:this|earlier this) year\b", re.I), _this_year),
     (re.compile(r"\b(last|this|past) (spring|summer|autumn|fall|winter)\b", re.I), _season),
     (re.compile(rf"\b({_NUM_RE}) (day|week|month|year)s? ago\b", re.I), _ago),
-    (re.compile(rf"\b(?:in|over|during) the (?:last|past) ({_NUM_RE}) (day|week|month|year)s?\b", re.I), _past_n),
-    (re.compile(rf"\b(?:in |during )?({_MONTH_RE})\.?,? ((?:19|20)\d\d)\b", re.I), _month_year),
+    (
+        re.compile(rf"\b(?:in|over|during) the (?:last|past) ({_NUM_RE}) (day|week|month|year)s?\b", re.I),
+        _past_n,
+    ),
 ]
 # Exact dates and single days go to dateparser; these patterns only find them.
 _DATE_PHRASES = [
@@ -216,10 +254,13 @@ _DATE_PHRASES = [
     re.compile(r"\b(?:19|20)\d\d-\d\d-\d\d\b"),
     re.compile(r"\b\d{1,2}/\d{1,2}/(?:19|20)?\d\d\b"),
     re.compile(r"\b(?:yesterday|today|the day before yesterday)\b", re.I),
-    re.compile(r"\b(?:last|this past|on|this) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I),
+    re.compile(
+        r"\b(?:last|this past|on|this) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I
+    ),
 ]
 # Weaker, whole-period rules tried after exact dates (so "May 8" is a day, not a month).
 _LATE_RULES: list[tuple[re.Pattern[str], object]] = [
+    (re.compile(rf"\b(?:in |during )?({_MONTH_RE})\.?,? ((?:19|20)\d\d)\b", re.I), _month_year),
     # "may" alone is too often a verb: a bare month needs "in"/"during"/"since" before it.
     (re.compile(rf"\b(?:in|during|since|of) ({_MONTH_RE})\b(?! \d)", re.I), _bare_month),
     (re.compile(r"\b(?:in|during|since|of) ((?:19|20)\d\d)\b", re.I), _year),

@@ -8,7 +8,8 @@ fusion and the later stages live in the domain (``memstack.domain.retrieve``).
 
 from __future__ import annotations
 
-from typing import Protocol
+import builtins
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -46,27 +47,27 @@ class MemoryStore(Protocol):
         filters: MemoryFilters,
         limit: int,
         cursor: str | None = None,
-    ) -> tuple[list[MemoryRecord], str | None]:
+    ) -> tuple[builtins.list[MemoryRecord], str | None]:
         """Records newest first (current only unless ``include_superseded``); returns a next cursor."""
         ...
 
     def bm25_search(
         self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters
-    ) -> list[ScoredId]:
+    ) -> builtins.list[ScoredId]:
         """BM25 over the indexed text; user text is never interpreted as query syntax."""
         ...
 
     def vector_search(
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
-    ) -> list[ScoredId]:
+    ) -> builtins.list[ScoredId]:
         """Cosine similarity on the coarse (Matryoshka prefix) vectors: the candidate pass."""
         ...
 
-    def embeddings(self, tenant: str, user_id: str, ids: list[str]) -> dict[str, np.ndarray]:
+    def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
         """Full-dimension vectors of the given records (for the rescoring pass)."""
         ...
 
-    def mark(self, tenant: str, user_id: str, ids: list[str], **fields: object) -> int:
+    def mark(self, tenant: str, user_id: str, ids: builtins.list[str], **fields: object) -> int:
         """Set plain metadata fields (``metadata`` keys) on records; returns how many changed."""
         ...
 
@@ -75,3 +76,27 @@ class MemoryStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class HybridCandidates(Protocol):
+    """Optional extra of a store: BM25 and coarse-vector candidates in one round trip.
+
+    OpenSearch sends both queries in one ``_msearch``; DynamoDB ranks both from
+    one partition snapshot. The retrieval uses it when
+    ``isinstance(store, HybridCandidates)`` and otherwise calls
+    ``bm25_search`` and ``vector_search``; the results are the same.
+    """
+
+    def hybrid_candidates(
+        self,
+        tenant: str,
+        user_id: str,
+        query: str,
+        query_coarse: np.ndarray,
+        k_bm25: int,
+        k_vector: int,
+        filters: MemoryFilters,
+    ) -> tuple[builtins.list[ScoredId], builtins.list[ScoredId]]:
+        """(BM25 hits, coarse vector hits), each best first, as the two separate methods return them."""
+        ...

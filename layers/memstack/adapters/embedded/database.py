@@ -8,6 +8,7 @@ readers never block the writer, a busy timeout so two processes (the CLI and
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -139,9 +140,8 @@ class Database:
     def close(self) -> None:
         with self._connections_lock:
             for conn in self._connections:
-                try:
+                # A connection closed from its own thread already raises here.
+                with contextlib.suppress(sqlite3.ProgrammingError):
                     conn.close()
-                except sqlite3.ProgrammingError:  # closed from its own thread already
-                    pass
             self._connections.clear()
         self._local = threading.local()

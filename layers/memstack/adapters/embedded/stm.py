@@ -1,11 +1,13 @@
 """The embedded short-term store: the ``stm`` table of the SQLite file.
 
 Expired rows are invisible to every read (``expires_at`` is checked in SQL)
-and removed by ``purge_expired``, the housekeeping pass.
+and removed by ``purge_expired``, the housekeeping pass the consolidation
+scheduler runs before it looks for work.
 """
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 from memstack.adapters.embedded.database import Database
@@ -39,8 +41,14 @@ class EmbeddedShortTermStore:
                     "INSERT OR IGNORE INTO stm (tenant, user_id, message_id, session_id, scope, received_at, "
                     "expires_at, consolidated, message) VALUES (?,?,?,?,?,?,?,?,?)",
                     (
-                        e.tenant, e.user_id, e.message.id, e.session_id, str(e.scope),
-                        e.received_at.timestamp(), e.expires_at, int(e.consolidated),
+                        e.tenant,
+                        e.user_id,
+                        e.message.id,
+                        e.session_id,
+                        str(e.scope),
+                        e.received_at.timestamp(),
+                        e.expires_at,
+                        int(e.consolidated),
                         e.message.model_dump_json(),
                     ),
                 )
@@ -52,8 +60,8 @@ class EmbeddedShortTermStore:
         row = (
             self.db.read()
             .execute(
-                "SELECT * FROM stm WHERE tenant = ? AND user_id = ? AND message_id = ?",
-                (tenant, user_id, message_id),
+                "SELECT * FROM stm WHERE tenant = ? AND user_id = ? AND message_id = ? AND expires_at > ?",
+                (tenant, user_id, message_id, int(time.time())),
             )
             .fetchone()
         )

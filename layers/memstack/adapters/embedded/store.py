@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import builtins
 import json
 import sqlite3
 import threading
@@ -94,7 +95,7 @@ class _UserVectors:
         self.generation = generation
         self.ids = [r["id"] for r in rows]
         self.matrix = (
-            np.vstack([from_blob(r["emb_coarse"]) for r in rows]).astype(np.float32)
+            np.vstack([np.frombuffer(r["emb_coarse"], dtype=np.float32) for r in rows])
             if rows
             else np.zeros((0, coarse_dim or 1), dtype=np.float32)
         )
@@ -116,11 +117,28 @@ class EmbeddedMemoryStore:
                 f"INSERT INTO memories ({_COLUMNS}, emb_full, emb_coarse) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    r.id, r.tenant, r.user_id, r.session_id, str(r.scope), str(r.tier), str(r.kind),
-                    str(r.category) if r.category else None, r.content, r.search_text, r.speaker,
-                    _ts(r.event_time), r.created_at.timestamp(), int(r.is_current), _ts(r.superseded_at),
-                    int(r.deleted), r.replaces_id, r.version, json.dumps(r.source_ids),
-                    json.dumps(r.metadata), to_blob(r.embedding_full), to_blob(r.embedding_coarse),
+                    r.id,
+                    r.tenant,
+                    r.user_id,
+                    r.session_id,
+                    str(r.scope),
+                    str(r.tier),
+                    str(r.kind),
+                    str(r.category) if r.category else None,
+                    r.content,
+                    r.search_text,
+                    r.speaker,
+                    _ts(r.event_time),
+                    r.created_at.timestamp(),
+                    int(r.is_current),
+                    _ts(r.superseded_at),
+                    int(r.deleted),
+                    r.replaces_id,
+                    r.version,
+                    json.dumps(r.source_ids),
+                    json.dumps(r.metadata),
+                    to_blob(r.embedding_full),
+                    to_blob(r.embedding_coarse),
                 ),
             )
         except sqlite3.IntegrityError as exc:
@@ -261,7 +279,7 @@ class EmbeddedMemoryStore:
         filters: MemoryFilters,
         limit: int,
         cursor: str | None = None,
-    ) -> tuple[list[MemoryRecord], str | None]:
+    ) -> tuple[builtins.list[MemoryRecord], str | None]:
         where, params = filter_sql(filters, search=False)
         if cursor:
             try:
@@ -289,7 +307,7 @@ class EmbeddedMemoryStore:
 
     def bm25_search(
         self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters
-    ) -> list[ScoredId]:
+    ) -> builtins.list[ScoredId]:
         match = fts5_match(query)
         if match is None:
             return []
@@ -339,7 +357,7 @@ class EmbeddedMemoryStore:
 
     def vector_search(
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
-    ) -> list[ScoredId]:
+    ) -> builtins.list[ScoredId]:
         vectors = self._user_vectors(tenant, user_id)
         if not vectors.ids:
             return []
@@ -355,7 +373,7 @@ class EmbeddedMemoryStore:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [ScoredId(id=vectors.ids[i], score=float(scores[i])) for i in top]
 
-    def embeddings(self, tenant: str, user_id: str, ids: list[str]) -> dict[str, np.ndarray]:
+    def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         conn = self.db.read()
         for start in range(0, len(ids), 500):

@@ -59,7 +59,8 @@ class LocalJobQueue:
 
     def dead_letters(self) -> list[dict[str, Any]]:
         rows = self.db.read().execute(
-            "SELECT id, body, attempts, last_error, created_at FROM jobs WHERE status = 'dead' ORDER BY created_at"
+            "SELECT id, body, attempts, last_error, created_at FROM jobs WHERE status = 'dead' "
+            "ORDER BY created_at"
         )
         return [
             {"id": r["id"], "job": json.loads(r["body"]), "attempts": r["attempts"], "error": r["last_error"]}
@@ -86,9 +87,7 @@ class LocalJobQueue:
             if row is None:
                 return None
             # Lease the job so a second worker does not take it while this one runs.
-            conn.execute(
-                "UPDATE jobs SET available_at = ? WHERE id = ?", (time.time() + 300.0, row["id"])
-            )
+            conn.execute("UPDATE jobs SET available_at = ? WHERE id = ?", (time.time() + 300.0, row["id"]))
         return Job.model_validate_json(row["body"]), int(row["attempts"])
 
     def run_ready(self) -> int:
@@ -107,11 +106,14 @@ class LocalJobQueue:
                     dead = attempts >= self.max_attempts
                     with self.db.write() as conn:
                         conn.execute(
-                            "UPDATE jobs SET attempts = ?, status = ?, available_at = ?, last_error = ? WHERE id = ?",
+                            "UPDATE jobs SET attempts = ?, status = ?, available_at = ?, last_error = ? "
+                            "WHERE id = ?",
                             (
-                                attempts, "dead" if dead else "pending",
+                                attempts,
+                                "dead" if dead else "pending",
                                 time.time() + self.backoff_seconds * (2 ** (attempts - 1)),
-                                f"{type(exc).__name__}: {exc}"[:2000], job.id,
+                                f"{type(exc).__name__}: {exc}"[:2000],
+                                job.id,
                             ),
                         )
                 else:

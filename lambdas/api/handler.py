@@ -1,0 +1,44 @@
+"""The API function: API Gateway (REST, proxy integration) → the memstack REST resolver.
+
+Thin on purpose: the routes, validation, errors and tenancy live in
+``memstack.api``; this file only builds them once per container from the
+``MEMSTACK_*`` environment and adds Powertools logging, tracing and metrics.
+The tenant comes from the request context API Gateway fills in after IAM
+(or Cognito) authorization.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from memstack.api.app import MemstackResolver, create_app
+from memstack.api.auth import RequestContextAuthenticator
+from memstack.factory import build_service
+from memstack.settings import get_settings
+
+logger = Logger(service="memstack-api")
+tracer = Tracer(service="memstack-api")
+metrics = Metrics(namespace="memstack", service="memstack-api")
+
+_resolver: MemstackResolver | None = None
+
+
+def resolver() -> MemstackResolver:
+    """Built on the first request and reused by every later request of this container."""
+    global _resolver
+    if _resolver is None:
+        settings = get_settings()
+        _resolver = create_app(
+            build_service(settings), settings, RequestContextAuthenticator(), metrics=metrics
+        )
+    return _resolver
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return resolver().resolve(event, context)

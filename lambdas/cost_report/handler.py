@@ -1,0 +1,39 @@
+"""Daily cost report (EventBridge schedule): yesterday's cost by service, alert over the threshold.
+
+Thin: the logic is memstack.cost.report; this wires the AWS clients,
+Powertools logging/tracing/metrics and the settings from MEMSTACK_* env.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from memstack.cost.report import run_cost_report
+from memstack.cost.sinks import NAMESPACE, powertools_sink
+from memstack.settings import load_settings
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics(namespace=NAMESPACE)
+
+# Cost Explorer has a single endpoint, in us-east-1, whatever region the stack is in.
+CE_REGION = "us-east-1"
+
+
+@logger.inject_lambda_context(log_event=False)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = load_settings()  # once a day: read fresh, no cache to go stale
+    report = run_cost_report(
+        settings,
+        ce_client=boto3.client("ce", region_name=CE_REGION),
+        sns_client=boto3.client("sns", region_name=settings.aws_region) if settings.alert_topic_arn else None,
+        record_metric=powertools_sink(metrics),
+    )
+    result = report.to_dict()
+    logger.info("cost_report", extra={"event": "cost_report", **result})
+    return result

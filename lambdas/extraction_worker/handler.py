@@ -1,0 +1,13 @@
+"""SQS extraction queue → extraction jobs (partial batch failure, idempotent on the job id)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memstack.workers.lambda_entry import logger, metrics, worker_for
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return worker_for("extract").handle(event, context)

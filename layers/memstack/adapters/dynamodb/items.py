@@ -1,0 +1,167 @@
+"""Memory records <-> DynamoDB items, and the filter rules applied in-process.
+
+Kept apart from the store so the marshalling and the filter semantics (which
+must match the embedded store's ``filter_sql`` exactly) can be read and
+tested on their own.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
+
+from memstack.domain.vectors import to_blob
+from memstack.models import MemoryFilters, MemoryRecord, Scope
+
+MEMORY_PREFIX = "MEM#"
+META_SK = "META"
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+#: every attribute a memory item carries except the full-dimension vector
+SEARCH_ATTRIBUTES = (
+    "pk",
+    "sk",
+    "id",
+    "tenant",
+    "user_id",
+    "session_id",
+    "scope",
+    "tier",
+    "kind",
+    "category",
+    "content",
+    "search_text",
+    "speaker",
+    "event_time",
+    "created_at",
+    "is_current",
+    "superseded_at",
+    "deleted",
+    "replaces_id",
+    "version",
+    "source_ids",
+    "metadata",
+    "emb_coarse",
+)
+#: the attributes of a record without either vector (get, get_many)
+RECORD_ATTRIBUTES = tuple(a for a in SEARCH_ATTRIBUTES if a != "emb_coarse")
+
+
+def partition_key(tenant: str, user_id: str) -> str:
+    return f"{tenant}#{user_id}"
+
+
+def memory_key(tenant: str, user_id: str, memory_id: str) -> dict[str, Any]:
+    return {"pk": {"S": partition_key(tenant, user_id)}, "sk": {"S": MEMORY_PREFIX + memory_id}}
+
+
+def meta_key(tenant: str, user_id: str) -> dict[str, Any]:
+    return {"pk": {"S": partition_key(tenant, user_id)}, "sk": {"S": META_SK}}
+
+
+def projection(attributes: tuple[str, ...]) -> tuple[str, dict[str, str]]:
+    """A ProjectionExpression with every name aliased (many of ours are reserved words)."""
+    names = {f"#p{i}": name for i, name in enumerate(attributes)}
+    return ", ".join(names), names
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def to_item(record: MemoryRecord) -> dict[str, Any]:
+    """The low-level (typed) item of a record; absent optional values are left out."""
+    plain: dict[str, Any] = {
+        "pk": partition_key(record.tenant, record.user_id),
+        "sk": MEMORY_PREFIX + record.id,
+        "id": record.id,
+        "tenant": record.tenant,
+        "user_id": record.user_id,
+        "session_id": record.session_id,
+        "scope": str(record.scope),
+        "tier": str(record.tier),
+        "kind": str(record.kind),
+        "category": str(record.category) if record.category else None,
+        "content": record.content,
+        "search_text": record.search_text,
+        "speaker": record.speaker,
+        "event_time": _iso(record.event_time),
+        "created_at": _iso(record.created_at),
+        "is_current": record.is_current,
+        "superseded_at": _iso(record.superseded_at),
+        "deleted": record.deleted,
+        "replaces_id": record.replaces_id,
+        "version": record.version,
+        "source_ids": list(record.source_ids),
+        # JSON, not a map: metadata may hold floats, which a DynamoDB map would need as Decimals.
+        "metadata": json.dumps(record.metadata, sort_keys=True),
+        "emb_full": to_blob(record.embedding_full),
+        "emb_coarse": to_blob(record.embedding_coarse),
+    }
+    return {k: _serializer.serialize(v) for k, v in plain.items() if v is not None}
+
+
+def _plain(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _deserializer.deserialize(v) for k, v in item.items()}
+
+
+def binary(value: Any) -> bytes | None:
+    if value is None:
+        return None
+    return bytes(value.value) if isinstance(value, Binary) else bytes(value)
+
+
+def from_item(item: dict[str, Any]) -> MemoryRecord:
+    """A record (without vectors) from a low-level item."""
+    p = _plain(item)
+    return MemoryRecord(
+        id=p["id"],
+        tenant=p["tenant"],
+        user_id=p["user_id"],
+        session_id=p.get("session_id"),
+        scope=p["scope"],
+        tier=p["tier"],
+        kind=p["kind"],
+        category=p.get("category"),
+        content=p["content"],
+        search_text=p.get("search_text"),
+        speaker=p.get("speaker"),
+        event_time=p.get("event_time"),
+        created_at=p["created_at"],
+        is_current=bool(p["is_current"]),
+        superseded_at=p.get("superseded_at"),
+        deleted=bool(p.get("deleted", False)),
+        replaces_id=p.get("replaces_id"),
+        version=int(p["version"]),
+        source_ids=list(p.get("source_ids") or []),
+        metadata=json.loads(p.get("metadata") or "{}"),
+    )
+
+
+def matches(record: MemoryRecord, filters: MemoryFilters, *, search: bool) -> bool:
+    """The embedded store's ``filter_sql`` rules, on one record in memory.
+
+    Tombstones never show; search applies the scope rule (CONTEXT memories
+    only inside their own session), a listing without a session shows all.
+    """
+    if record.deleted:
+        return False
+    if not filters.include_superseded and not record.is_current:
+        return False
+    for name in ("kind", "category", "scope", "tier"):
+        wanted = getattr(filters, name)
+        if wanted is not None and getattr(record, name) != wanted:
+            return False
+    when = record.event_time or record.created_at
+    if filters.after is not None and when < filters.after:
+        return False
+    if filters.before is not None and when >= filters.before:
+        return False
+    if filters.session_id is not None:
+        return record.scope == Scope.USER or record.session_id == filters.session_id
+    return not (search and record.scope != Scope.USER)

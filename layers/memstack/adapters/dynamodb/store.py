@@ -1,0 +1,385 @@
+"""The ``dynamodb`` memory store: one DynamoDB table, search ranked in-process (the small tier).
+
+Table layout (``settings.memories_table``; the CDK stack provisions exactly this key schema):
+
+==========================  ==================  ===============================================
+``pk`` (S)                  ``sk`` (S)          item
+==========================  ==================  ===============================================
+``<tenant>#<user_id>``      ``MEM#<memory id>`` one memory record (every version is its own item)
+``<tenant>#<user_id>``      ``META``            ``gen``: a token rewritten by every write
+==========================  ==================  ===============================================
+
+Record attributes are the model's fields (timestamps as ISO-8601 strings,
+``metadata`` as a JSON string, ``source_ids`` a list) plus ``emb_full`` and
+``emb_coarse``: float32 vectors as binary attributes.
+
+Every write is a ``TransactWriteItems`` that also rewrites the partition's
+``META.gen`` token (a fresh uuid, so a token can never repeat, not even after
+an erase). Searches read that one item; when it equals the token of the
+snapshot this container holds, the cached snapshot (records, the coarse
+matrix and a BM25 index) is reused, otherwise the partition is read again
+(a paginated, projected ``Query`` without the full vectors). Ranking then
+runs on exactly the shared code: ``domain.bm25`` and numpy cosine.
+
+``supersede`` is one transaction conditioned on the old item still being
+current, so of two concurrent updates one wins and the other gets
+``Conflict``.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import random
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from botocore.exceptions import ClientError
+
+from memstack.adapters.dynamodb import calls, items
+from memstack.adapters.dynamodb.snapshot import Snapshot
+from memstack.domain.vectors import from_blob
+from memstack.errors import BadRequest, Conflict, DependencyFailed, SettingsError
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId
+
+# DynamoDB limits: 100 actions and 4 MB per transaction, 100 keys per BatchGetItem,
+# 25 requests per BatchWriteItem. We stay under them with room for the META update.
+_TX_MAX_ITEMS = 25
+_TX_MAX_BYTES = 3_000_000
+_BATCH_WRITE = 25
+_TX_RETRIES = 5
+#: cancellation reasons that say "try again", not "your condition failed"
+_TRANSIENT_CODES = frozenset(
+    {"None", "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
+)
+
+
+class DynamoDBMemoryStore:
+    """The ``MemoryStore`` port on one DynamoDB table (see the module docstring for the layout)."""
+
+    def __init__(
+        self,
+        table_name: str,
+        client: Any | None = None,
+        *,
+        region: str | None = None,
+        cache_size: int = 256,
+    ) -> None:
+        if not table_name:
+            raise SettingsError("MEMSTACK_MEMORIES_TABLE: the dynamodb store needs a table name")
+        self.table = table_name
+        self.region = region
+        self._client = client
+        self._cache: OrderedDict[tuple[str, str], Snapshot] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        """The boto3 DynamoDB client, created on first use and kept for the container's life."""
+        if self._client is None:
+            import boto3
+            from botocore.config import Config
+
+            self._client = boto3.client(
+                "dynamodb",
+                region_name=self.region,
+                config=Config(retries={"mode": "adaptive", "max_attempts": 8}),
+            )
+        return self._client
+
+    # ------------------------------------------------------------------ writes
+    def _meta_update(self, tenant: str, user_id: str) -> dict[str, Any]:
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": items.meta_key(tenant, user_id),
+                "UpdateExpression": "SET #g = :g",
+                "ExpressionAttributeNames": {"#g": "gen"},
+                "ExpressionAttributeValues": {":g": {"S": uuid.uuid4().hex}},
+            }
+        }
+
+    def _put_action(self, record: MemoryRecord) -> dict[str, Any]:
+        return {
+            "Put": {
+                "TableName": self.table,
+                "Item": items.to_item(record),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+
+    def _transact(self, actions: list[dict[str, Any]]) -> list[str]:
+        """Run one transaction; returns [] on success or the cancellation codes, one per action.
+
+        A cancellation caused only by a concurrent transaction on the same items
+        (``TransactionConflict``, e.g. two writers bumping ``META`` at once) or by
+        throttling is retried with backoff; condition failures are returned.
+        """
+        for attempt in range(_TX_RETRIES):
+            try:
+                self.client.transact_write_items(TransactItems=actions)
+                return []
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                    raise DependencyFailed(f"DynamoDB write failed: {exc}") from exc
+                reasons = exc.response.get("CancellationReasons") or []
+                codes = [str(r.get("Code", "None")) for r in reasons] or ["Unknown"]
+            if "ConditionalCheckFailed" in codes or not set(codes) <= _TRANSIENT_CODES:
+                return codes
+            time.sleep(min(0.05 * 2**attempt, 1.0) * (0.5 + random.random()))
+        raise DependencyFailed("DynamoDB kept cancelling the write (concurrent writers); try again")
+
+    def put(self, records: list[MemoryRecord]) -> None:
+        if not records:
+            return
+        ids = [(r.tenant, r.user_id, r.id) for r in records]
+        if len(set(ids)) != len(ids):
+            raise Conflict("the same memory id appears twice in one write")
+        by_partition: dict[tuple[str, str], list[MemoryRecord]] = {}
+        for r in records:
+            by_partition.setdefault((r.tenant, r.user_id), []).append(r)
+        written: list[MemoryRecord] = []
+        for (tenant, user_id), group in by_partition.items():
+            for chunk in _chunks_by_size(group):
+                actions = [self._put_action(r) for r in chunk]
+                codes = self._transact([*actions, self._meta_update(tenant, user_id)])
+                if codes:
+                    # All or nothing, as the embedded store: take back the chunks already written.
+                    self._undo_puts(written)
+                    clashing = [
+                        chunk[i].id
+                        for i, c in enumerate(codes[: len(chunk)])
+                        if c == "ConditionalCheckFailed"
+                    ]
+                    raise Conflict(f"memory {', '.join(clashing) or '?'} already exists")
+                written += chunk
+
+    def _undo_puts(self, records: list[MemoryRecord]) -> None:
+        for start in range(0, len(records), _BATCH_WRITE):
+            chunk = records[start : start + _BATCH_WRITE]
+            calls.batch_write(
+                self.client,
+                self.table,
+                [{"DeleteRequest": {"Key": items.memory_key(r.tenant, r.user_id, r.id)}} for r in chunk],
+            )
+        for tenant, user_id in {(r.tenant, r.user_id) for r in records}:
+            self.client.update_item(**self._meta_update(tenant, user_id)["Update"])
+
+    def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
+        if (new.tenant, new.user_id) != (tenant, user_id):
+            raise BadRequest("a new version must belong to the same tenant and user")
+        retire = {
+            "Update": {
+                "TableName": self.table,
+                "Key": items.memory_key(tenant, user_id, old_id),
+                "UpdateExpression": "SET #c = :false, #s = :at",
+                "ConditionExpression": "attribute_exists(pk) AND #c = :true",
+                "ExpressionAttributeNames": {"#c": "is_current", "#s": "superseded_at"},
+                "ExpressionAttributeValues": {
+                    ":false": {"BOOL": False},
+                    ":true": {"BOOL": True},
+                    ":at": {"S": new.created_at.isoformat()},
+                },
+            }
+        }
+        codes = self._transact([retire, self._put_action(new), self._meta_update(tenant, user_id)])
+        if codes:
+            if codes[0] == "ConditionalCheckFailed":
+                raise Conflict(f"memory {old_id} is not the current version")
+            raise Conflict(f"memory {new.id} already exists")
+
+    def mark(self, tenant: str, user_id: str, ids: list[str], **fields: object) -> int:
+        changed = 0
+        for start in range(0, len(ids), _TX_MAX_ITEMS):
+            chunk = ids[start : start + _TX_MAX_ITEMS]
+            for _attempt in range(5):
+                current = self.get_many(tenant, user_id, chunk)
+                actions = []
+                for memory_id in chunk:
+                    record = current.get(memory_id)
+                    if record is None or all(record.metadata.get(k) == v for k, v in fields.items()):
+                        continue
+                    old_meta = items.to_item(record)["metadata"]
+                    new_meta = items.to_item(
+                        record.model_copy(update={"metadata": {**record.metadata, **fields}})
+                    )
+                    # Conditioned on the metadata we read: a concurrent mark makes us re-read, not overwrite.
+                    actions.append(
+                        {
+                            "Update": {
+                                "TableName": self.table,
+                                "Key": items.memory_key(tenant, user_id, memory_id),
+                                "UpdateExpression": "SET #m = :new",
+                                "ConditionExpression": "#m = :old",
+                                "ExpressionAttributeNames": {"#m": "metadata"},
+                                "ExpressionAttributeValues": {":new": new_meta["metadata"], ":old": old_meta},
+                            }
+                        }
+                    )
+                if not actions:
+                    break
+                if not self._transact([*actions, self._meta_update(tenant, user_id)]):
+                    changed += len(actions)
+                    break
+            else:
+                raise Conflict("memory metadata kept changing under a concurrent writer; try again")
+        return changed
+
+    def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
+        keys = [
+            {"pk": row["pk"], "sk": row["sk"]}
+            for row in calls.query_partition(
+                self.client, self.table, tenant, user_id, ("pk", "sk"), memories_only=False
+            )
+        ]
+        for start in range(0, len(keys), _BATCH_WRITE):
+            requests = [{"DeleteRequest": {"Key": k}} for k in keys[start : start + _BATCH_WRITE]]
+            calls.batch_write(self.client, self.table, requests)
+        with self._lock:
+            self._cache.pop((tenant, user_id), None)
+        return {"memories": sum(1 for k in keys if k["sk"]["S"].startswith(items.MEMORY_PREFIX))}
+
+    # ------------------------------------------------------------------- reads
+    def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
+        expression, names = items.projection(items.RECORD_ATTRIBUTES)
+        response = self.client.get_item(
+            TableName=self.table,
+            Key=items.memory_key(tenant, user_id, memory_id),
+            ConsistentRead=True,
+            ProjectionExpression=expression,
+            ExpressionAttributeNames=names,
+        )
+        item = response.get("Item")
+        return items.from_item(item) if item else None
+
+    def get_many(self, tenant: str, user_id: str, ids: list[str]) -> dict[str, MemoryRecord]:
+        rows = calls.batch_get(self.client, self.table, tenant, user_id, ids, items.RECORD_ATTRIBUTES)
+        return {r.id: r for r in map(items.from_item, rows)}
+
+    def embeddings(self, tenant: str, user_id: str, ids: list[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for row in calls.batch_get(self.client, self.table, tenant, user_id, ids, ("id", "emb_full")):
+            vec = from_blob(items.binary(row.get("emb_full", {}).get("B")))
+            if vec is not None:
+                out[row["id"]["S"]] = vec
+        return out
+
+    def _snapshot(self, tenant: str, user_id: str) -> Snapshot:
+        """The user's partition, re-read only when its ``gen`` token moved since the cached copy."""
+        meta = self.client.get_item(
+            TableName=self.table,
+            Key=items.meta_key(tenant, user_id),
+            ConsistentRead=True,
+            ProjectionExpression="#g",
+            ExpressionAttributeNames={"#g": "gen"},
+        ).get("Item")
+        token = meta["gen"]["S"] if meta and "gen" in meta else None
+        key = (tenant, user_id)
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None and cached.token == token:
+                self._cache.move_to_end(key)
+                return cached
+        # Token read before the query: a write racing with us makes the snapshot newer than
+        # its token, never older, so the worst case is one extra reload.
+        snapshot = Snapshot(
+            token,
+            list(calls.query_partition(self.client, self.table, tenant, user_id, items.SEARCH_ATTRIBUTES)),
+        )
+        with self._lock:
+            self._cache[key] = snapshot
+            self._cache.move_to_end(key)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return snapshot
+
+    def successor(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
+        snap = self._snapshot(tenant, user_id)
+        return next((r for r in snap.records if r.replaces_id == memory_id), None)
+
+    def find_by_source(self, tenant: str, user_id: str, source_id: str) -> list[MemoryRecord]:
+        snap = self._snapshot(tenant, user_id)
+        found = [r for r in snap.records if source_id in r.source_ids]
+        return sorted(found, key=lambda r: (r.created_at, r.version, r.id))
+
+    def list(
+        self,
+        tenant: str,
+        user_id: str,
+        filters: MemoryFilters,
+        limit: int,
+        cursor: str | None = None,
+    ) -> tuple[builtins.list[MemoryRecord], str | None]:
+        after: tuple[float, str] | None = None
+        if cursor:
+            try:
+                created, last_id = base64.urlsafe_b64decode(cursor.encode()).decode().split("|", 1)
+                after = (float(created), last_id)
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise BadRequest("cursor is not one this API returned") from exc
+        snap = self._snapshot(tenant, user_id)
+        rows = sorted(
+            (r for r in snap.records if items.matches(r, filters, search=False)),
+            key=lambda r: (r.created_at.timestamp(), r.id),
+            reverse=True,
+        )
+        if after is not None:
+            rows = [r for r in rows if (r.created_at.timestamp(), r.id) < after]
+        page = rows[:limit]
+        next_cursor = None
+        if len(rows) > limit and page:
+            last = page[-1]
+            next_cursor = base64.urlsafe_b64encode(
+                f"{last.created_at.timestamp()}|{last.id}".encode()
+            ).decode()
+        return page, next_cursor
+
+    # ------------------------------------------------------------------ search
+    def bm25_search(
+        self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters
+    ) -> builtins.list[ScoredId]:
+        return self._snapshot(tenant, user_id).bm25_search(query, k, filters)
+
+    def vector_search(
+        self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
+    ) -> builtins.list[ScoredId]:
+        return self._snapshot(tenant, user_id).vector_search(query_coarse, k, filters)
+
+    def hybrid_candidates(
+        self,
+        tenant: str,
+        user_id: str,
+        query: str,
+        query_coarse: np.ndarray,
+        k_bm25: int,
+        k_vector: int,
+        filters: MemoryFilters,
+    ) -> tuple[builtins.list[ScoredId], builtins.list[ScoredId]]:
+        """(BM25 hits, coarse vector hits) from one snapshot (one META read for both)."""
+        snap = self._snapshot(tenant, user_id)
+        return snap.bm25_search(query, k_bm25, filters), snap.vector_search(query_coarse, k_vector, filters)
+
+    def close(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+
+def _chunks_by_size(records: builtins.list[MemoryRecord]) -> Iterator[builtins.list[MemoryRecord]]:
+    """Split a write so each transaction stays under DynamoDB's item and byte limits."""
+    chunk: builtins.list[MemoryRecord] = []
+    size = 0
+    for r in records:
+        approx = len(r.content.encode()) + len(r.search_text or "") + 8 * len(r.embedding_full or []) + 2048
+        if chunk and (len(chunk) >= _TX_MAX_ITEMS or size + approx > _TX_MAX_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(r)
+        size += approx
+    if chunk:
+        yield chunk

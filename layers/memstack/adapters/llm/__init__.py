@@ -1,0 +1,1 @@
+"""Model adapters: the local rule-based extractor and the Bedrock (Converse) one."""

@@ -1,0 +1,193 @@
+"""Keyword lexicon for the 15 categories, used by the local extractor (and the Bedrock fallback).
+
+Each category lists single words (matched with common inflections: "hike"
+matches "hiking", "hikes", "hiked") and multi-word phrases (matched literally,
+weighted double because they are more specific). The best-scoring category
+wins; ties go to the category listed first in ``PRIORITY``.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from memstack.models import Category
+
+
+def _terms(words: str, *phrases: str) -> tuple[str, ...]:
+    """Space-separated single words, then multi-word phrases."""
+    return (*words.split(), *phrases)
+
+
+LEXICON: dict[Category, tuple[str, ...]] = {
+    Category.PERSONAL_DETAILS: _terms(
+        "name age born birthday live lives living home apartment flat house hometown address nationality "
+        "citizen neighbourhood neighborhood moved relocate",
+        "years old",
+        "live in",
+        "living in",
+        "grew up",
+        "originally from",
+    ),
+    Category.PROFESSIONAL: _terms(
+        "job work career company startup office colleague boss team promoted promotion engineer manager "
+        "employer hired client meeting remote nurse teacher lawyer designer developer consultant intern "
+        "internship coworker migration deadline workplace profession senior",
+    ),
+    Category.HEALTH: _terms(
+        "doctor sprain ankle injury injured sick ill allergic allergy hospital medication medicine "
+        "therapy therapist pain diagnosed headache surgery healed sprained twisted fever asthma diabetes "
+        "rest physio symptom migraine knee",
+        "blood pressure",
+        "support group",
+        "back pain",
+    ),
+    Category.RELATIONSHIPS: _terms(
+        "partner wife husband girlfriend boyfriend sister brother mother mom mum father dad parents "
+        "friend son daughter family married kids children cousin grandma grandmother grandfather dating "
+        "aunt uncle fiance fiancee wedding divorced engaged niece nephew roommate",
+    ),
+    Category.PREFERENCES: _terms(
+        "favourite favorite prefer preference like love enjoy hate dislike colour color",
+        "fan of",
+        "can't stand",
+    ),
+    Category.HOBBIES: _terms(
+        "hike hiking cello guitar piano violin painting drawing reading running jog gaming photography "
+        "knitting gardening chess football soccer yoga climbing cycling swimming surfing skiing lessons "
+        "hobby crafts pottery fishing camping dance dancing sing singing band concert movies novels",
+        "board games",
+        "play the",
+    ),
+    Category.GOALS: _terms(
+        "goal goals plan dream aim aspire resolution someday wish ambition aiming",
+        "hope to",
+        "want to",
+        "trying to",
+        "saving up",
+        "working towards",
+        "working toward",
+        "planning to",
+        "would like to",
+        "my target",
+    ),
+    Category.FINANCIAL: _terms(
+        "money saving savings budget salary invest investment debt loan mortgage rent expensive afford "
+        "bank price stocks crypto income tax taxes pension paycheck spend spending bills",
+        "retirement fund",
+        "credit card",
+    ),
+    Category.EDUCATIONAL: _terms(
+        "school university college degree course class study student exam learn thesis phd graduated "
+        "graduate lecture tutorial semester homework diploma masters bachelor certificate certification "
+        "textbook book",
+    ),
+    Category.TRAVEL: _terms(
+        "trip travel flight fly airport visit vacation holiday abroad hotel tour passport journey beach "
+        "temple sightseeing itinerary backpacking cruise overseas destination",
+        "northern lights",
+        "road trip",
+    ),
+    Category.EMOTIONAL: _terms(
+        "happy sad stressed stress anxious anxiety excited lonely depressed angry upset proud grateful "
+        "worried nervous scared frustrated overwhelmed feel feeling mood cry heartbroken afraid relieved "
+        "thrilled",
+        "burned out",
+        "burnt out",
+    ),
+    Category.TECHNICAL_SKILLS: _terms(
+        "python rust java javascript typescript golang spark sql duckdb kubernetes docker aws programming "
+        "code coding cli pipelines linux excel react git api database c++ haskell scala terraform "
+        "framework algorithm software",
+        "machine learning",
+        "data engineering",
+    ),
+    Category.DIETARY: _terms(
+        "vegetarian vegan pescatarian meat food eat diet gluten lactose peanuts peanut recipes dinner "
+        "lunch breakfast tofu spicy sushi coffee tea halal kosher keto dairy seafood omakase cuisine "
+        "snack sugar alcohol drink",
+    ),
+    Category.BEHAVIORAL_PATTERNS: _terms(
+        "usually always often routine habit daily weekly regularly procrastinate",
+        "every morning",
+        "every day",
+        "every week",
+        "every night",
+        "every evening",
+        "every weekend",
+        "each morning",
+        "tend to",
+        "wake up",
+        "times a week",
+        "every tuesday",
+        "every monday",
+        "every wednesday",
+        "every thursday",
+        "every friday",
+        "every saturday",
+        "every sunday",
+        "most days",
+        "on weekends",
+        "every year",
+    ),
+    Category.COMMUNICATION_STYLE: _terms(
+        "answers replies reply bullet bullet-point concise tone formal informal emoji emojis verbose "
+        "respond responses summaries explain explanations wording jargon",
+        "short answers",
+        "long essays",
+        "call me",
+        "address me",
+        "plain language",
+        "talk to me",
+    ),
+}
+
+# Tie-break order: the more specific categories before the broad ones.
+PRIORITY: tuple[Category, ...] = (
+    Category.COMMUNICATION_STYLE,
+    Category.DIETARY,
+    Category.HEALTH,
+    Category.TECHNICAL_SKILLS,
+    Category.FINANCIAL,
+    Category.EDUCATIONAL,
+    Category.TRAVEL,
+    Category.BEHAVIORAL_PATTERNS,
+    Category.GOALS,
+    Category.HOBBIES,
+    Category.RELATIONSHIPS,
+    Category.EMOTIONAL,
+    Category.PROFESSIONAL,
+    Category.PERSONAL_DETAILS,
+    Category.PREFERENCES,
+)
+
+
+def _term_pattern(term: str) -> str:
+    escaped = re.escape(term)
+    if " " in term or not term.isalpha():
+        return rf"(?<!\w){escaped}(?!\w)"
+    # Inflections: plural, -ing, -ed, and a dropped final e (hike -> hiking).
+    stem = re.escape(term[:-1]) + "(?:e|es|ed|ing)" if term.endswith("e") else escaped
+    return rf"\b(?:{escaped}(?:s|es|ed|ing|ies)?|{stem})\b"
+
+
+@lru_cache(maxsize=1)
+def _compiled() -> dict[Category, list[tuple[re.Pattern[str], float]]]:
+    return {
+        cat: [(re.compile(_term_pattern(t), re.IGNORECASE), 2.0 if " " in t else 1.0) for t in terms]
+        for cat, terms in LEXICON.items()
+    }
+
+
+def category_scores(text: str) -> dict[Category, float]:
+    """How strongly ``text`` speaks to each category (0 when no keyword matches)."""
+    return {cat: sum(w for p, w in pats if p.search(text)) for cat, pats in _compiled().items()}
+
+
+def categorise(text: str, bonus: dict[Category, float] | None = None) -> Category | None:
+    """The best category for ``text``; ``None`` when no keyword of any category matches."""
+    scores = category_scores(text)
+    for cat, extra in (bonus or {}).items():
+        scores[cat] = scores.get(cat, 0.0) + extra
+    best = max(PRIORITY, key=lambda c: (scores.get(c, 0.0), -PRIORITY.index(c)))
+    return best if scores.get(best, 0.0) > 0 else None

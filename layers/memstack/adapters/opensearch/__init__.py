@@ -1,0 +1,1 @@
+"""OpenSearch adapter: the ``opensearch`` store backend (index template, bulk writes, _msearch)."""

@@ -1,0 +1,161 @@
+"""The OpenSearch index: template, mapping, and record <-> document conversion.
+
+Documents live in versioned indices ``<alias>-v<N>`` created from one index
+template and read and written through the alias ``<alias>``, so the mapping
+can change by reindexing into ``-v<N+1>`` and swapping the alias atomically
+(``OpenSearchMemoryStore.reindex``) without downtime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any
+
+from memstack.models import MemoryRecord
+
+VECTOR_FIELDS = ("embedding_full", "embedding_coarse")
+
+_KEYWORDS = (
+    "memory_id",
+    "tenant",
+    "user_id",
+    "session_id",
+    "scope",
+    "tier",
+    "kind",
+    "category",
+    "speaker",
+    "replaces_id",
+    "source_ids",
+)
+
+
+def doc_id(tenant: str, user_id: str, memory_id: str) -> str:
+    """The document ``_id``: unique per (tenant, user, memory), bounded length, no separators to escape."""
+    return hashlib.blake2b(f"{tenant}\x1f{user_id}\x1f{memory_id}".encode(), digest_size=20).hexdigest()
+
+
+def index_name(alias: str, version: int) -> str:
+    return f"{alias}-v{version}"
+
+
+def _knn_field(dimension: int, engine: str, m: int, ef_construction: int) -> dict[str, Any]:
+    return {
+        "type": "knn_vector",
+        "dimension": dimension,
+        "method": {
+            "name": "hnsw",
+            "engine": engine,
+            "space_type": "cosinesimil",
+            "parameters": {"m": m, "ef_construction": ef_construction},
+        },
+    }
+
+
+def mappings(
+    embedding_dim: int, coarse_dim: int, engine: str, m: int, ef_construction: int
+) -> dict[str, Any]:
+    properties: dict[str, Any] = {name: {"type": "keyword"} for name in _KEYWORDS}
+    properties.update(
+        {
+            # BM25 (the index default similarity) runs over these two; content is also what is shown.
+            "content": {"type": "text"},
+            "search_text": {"type": "text"},
+            "created_at": {"type": "date"},
+            "event_time": {"type": "date"},
+            "superseded_at": {"type": "date"},
+            # event_time when known, else created_at: what the after/before filters compare.
+            "effective_time": {"type": "date"},
+            "is_current": {"type": "boolean"},
+            "deleted": {"type": "boolean"},
+            "version": {"type": "integer"},
+            # Free-form and never queried: stored, not indexed (no mapping explosion).
+            "metadata": {"type": "object", "enabled": False},
+            "embedding_full": _knn_field(embedding_dim, engine, m, ef_construction),
+            "embedding_coarse": _knn_field(coarse_dim, engine, m, ef_construction),
+        }
+    )
+    return {"dynamic": "strict", "properties": properties}
+
+
+def index_template(
+    alias: str,
+    *,
+    embedding_dim: int,
+    coarse_dim: int,
+    engine: str = "faiss",
+    m: int = 16,
+    ef_construction: int = 128,
+) -> dict[str, Any]:
+    """The body of ``PUT _index_template/<alias>``: every ``<alias>-v*`` index gets this mapping."""
+    return {
+        "index_patterns": [f"{alias}-v*"],
+        "template": {
+            "settings": {"index": {"knn": True}},
+            "mappings": mappings(embedding_dim, coarse_dim, engine, m, ef_construction),
+        },
+        "_meta": {"managed_by": "memstack"},
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def to_doc(record: MemoryRecord) -> dict[str, Any]:
+    """The ``_source`` of a record (vectors included when present)."""
+    doc: dict[str, Any] = {
+        "memory_id": record.id,
+        "tenant": record.tenant,
+        "user_id": record.user_id,
+        "session_id": record.session_id,
+        "scope": str(record.scope),
+        "tier": str(record.tier),
+        "kind": str(record.kind),
+        "category": str(record.category) if record.category else None,
+        "content": record.content,
+        "search_text": record.search_text,
+        "speaker": record.speaker,
+        "event_time": _iso(record.event_time),
+        "created_at": _iso(record.created_at),
+        "effective_time": _iso(record.event_time or record.created_at),
+        "is_current": record.is_current,
+        "superseded_at": _iso(record.superseded_at),
+        "deleted": record.deleted,
+        "replaces_id": record.replaces_id,
+        "version": record.version,
+        "source_ids": list(record.source_ids),
+        "metadata": record.metadata,
+    }
+    if record.embedding_full is not None:
+        doc["embedding_full"] = list(record.embedding_full)
+    if record.embedding_coarse is not None:
+        doc["embedding_coarse"] = list(record.embedding_coarse)
+    return {k: v for k, v in doc.items() if v is not None}
+
+
+def from_source(source: dict[str, Any]) -> MemoryRecord:
+    """A record (without vectors) from a document ``_source``."""
+    return MemoryRecord(
+        id=source["memory_id"],
+        tenant=source["tenant"],
+        user_id=source["user_id"],
+        session_id=source.get("session_id"),
+        scope=source["scope"],
+        tier=source["tier"],
+        kind=source["kind"],
+        category=source.get("category"),
+        content=source["content"],
+        search_text=source.get("search_text"),
+        speaker=source.get("speaker"),
+        event_time=source.get("event_time"),
+        created_at=source["created_at"],
+        is_current=bool(source["is_current"]),
+        superseded_at=source.get("superseded_at"),
+        deleted=bool(source.get("deleted", False)),
+        replaces_id=source.get("replaces_id"),
+        version=int(source["version"]),
+        source_ids=list(source.get("source_ids") or []),
+        metadata=dict(source.get("metadata") or {}),
+    )

@@ -1,0 +1,147 @@
+"""Request bodies the OpenSearch store sends, built as plain dicts (tests compare them exactly).
+
+Every body filters on tenant and user_id. User text only ever goes into a
+``multi_match`` query (analysed as plain text, never parsed as query syntax)
+after ``domain.text.query_terms`` has reduced it to distinct content words,
+as every other BM25 backend does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memstack.domain.text import query_terms
+from memstack.models import MemoryFilters
+
+#: what searches return per hit: the id only (records are fetched by id later)
+ID_ONLY = {"_source": ["memory_id"]}
+#: what record reads return: everything but the vectors
+NO_VECTORS = ["embedding_full", "embedding_coarse"]
+
+
+def owner(tenant: str, user_id: str) -> list[dict[str, Any]]:
+    return [{"term": {"tenant": tenant}}, {"term": {"user_id": user_id}}]
+
+
+def filter_clauses(
+    tenant: str, user_id: str, filters: MemoryFilters, *, search: bool, current_only: bool = False
+) -> list[dict[str, Any]]:
+    """The embedded store's ``filter_sql`` rules as OpenSearch filter clauses.
+
+    Tombstones never show; search applies the scope rule (CONTEXT memories only
+    inside their own session); ``current_only`` forces current versions (BM25
+    indexes only current text in every backend).
+    """
+    clauses = [*owner(tenant, user_id), {"term": {"deleted": False}}]
+    if current_only or not filters.include_superseded:
+        clauses.append({"term": {"is_current": True}})
+    for name in ("kind", "category", "scope", "tier"):
+        value = getattr(filters, name)
+        if value is not None:
+            clauses.append({"term": {name: str(value)}})
+    bounds: dict[str, str] = {}
+    if filters.after is not None:
+        bounds["gte"] = filters.after.isoformat()
+    if filters.before is not None:
+        bounds["lt"] = filters.before.isoformat()
+    if bounds:
+        clauses.append({"range": {"effective_time": bounds}})
+    if filters.session_id is not None:
+        clauses.append(
+            {
+                "bool": {
+                    "should": [{"term": {"scope": "USER"}}, {"term": {"session_id": filters.session_id}}],
+                    "minimum_should_match": 1,
+                }
+            }
+        )
+    elif search:
+        clauses.append({"term": {"scope": "USER"}})
+    return clauses
+
+
+def bm25_body(tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters) -> dict[str, Any] | None:
+    """BM25 over ``search_text`` and ``content``; ``None`` when the query has no words at all."""
+    terms = query_terms(query)
+    if not terms:
+        return None
+    return {
+        "size": k,
+        **ID_ONLY,
+        "query": {
+            "bool": {
+                "must": [
+                    {
+                        "multi_match": {
+                            "query": " ".join(terms),
+                            "fields": ["search_text", "content"],
+                            "type": "best_fields",
+                            "operator": "or",
+                        }
+                    }
+                ],
+                "filter": filter_clauses(tenant, user_id, filters, search=True, current_only=True),
+            }
+        },
+    }
+
+
+def knn_body(
+    tenant: str, user_id: str, vector: list[float], k: int, filters: MemoryFilters
+) -> dict[str, Any]:
+    """k-NN on the coarse vectors with the filters INSIDE the knn clause (efficient filtering).
+
+    Filtering inside the clause makes the engine (faiss or lucene) return the
+    k nearest documents that pass the filter, instead of the k nearest overall
+    with the filter applied afterwards (which can leave fewer than k, or none).
+    """
+    return {
+        "size": k,
+        **ID_ONLY,
+        "query": {
+            "knn": {
+                "embedding_coarse": {
+                    "vector": vector,
+                    "k": k,
+                    "filter": {"bool": {"filter": filter_clauses(tenant, user_id, filters, search=True)}},
+                }
+            }
+        },
+    }
+
+
+def msearch_lines(index: str, *bodies: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``_msearch`` body: a header line then the search body, for each search."""
+    lines: list[dict[str, Any]] = []
+    for body in bodies:
+        lines += [{"index": index}, body]
+    return lines
+
+
+def list_body(
+    tenant: str, user_id: str, filters: MemoryFilters, limit: int, search_after: list[Any] | None
+) -> dict[str, Any]:
+    """Newest first, ties broken by id; the cursor is the last hit's sort values."""
+    body: dict[str, Any] = {
+        "size": limit + 1,
+        "_source": {"excludes": NO_VECTORS},
+        "query": {"bool": {"filter": filter_clauses(tenant, user_id, filters, search=False)}},
+        "sort": [{"created_at": {"order": "desc"}}, {"memory_id": {"order": "desc"}}],
+    }
+    if search_after is not None:
+        body["search_after"] = search_after
+    return body
+
+
+def term_body(tenant: str, user_id: str, field: str, value: str, size: int) -> dict[str, Any]:
+    """Records of the user whose ``field`` (a keyword) equals ``value``, oldest first."""
+    return {
+        "size": size,
+        "_source": {"excludes": NO_VECTORS},
+        "query": {"bool": {"filter": [*owner(tenant, user_id), {"term": {field: value}}]}},
+        "sort": [{"created_at": {"order": "asc"}}, {"version": {"order": "asc"}}],
+    }
+
+
+def erase_body(tenant: str, user_id: str) -> dict[str, Any]:
+    return {"query": {"bool": {"filter": owner(tenant, user_id)}}}

@@ -1,0 +1,245 @@
+"""The SQS job queue: an extraction queue and a consolidation queue, each with a dead-letter queue.
+
+In AWS the worker Lambdas consume the queues (``memstack.workers.sqs``); SQS
+moves a message to its DLQ after ``maxReceiveCount`` receives (the redrive
+policy E provisions). ``drain`` consumes the queues in this process with the
+handler set on it, for running without Lambda (a laptop against real SQS,
+integration tests). ``dead_letters`` lists the DLQs without consuming them and
+``redrive`` sends their messages back to their source queues.
+
+DLQ URLs come from settings, or are read from each source queue's
+``RedrivePolicy`` when unset.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from memstack.errors import DependencyFailed, SettingsError
+from memstack.ports.queue import Job
+from memstack.settings import Settings
+
+
+class SqsJobQueue:
+    def __init__(
+        self,
+        queue_urls: dict[str, str],
+        *,
+        dlq_urls: dict[str, str] | None = None,
+        client: Any = None,
+        region: str | None = None,
+        list_visibility_seconds: int = 30,
+    ) -> None:
+        self.queue_urls = dict(queue_urls)
+        self._dlq_urls = dict(dlq_urls or {})
+        self._client = client
+        self._region = region
+        self.list_visibility_seconds = list_visibility_seconds
+        self._handler: Callable[[Job], None] | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, client: Any = None) -> SqsJobQueue:
+        urls = {"extract": settings.extraction_queue_url, "consolidate": settings.consolidation_queue_url}
+        dlqs = {"extract": settings.extraction_dlq_url, "consolidate": settings.consolidation_dlq_url}
+        if not any(urls.values()):
+            raise SettingsError(
+                "queue_backend=sqs needs MEMSTACK_EXTRACTION_QUEUE_URL or MEMSTACK_CONSOLIDATION_QUEUE_URL"
+            )
+        return cls(
+            {k: v for k, v in urls.items() if v},
+            dlq_urls={k: v for k, v in dlqs.items() if v},
+            client=client,
+            region=settings.aws_region,
+        )
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:  # created on first use, so building a service costs no AWS call
+            import boto3
+
+            self._client = boto3.client("sqs", region_name=self._region)
+        return self._client
+
+    def dlq_url(self, job_type: str) -> str | None:
+        """The DLQ of a job type's queue: configured, else from the queue's RedrivePolicy."""
+        if job_type not in self._dlq_urls and job_type in self.queue_urls:
+            attrs = self.client.get_queue_attributes(
+                QueueUrl=self.queue_urls[job_type], AttributeNames=["RedrivePolicy"]
+            ).get("Attributes", {})
+            if "RedrivePolicy" in attrs:
+                arn = json.loads(attrs["RedrivePolicy"])["deadLetterTargetArn"]
+                _, _, _, _, account, name = arn.split(":", 5)
+                self._dlq_urls[job_type] = self.client.get_queue_url(
+                    QueueName=name, QueueOwnerAWSAccountId=account
+                )["QueueUrl"]
+        return self._dlq_urls.get(job_type)
+
+    # ----------------------------------------------------------------- the port
+    def send(self, jobs: list[Job]) -> None:
+        by_type: dict[str, list[Job]] = {}
+        for job in jobs:
+            if job.type not in self.queue_urls:
+                raise SettingsError(f"no SQS queue is configured for {job.type!r} jobs")
+            by_type.setdefault(job.type, []).append(job)
+        for job_type, batch in by_type.items():
+            for start in range(0, len(batch), 10):  # SQS takes at most 10 messages per call
+                chunk = batch[start : start + 10]
+                out = self.client.send_message_batch(
+                    QueueUrl=self.queue_urls[job_type],
+                    Entries=[
+                        {
+                            "Id": str(i),
+                            "MessageBody": job.model_dump_json(),
+                            "MessageAttributes": {
+                                "job_type": {"DataType": "String", "StringValue": job.type}
+                            },
+                        }
+                        for i, job in enumerate(chunk)
+                    ],
+                )
+                if out.get("Failed"):
+                    failed = [chunk[int(f["Id"])].id for f in out["Failed"]]
+                    raise DependencyFailed(
+                        f"SQS refused jobs {failed}: {out['Failed'][0].get('Message', '')}"
+                    )
+
+    def set_handler(self, handler: Callable[[Job], None]) -> None:
+        self._handler = handler
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Consume the source queues here until all are empty (failures retry, then SQS dead-letters)."""
+        if self._handler is None:
+            raise RuntimeError("no job handler is set on the SQS queue")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            received = 0
+            for url in self.queue_urls.values():
+                received += self._consume(url)
+            if not received and self._empty():
+                return True
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            if not received:
+                time.sleep(0.2)
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for job_type in self.queue_urls:
+            url = self.dlq_url(job_type)
+            if not url:
+                continue
+            seen = list(self._receive_all(url, self.list_visibility_seconds))
+            for msg in seen:
+                out.append(
+                    {
+                        "id": _job_id(msg),
+                        "queue": job_type,
+                        "message_id": msg["MessageId"],
+                        "attempts": int(msg.get("Attributes", {}).get("ApproximateReceiveCount", 0)),
+                        "job": _body(msg),
+                        "error": None,
+                    }
+                )
+            # Listing must not consume: make what was just hidden visible again.
+            for start in range(0, len(seen), 10):
+                self.client.change_message_visibility_batch(
+                    QueueUrl=url,
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                        for i, m in enumerate(seen[start : start + 10])
+                    ],
+                )
+        return out
+
+    def redrive(self) -> int:
+        """Move every dead-lettered message back to its source queue; returns how many moved."""
+        moved = 0
+        for job_type, source in self.queue_urls.items():
+            url = self.dlq_url(job_type)
+            if not url:
+                continue
+            while batch := self.client.receive_message(
+                QueueUrl=url,
+                MaxNumberOfMessages=10,
+                VisibilityTimeout=60,
+                WaitTimeSeconds=0,
+                MessageAttributeNames=["All"],
+            ).get("Messages", []):
+                sent = self.client.send_message_batch(
+                    QueueUrl=source,
+                    Entries=[
+                        {
+                            "Id": str(i),
+                            "MessageBody": m["Body"],
+                            "MessageAttributes": m.get("MessageAttributes", {}),
+                        }
+                        for i, m in enumerate(batch)
+                    ],
+                )
+                ok = {int(s["Id"]) for s in sent.get("Successful", [])}
+                # Delete only what reached the source queue; the rest stays dead-lettered.
+                if ok:
+                    self.client.delete_message_batch(
+                        QueueUrl=url,
+                        Entries=[
+                            {"Id": str(i), "ReceiptHandle": batch[i]["ReceiptHandle"]} for i in sorted(ok)
+                        ],
+                    )
+                moved += len(ok)
+                if len(ok) < len(batch):
+                    raise DependencyFailed(f"SQS refused {len(batch) - len(ok)} redriven messages")
+        return moved
+
+    # -------------------------------------------------------------- internals
+    def _receive_all(self, url: str, visibility: int) -> Iterator[dict[str, Any]]:
+        while msgs := self.client.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=visibility,
+            WaitTimeSeconds=0,
+            AttributeNames=["All"],
+        ).get("Messages", []):
+            yield from msgs
+
+    def _consume(self, url: str) -> int:
+        assert self._handler is not None
+        msgs = self.client.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0, AttributeNames=["All"]
+        ).get("Messages", [])
+        for msg in msgs:
+            try:
+                self._handler(Job.model_validate_json(msg["Body"]))
+            except Exception:  # leave it to SQS: visible again now, dead-lettered after maxReceiveCount
+                self.client.change_message_visibility(
+                    QueueUrl=url, ReceiptHandle=msg["ReceiptHandle"], VisibilityTimeout=0
+                )
+            else:
+                self.client.delete_message(QueueUrl=url, ReceiptHandle=msg["ReceiptHandle"])
+        return len(msgs)
+
+    def _empty(self) -> bool:
+        for url in self.queue_urls.values():
+            attrs = self.client.get_queue_attributes(
+                QueueUrl=url,
+                AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+            )["Attributes"]
+            if int(attrs["ApproximateNumberOfMessages"]) or int(
+                attrs["ApproximateNumberOfMessagesNotVisible"]
+            ):
+                return False
+        return True
+
+
+def _body(msg: dict[str, Any]) -> Any:
+    try:
+        return json.loads(msg["Body"])
+    except ValueError:
+        return msg["Body"]  # a poisoned message is listed as the text it is
+
+
+def _job_id(msg: dict[str, Any]) -> str:
+    body = _body(msg)
+    return str(body.get("id")) if isinstance(body, dict) and body.get("id") else msg["MessageId"]

@@ -1,0 +1,1 @@
+"""Rerankers: cross-encoders behind the ``Reranker`` port (Bedrock Rerank in AWS)."""

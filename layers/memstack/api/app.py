@@ -1,0 +1,151 @@
+"""The one REST resolver: used by the API Lambda and by ``memstack serve``.
+
+``create_app`` returns a Powertools ``APIGatewayRestResolver`` (with
+validation on, so the OpenAPI document comes from the route models) wired to
+a ``MemoryService``. Before any route runs, ``MemstackResolver.resolve``
+authenticates the caller and enforces the body size limit, so a request that
+is unauthenticated or too large is refused before its body is even parsed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_lambda_powertools import Metrics
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
+from aws_lambda_powertools.utilities.idempotency import BasePersistenceLayer, IdempotencyConfig
+
+from memstack.api import routes_admin, routes_memories, routes_search
+from memstack.api.auth import Authenticator
+from memstack.api.errors import error_body, install_error_handlers
+from memstack.api.idempotency import build_persistence, idempotency_config
+from memstack.api.limits import check_body_size
+from memstack.errors import MemstackError
+from memstack.service import MemoryService
+from memstack.settings import Settings
+
+API_TITLE = "memstack"
+API_VERSION = "1.0.0"
+# Reachable without credentials: liveness and the API's own documentation.
+PUBLIC_PATHS = frozenset({"/v1/health", "/docs", "/openapi.json"})
+
+
+@dataclass
+class ApiDeps:
+    """What the routes need, passed in (never global) so tests build as many apps as they like."""
+
+    service: MemoryService
+    settings: Settings
+    authenticator: Authenticator
+    metrics: Metrics
+    persistence: BasePersistenceLayer
+    idempotency: IdempotencyConfig
+    closers: list[Any] = field(default_factory=list)
+
+
+class MemstackResolver(APIGatewayRestResolver):
+    """``APIGatewayRestResolver`` whose current event belongs to the instance.
+
+    Powertools keeps the current event on the ``BaseRouter`` class, shared by
+    every resolver in the process. The local server runs one resolver per
+    worker thread; keeping the event on the instance is what makes those
+    threads independent. In Lambda (one request at a time) nothing changes.
+    """
+
+    def __init__(self, deps: ApiDeps) -> None:
+        super().__init__(enable_validation=True)
+        self.deps = deps
+        self._own_event: BaseProxyEvent | None = None
+        self._own_context: Any = None
+
+    @property  # type: ignore[override]
+    def current_event(self) -> BaseProxyEvent:
+        assert self._own_event is not None, "no request is being resolved"
+        return self._own_event
+
+    @current_event.setter
+    def current_event(self, value: BaseProxyEvent) -> None:
+        self._own_event = value
+
+    @property
+    def lambda_context(self) -> Any:
+        return self._own_context
+
+    @lambda_context.setter
+    def lambda_context(self, value: Any) -> None:
+        self._own_context = value
+
+    def _to_proxy_event(self, event: dict) -> BaseProxyEvent:
+        proxy = super()._to_proxy_event(event)
+        self._own_event = proxy
+        return proxy
+
+    def tenant(self) -> str:
+        """The tenant of the request being resolved (from authentication, never the body)."""
+        return self.deps.authenticator.tenant(self.current_event.raw_event)
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        self._own_context = context
+        if context is not None:  # in Lambda: idempotency records expire with the invocation's time left
+            self.deps.idempotency.register_lambda_context(context)
+        path = event.get("path") or "/"
+        if path not in PUBLIC_PATHS:
+            try:
+                self.deps.authenticator.tenant(event)
+                check_body_size(event.get("body"), bool(event.get("isBase64Encoded")), self.deps.settings)
+            except MemstackError as exc:
+                return {
+                    "statusCode": exc.status,
+                    "multiValueHeaders": {"Content-Type": [content_types.APPLICATION_JSON]},
+                    "body": error_body(exc.code, exc.message, exc.details),
+                    "isBase64Encoded": False,
+                }
+        return super().resolve(event, context)
+
+
+def create_app(
+    service: MemoryService,
+    settings: Settings,
+    authenticator: Authenticator,
+    *,
+    metrics: Metrics | None = None,
+    persistence: BasePersistenceLayer | None = None,
+) -> MemstackResolver:
+    """A resolver with every v1 route, the OpenAPI document and Swagger UI."""
+    closers = []
+    if persistence is None:
+        persistence, close = build_persistence(settings)
+        closers.append(close)
+    deps = ApiDeps(
+        service=service,
+        settings=settings,
+        authenticator=authenticator,
+        metrics=metrics or Metrics(namespace="memstack", service="memstack-api"),
+        persistence=persistence,
+        idempotency=idempotency_config(settings),
+        closers=closers,
+    )
+    app = MemstackResolver(deps)
+    install_error_handlers(app)
+    routes_memories.register(app, deps)
+    routes_search.register(app, deps)
+    routes_admin.register(app, deps)
+    app.enable_swagger(path="/docs", title=API_TITLE, version=API_VERSION)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi_document():
+        return Response(
+            status_code=200,
+            content_type=content_types.APPLICATION_JSON,
+            body=app.get_openapi_json_schema(title=API_TITLE, version=API_VERSION),
+        )
+
+    return app
+
+
+def close_app(app: MemstackResolver) -> None:
+    for close in reversed(app.deps.closers):
+        close()

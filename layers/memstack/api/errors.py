@@ -1,0 +1,158 @@
+"""One error shape for every failure: ``{"error": {"code", "message", "details"}}``.
+
+Domain errors (``MemstackError``) carry their own code and status; Powertools'
+validation errors, idempotency conflicts, unknown routes and anything
+unexpected are translated here, so no route ever answers in another shape.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyValidationError,
+)
+
+from memstack.errors import MemstackError
+
+logger = Logger(service="memstack-api", child=True)
+
+
+def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> str:
+    return json.dumps({"error": {"code": code, "message": message, "details": details or []}})
+
+
+def error_response(
+    status: int, code: str, message: str, details: list[dict[str, Any]] | None = None
+) -> Response:
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=error_body(code, message, details),
+    )
+
+
+def _field_name(loc: tuple[Any, ...] | list[Any]) -> str:
+    """``("body", "messages", 0, "content")`` → ``messages[0].content``."""
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    name = ""
+    for part in parts:
+        if isinstance(part, int):
+            name += f"[{part}]"
+        else:
+            name += f".{part}" if name else str(part)
+    return name or "body"
+
+
+def validation_details(errors: list[dict[str, Any]] | Any) -> list[dict[str, Any]]:
+    details = []
+    for err in errors:
+        loc = list(err.get("loc", ()))
+        details.append(
+            {
+                "field": _field_name(loc),
+                "location": str(loc[0]) if loc else "body",
+                "message": str(err.get("msg", "invalid value")).removeprefix("Value error, "),
+                "type": str(err.get("type", "value_error")),
+            }
+        )
+    return details
+
+
+def from_validation_error(exc: RequestValidationError) -> Response:
+    errors = list(exc.errors())
+    if any(e.get("type") == "json_invalid" for e in errors):
+        reason = next(
+            (e.get("ctx", {}).get("error") for e in errors if e.get("type") == "json_invalid"), None
+        )
+        return error_response(
+            400,
+            "malformed_json",
+            f"the request body is not valid JSON ({reason or 'decode error'})",
+            [
+                {
+                    "field": "body",
+                    "location": "body",
+                    "message": str(reason or "decode error"),
+                    "type": "json_invalid",
+                }
+            ],
+        )
+    details = validation_details(errors)
+    first = details[0] if details else {"field": "body", "message": "invalid request"}
+    more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
+    return error_response(422, "validation_error", f"{first['field']}: {first['message']}{more}", details)
+
+
+def install_error_handlers(app: APIGatewayRestResolver) -> None:
+    @app.exception_handler(MemstackError)
+    def _memstack(exc: MemstackError) -> Response:
+        if exc.status >= 500:
+            logger.error("request failed", extra={"code": exc.code, "error": exc.message})
+        return error_response(exc.status, exc.code, exc.message, exc.details)
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid(exc: RequestValidationError) -> Response:
+        return from_validation_error(exc)
+
+    @app.exception_handler(IdempotencyValidationError)
+    def _key_reused(exc: IdempotencyValidationError) -> Response:
+        return error_response(
+            422,
+            "idempotency_key_reused",
+            "this Idempotency-Key was already used with a different request body",
+            [
+                {
+                    "field": "Idempotency-Key",
+                    "location": "header",
+                    "message": "reused with another body",
+                    "type": "idempotency_key_reused",
+                }
+            ],
+        )
+
+    @app.exception_handler(IdempotencyAlreadyInProgressError)
+    def _in_progress(exc: IdempotencyAlreadyInProgressError) -> Response:
+        return error_response(
+            409, "conflict", "a request with this Idempotency-Key is still in progress; retry shortly"
+        )
+
+    @app.not_found
+    def _no_route(exc: NotFoundError) -> Response:
+        event = app.current_event
+        return error_response(404, "not_found", f"no route {event.http_method} {event.path}")
+
+    @app.exception_handler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        # A bug or an outage, never the caller's input: log it whole, answer without internals.
+        logger.exception("unhandled error")
+        return error_response(500, "internal_error", "the server failed to handle this request")
+
+
+def error_responses(*statuses: int) -> dict[int, Any]:
+    """OpenAPI ``responses`` entries documenting the error shape for these statuses."""
+    from memstack.api.schemas import ErrorResponse
+
+    described = {
+        400: "malformed JSON or a bad cursor",
+        401: "missing or unknown credentials",
+        404: "no such memory for this tenant and user",
+        409: "a concurrent change won; retry",
+        413: "request body too large",
+        422: "a field is invalid (details name it)",
+    }
+    return {
+        s: {
+            "description": described.get(s, "error"),
+            "content": {"application/json": {"model": ErrorResponse}},
+        }
+        for s in statuses
+    }

@@ -1,0 +1,180 @@
+"""``Idempotency-Key`` on ``POST /v1/memories``: Powertools idempotency, persisted by configuration.
+
+In AWS the records live in the idempotency DynamoDB table (Powertools'
+``DynamoDBPersistenceLayer``, table layout is its default). On a laptop they
+live in the embedded SQLite file, in its ``kv`` table, through
+``SqlitePersistenceLayer`` below, which gives the same guarantees as the
+DynamoDB conditional put: a key can be claimed only when it is absent, expired,
+or stuck in progress past its in-progress expiry.
+
+The idempotency key is (tenant, header value); the request body is the
+payload hash, so reusing a key with a different body is an error instead of
+a silent replay of the first answer.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.idempotency import (
+    BasePersistenceLayer,
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyItemAlreadyExistsError,
+    IdempotencyItemNotFoundError,
+)
+from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
+
+from memstack.adapters.embedded.database import Database
+from memstack.settings import Settings
+
+NAMESPACE = "idempotency"
+
+
+class SqlitePersistenceLayer(BasePersistenceLayer):
+    """Powertools idempotency records in the embedded SQLite file (``kv`` table)."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__()
+        self.db = db
+
+    @staticmethod
+    def _to_record(key: str, value: str) -> DataRecord:
+        data = json.loads(value)
+        return DataRecord(
+            idempotency_key=key,
+            status=data["status"],
+            expiry_timestamp=data.get("expiry"),
+            in_progress_expiry_timestamp=data.get("in_progress_expiry"),
+            response_data=data.get("response_data", ""),
+            payload_hash=data.get("payload_hash", ""),
+        )
+
+    @staticmethod
+    def _to_value(record: DataRecord) -> str:
+        return json.dumps(
+            {
+                "status": record.status,
+                "expiry": record.expiry_timestamp,
+                "in_progress_expiry": record.in_progress_expiry_timestamp,
+                "response_data": record.response_data,
+                "payload_hash": record.payload_hash,
+            }
+        )
+
+    def _get_record(self, idempotency_key: str) -> DataRecord:
+        row = (
+            self.db.read()
+            .execute("SELECT value FROM kv WHERE namespace = ? AND key = ?", (NAMESPACE, idempotency_key))
+            .fetchone()
+        )
+        if row is None:
+            raise IdempotencyItemNotFoundError
+        return self._to_record(idempotency_key, row["value"])
+
+    def _put_record(self, data_record: DataRecord) -> None:
+        now = time.time()
+        with self.db.write() as conn:
+            row = conn.execute(
+                "SELECT value FROM kv WHERE namespace = ? AND key = ?",
+                (NAMESPACE, data_record.idempotency_key),
+            ).fetchone()
+            if row is not None:
+                old = self._to_record(data_record.idempotency_key, row["value"])
+                expired = old.expiry_timestamp is not None and old.expiry_timestamp < now
+                stuck = (
+                    old.status == "INPROGRESS"
+                    and old.in_progress_expiry_timestamp is not None
+                    and old.in_progress_expiry_timestamp < now * 1000
+                )
+                if not (expired or stuck):
+                    # Same checks as the DynamoDB layer: a different body under this key is an error.
+                    self._validate_payload(data_payload=data_record, stored_data_record=old)
+                    raise IdempotencyItemAlreadyExistsError(old_data_record=old)
+            conn.execute(
+                "INSERT OR REPLACE INTO kv (namespace, key, value, expires_at) VALUES (?, ?, ?, ?)",
+                (
+                    NAMESPACE,
+                    data_record.idempotency_key,
+                    self._to_value(data_record),
+                    data_record.expiry_timestamp,
+                ),
+            )
+            # Expired records are garbage: drop them while holding the write lock anyway.
+            conn.execute("DELETE FROM kv WHERE namespace = ? AND expires_at < ?", (NAMESPACE, now))
+
+    def _update_record(self, data_record: DataRecord) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "UPDATE kv SET value = ?, expires_at = ? WHERE namespace = ? AND key = ?",
+                (
+                    self._to_value(data_record),
+                    data_record.expiry_timestamp,
+                    NAMESPACE,
+                    data_record.idempotency_key,
+                ),
+            )
+
+    def _delete_record(self, data_record: DataRecord) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "DELETE FROM kv WHERE namespace = ? AND key = ?", (NAMESPACE, data_record.idempotency_key)
+            )
+
+
+def build_persistence(
+    settings: Settings, *, dynamodb_client: Any = None
+) -> tuple[BasePersistenceLayer, Callable[[], None]]:
+    """The persistence layer the settings choose, and a function that releases it."""
+    if settings.idempotency_table:
+        layer = DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=dynamodb_client)
+        return layer, lambda: None
+    db = Database(settings.db_path)
+    return SqlitePersistenceLayer(db), db.close
+
+
+class LocalRequestBudget:
+    """Stands in for the Lambda context off Lambda: how long one request may hold its key.
+
+    Powertools marks a key "in progress" until the time the invocation has
+    left; if a request dies mid-way, a retry may claim the key after that
+    instead of waiting for the record's full expiry. In Lambda the real
+    context replaces this on every request.
+    """
+
+    def __init__(self, millis: int = 60_000) -> None:
+        self.millis = millis
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.millis
+
+
+def idempotency_config(settings: Settings) -> IdempotencyConfig:
+    config = IdempotencyConfig(
+        event_key_jmespath="[tenant, key]",
+        payload_validation_jmespath="body",
+        expires_after_seconds=settings.idempotency_expires_seconds,
+        raise_on_no_idempotency_key=True,
+    )
+    config.register_lambda_context(LocalRequestBudget())  # type: ignore[arg-type]
+    return config
+
+
+def make_idempotent(
+    func: Callable[..., dict[str, Any]], persistence: BasePersistenceLayer, config: IdempotencyConfig
+) -> Callable[..., dict[str, Any]]:
+    """Wrap ``func(*, request)``: ``request`` is {"tenant", "key", "body"}; the result must be JSON."""
+    wrapped: Callable[..., dict[str, Any]] = idempotent_function(
+        func,
+        data_keyword_argument="request",
+        persistence_store=persistence,
+        config=config,
+        key_prefix="memstack-add",
+    )
+    return wrapped

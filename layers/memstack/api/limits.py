@@ -1,0 +1,107 @@
+"""Limits that come from ``Settings``, checked on the whole request before anything is stored.
+
+Each violation names the field (``messages[3].content``) so a caller can fix
+it; all violations are reported at once.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from memstack.api.schemas import AddMemoriesRequest, SearchMemoriesRequest, UpdateMemoryRequest
+from memstack.errors import BadRequest, PayloadTooLarge, ValidationFailed
+from memstack.settings import Settings
+
+
+class MalformedBody(BadRequest):
+    """The body cannot even be read as JSON text (same code as a JSON syntax error)."""
+
+    code = "malformed_json"
+
+
+def _problem(field: str, message: str) -> dict[str, Any]:
+    return {"field": field, "location": "body", "message": message, "type": "limit_exceeded"}
+
+
+def _raise_if(problems: list[dict[str, Any]]) -> None:
+    if problems:
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ValidationFailed(f"{first['field']}: {first['message']}{more}", problems)
+
+
+def check_body_size(body: str | None, is_base64: bool, settings: Settings) -> None:
+    """The body fits the limit and, when API Gateway passed it base64-encoded, decodes to UTF-8."""
+    if body is None:
+        return
+    if is_base64:
+        try:
+            base64.b64decode(body.encode("ascii"), validate=True).decode("utf-8")
+        except (ValueError, UnicodeError) as exc:
+            raise MalformedBody(
+                "the request body is not UTF-8 encoded JSON",
+                [{"field": "body", "location": "body", "message": "not UTF-8", "type": "json_invalid"}],
+            ) from exc
+    size = len(body) * 3 // 4 if is_base64 else len(body.encode("utf-8", errors="surrogatepass"))
+    if size > settings.max_body_bytes:
+        raise PayloadTooLarge(
+            f"the request body is {size} bytes; the limit is {settings.max_body_bytes}",
+            [
+                {
+                    "field": "body",
+                    "location": "body",
+                    "message": f"at most {settings.max_body_bytes} bytes",
+                    "type": "payload_too_large",
+                }
+            ],
+        )
+
+
+def check_add(req: AddMemoriesRequest, settings: Settings) -> None:
+    problems = []
+    if len(req.messages) > settings.max_messages_per_request:
+        problems.append(
+            _problem(
+                "messages",
+                f"at most {settings.max_messages_per_request} messages per request, got {len(req.messages)}",
+            )
+        )
+    for i, message in enumerate(req.messages):
+        if len(message.content) > settings.max_message_chars:
+            problems.append(
+                _problem(
+                    f"messages[{i}].content",
+                    f"at most {settings.max_message_chars} characters, got {len(message.content)}",
+                )
+            )
+    ids = [m.id for m in req.messages if m.id is not None]
+    if len(ids) != len(set(ids)):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        problems.append(
+            {
+                "field": "messages",
+                "location": "body",
+                "message": f"message id {dup!r} appears more than once",
+                "type": "duplicate_id",
+            }
+        )
+    _raise_if(problems)
+
+
+def check_search(req: SearchMemoriesRequest, settings: Settings) -> None:
+    problems = []
+    if len(req.query) > settings.max_query_chars:
+        problems.append(
+            _problem("query", f"at most {settings.max_query_chars} characters, got {len(req.query)}")
+        )
+    if req.top_k > settings.max_top_k:
+        problems.append(_problem("top_k", f"must be between 1 and {settings.max_top_k}, got {req.top_k}"))
+    _raise_if(problems)
+
+
+def check_update(req: UpdateMemoryRequest, settings: Settings) -> None:
+    if len(req.content) > settings.max_message_chars:
+        _raise_if(
+            [_problem("content", f"at most {settings.max_message_chars} characters, got {len(req.content)}")]
+        )

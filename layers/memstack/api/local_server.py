@@ -1,0 +1,218 @@
+"""``memstack serve``: the REST resolver behind a real, concurrent WSGI server (waitress).
+
+Each HTTP request becomes an API Gateway REST proxy event, goes through the
+very resolver the API Lambda runs, and the proxy response goes back as HTTP.
+waitress runs requests on a pool of threads; every thread gets its own
+resolver (``create_app`` is cheap) because a resolver holds the request it is
+resolving. The ``MemoryService`` is shared: the embedded store gives each
+thread its own SQLite connection.
+
+One structured log line per request (Powertools Logger, JSON on stdout).
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import parse_qs
+
+from aws_lambda_powertools import Logger, Metrics
+
+from memstack.api.app import MemstackResolver, close_app, create_app
+from memstack.api.auth import ApiKeyAuthenticator
+from memstack.api.errors import error_body
+from memstack.api.idempotency import build_persistence
+from memstack.service import MemoryService
+from memstack.settings import Settings
+
+logger = Logger(service="memstack-api")
+
+StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+
+
+def _status_line(code: int) -> str:
+    try:
+        return f"{code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"{code} Unknown"
+
+
+def wsgi_to_event(environ: dict[str, Any], body: bytes) -> dict[str, Any]:
+    """An API Gateway REST (v1) proxy event for this WSGI request."""
+    path = environ.get("PATH_INFO") or "/"
+    headers: dict[str, str] = {}
+    multi_headers: dict[str, list[str]] = {}
+    for key, value in environ.items():
+        if key.startswith("HTTP_"):
+            name = key[5:].replace("_", "-").title()
+        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH") and value:
+            name = key.replace("_", "-").title()
+        else:
+            continue
+        headers[name] = value
+        multi_headers[name] = [value]
+    query = parse_qs(environ.get("QUERY_STRING") or "", keep_blank_values=True)
+    try:
+        text: str | None = body.decode("utf-8") if body else None
+        is_base64 = False
+    except UnicodeDecodeError:
+        # Not UTF-8: pass it on as API Gateway would, base64-encoded; JSON parsing then fails cleanly.
+        text, is_base64 = base64.b64encode(body).decode("ascii"), True
+    request_id = headers.get("X-Request-Id") or uuid.uuid4().hex
+    return {
+        "resource": path,
+        "path": path,
+        "httpMethod": (environ.get("REQUEST_METHOD") or "GET").upper(),
+        "headers": headers,
+        "multiValueHeaders": multi_headers,
+        "queryStringParameters": {k: v[-1] for k, v in query.items()} or None,
+        "multiValueQueryStringParameters": query or None,
+        "pathParameters": None,
+        "stageVariables": None,
+        "requestContext": {
+            "requestId": request_id,
+            "stage": "local",
+            "path": path,
+            "httpMethod": (environ.get("REQUEST_METHOD") or "GET").upper(),
+            "identity": {"sourceIp": environ.get("REMOTE_ADDR")},
+            "requestTimeEpoch": int(time.time() * 1000),
+        },
+        "body": text,
+        "isBase64Encoded": is_base64,
+    }
+
+
+class LocalApi:
+    """The WSGI application: HTTP in, proxy event through the resolver, HTTP out."""
+
+    def __init__(self, service: MemoryService, settings: Settings) -> None:
+        self.service = service
+        self.settings = settings
+        self.authenticator = ApiKeyAuthenticator(settings.api_key_map())
+        self.metrics = Metrics(namespace="memstack", service="memstack-api")
+        # One idempotency store for all threads (it is a SQLite file with per-thread connections).
+        self.persistence, self._close_persistence = build_persistence(settings)
+        self._local = threading.local()
+        self._apps: list[MemstackResolver] = []
+        self._apps_lock = threading.Lock()
+
+    def resolver(self) -> MemstackResolver:
+        app: MemstackResolver | None = getattr(self._local, "app", None)
+        if app is None:
+            app = create_app(
+                self.service,
+                self.settings,
+                self.authenticator,
+                metrics=self.metrics,
+                persistence=self.persistence,
+            )
+            self._local.app = app
+            with self._apps_lock:
+                self._apps.append(app)
+        return app
+
+    def _read_body(self, environ: dict[str, Any]) -> bytes | None:
+        """The body, or ``None`` when it is larger than the limit (read no more than that)."""
+        limit = self.settings.max_body_bytes
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > limit:
+            return None
+        stream = environ["wsgi.input"]
+        data = stream.read(limit + 1) if length == 0 else stream.read(length)
+        return None if len(data) > limit else data
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        started = time.perf_counter()
+        method, path = environ.get("REQUEST_METHOD", "GET"), environ.get("PATH_INFO") or "/"
+        body = self._read_body(environ)
+        request_id = environ.get("HTTP_X_REQUEST_ID") or uuid.uuid4().hex
+        if body is None:
+            status = 413
+            payload = error_body(
+                "payload_too_large", f"the request body is larger than {self.settings.max_body_bytes} bytes"
+            ).encode()
+            headers = [("Content-Type", "application/json")]
+        else:
+            event = wsgi_to_event(environ, body)
+            event["requestContext"]["requestId"] = request_id
+            try:
+                result = self.resolver().resolve(event, None)
+                status, payload, headers = self._from_proxy(result)
+            except Exception:  # the resolver maps errors itself; this is a last line of defence
+                logger.exception("local server failed to resolve a request")
+                status = 500
+                payload = error_body("internal_error", "the server failed to handle this request").encode()
+                headers = [("Content-Type", "application/json")]
+        headers.append(("X-Request-Id", request_id))
+        headers.append(("Content-Length", str(len(payload))))
+        start_response(_status_line(status), headers)
+        logger.info(
+            "http_request",
+            extra={
+                "event": "http_request",
+                "method": method,
+                "path": path,
+                "status": status,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+                "request_id": request_id,
+                "remote_addr": environ.get("REMOTE_ADDR"),
+            },
+        )
+        # Metrics are flushed by the Lambda handler in AWS; locally the request log carries the timing.
+        self.metrics.clear_metrics()
+        return [payload] if method != "HEAD" else []
+
+    @staticmethod
+    def _from_proxy(result: dict[str, Any]) -> tuple[int, bytes, list[tuple[str, str]]]:
+        status = int(result.get("statusCode", 500))
+        headers: list[tuple[str, str]] = []
+        for name, values in (result.get("multiValueHeaders") or {}).items():
+            headers.extend((name, str(v)) for v in values)
+        for name, value in (result.get("headers") or {}).items():
+            if not any(h[0].lower() == name.lower() for h in headers):
+                headers.append((name, str(value)))
+        headers = [h for h in headers if h[0].lower() != "content-length"]
+        raw = result.get("body") or ""
+        payload = base64.b64decode(raw) if result.get("isBase64Encoded") else raw.encode("utf-8")
+        return status, payload, headers
+
+    def close(self) -> None:
+        with self._apps_lock:
+            for app in self._apps:
+                close_app(app)
+            self._apps.clear()
+        self._close_persistence()
+
+
+def make_server(
+    service: MemoryService, settings: Settings, host: str = "127.0.0.1", port: int = 8000, threads: int = 8
+) -> tuple[Any, LocalApi]:
+    """A waitress server (not yet running) and its WSGI app; ``port=0`` picks a free port."""
+    from waitress.server import create_server
+
+    api = LocalApi(service, settings)
+    server = create_server(api, host=host, port=port, threads=threads, ident="memstack")
+    return server, api
+
+
+def stop_server(server: Any, thread: threading.Thread | None = None, timeout: float = 10.0) -> None:
+    """Stop a server running in another thread.
+
+    The sockets are closed inside the server's own loop (closing them from
+    here would pull them out from under its ``select``); the loop then ends,
+    and the worker threads are shut down.
+    """
+    from waitress import wasyncore
+
+    server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
+    if thread is not None:
+        thread.join(timeout)
+    server.task_dispatcher.shutdown(timeout=timeout)

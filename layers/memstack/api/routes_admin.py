@@ -1,0 +1,83 @@
+"""Per-user administration and liveness: erase a user, consolidate a user, health."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+
+from memstack.api.errors import error_responses
+from memstack.api.responses import json_response
+from memstack.api.schemas import (
+    ID_PATTERN,
+    ConsolidationRequest,
+    ConsolidationResponse,
+    EraseUserResponse,
+    HealthResponse,
+)
+
+if TYPE_CHECKING:
+    from memstack.api.app import ApiDeps, MemstackResolver
+
+API_VERSION = "1.0.0"
+
+
+def register(app: MemstackResolver, deps: ApiDeps) -> None:
+    service, settings = deps.service, deps.settings
+
+    @app.delete(
+        "/v1/users/<user_id>",
+        summary="Erase everything stored for a user in this tenant",
+        tags=["users"],
+        responses={
+            200: {
+                "description": "what was erased",
+                "content": {"application/json": {"model": EraseUserResponse}},
+            },
+            **error_responses(401, 422),
+        },
+    )
+    def erase_user(user_id: Annotated[str, Path(min_length=1, max_length=128, pattern=ID_PATTERN)]):
+        counts = service.erase_user(app.tenant(), user_id)
+        return json_response(200, {"user_id": user_id, "erased": counts})
+
+    @app.post(
+        "/v1/consolidations",
+        summary="Consolidate one user's short-term memory (run now or enqueue)",
+        tags=["users"],
+        responses={
+            200: {
+                "description": "ran (sync=true): what was read and written",
+                "content": {"application/json": {"model": ConsolidationResponse}},
+            },
+            202: {
+                "description": "enqueued (sync=false)",
+                "content": {"application/json": {"model": ConsolidationResponse}},
+            },
+            **error_responses(400, 401, 413, 422),
+        },
+    )
+    def consolidate(body: Annotated[ConsolidationRequest, Body()]):
+        report = service.consolidate(app.tenant(), body.user_id, sync=body.sync)
+        # The tenant is the caller's own; answers never echo it (ids and counts only).
+        report = {k: v for k, v in report.items() if k != "tenant"}
+        answer = ConsolidationResponse.model_validate({**report, "user_id": body.user_id})
+        return json_response(200 if body.sync else 202, answer.model_dump(mode="json"))
+
+    @app.get(
+        "/v1/health",
+        summary="Liveness and the configured backends",
+        tags=["system"],
+        responses={200: {"description": "alive", "content": {"application/json": {"model": HealthResponse}}}},
+    )
+    def health():
+        backends = {
+            "store": settings.store_backend,
+            "stm": settings.stm_backend,
+            "queue": settings.queue_backend,
+            "embedder": settings.embedder,
+            "reranker": settings.reranker,
+            "llm": settings.llm,
+            "idempotency": "dynamodb" if settings.idempotency_table else "embedded",
+        }
+        return json_response(200, {"status": "ok", "version": API_VERSION, "backends": backends})

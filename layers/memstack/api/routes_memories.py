@@ -1,0 +1,229 @@
+"""Routes over stored memories: add, list, read, edit, delete, history.
+
+Every route takes the tenant from authentication (``app.tenant()``) and the
+user from the request; a memory id that belongs to another tenant or user is
+simply not found (404), so ids leak nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any
+from zoneinfo import ZoneInfo
+
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+
+from memstack.api.errors import error_responses
+from memstack.api.idempotency import make_idempotent
+from memstack.api.limits import check_add, check_update
+from memstack.api.responses import json_response as _json
+from memstack.api.schemas import (
+    ID_PATTERN,
+    AddMemoriesRequest,
+    AddMemoriesResponse,
+    DeleteMemoryResponse,
+    Memory,
+    MemoryHistory,
+    MemoryList,
+    UpdateMemoryRequest,
+)
+from memstack.errors import ValidationFailed
+from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Message, Scope, Tier
+
+if TYPE_CHECKING:
+    from memstack.api.app import ApiDeps, MemstackResolver
+
+UserIdQuery = Annotated[str, Query(min_length=1, max_length=128, pattern=ID_PATTERN, description="the user")]
+MemoryIdPath = Annotated[str, Path(min_length=1, max_length=200)]
+LIST_PARAMS = frozenset(
+    {"user_id", "cursor", "limit", "kind", "category", "scope", "tier", "after", "before", "session_id"}
+)
+MAX_LIST_LIMIT = 1000
+
+
+def aware(value: datetime | None, timezone: str) -> datetime | None:
+    """Naive timestamps are in the configured timezone (``MEMSTACK_TIMEZONE``)."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=ZoneInfo(timezone))
+
+
+def memory_out(record: MemoryRecord) -> dict[str, Any]:
+    return Memory.model_validate(record.public_dict()).model_dump(mode="json")
+
+
+def reject_unknown_query(app: MemstackResolver, allowed: frozenset[str]) -> None:
+    unknown = sorted(set(app.current_event.query_string_parameters or {}) - allowed)
+    if unknown:
+        raise ValidationFailed(
+            f"unknown query parameter {unknown[0]!r}",
+            [
+                {
+                    "field": name,
+                    "location": "query",
+                    "message": "unknown query parameter",
+                    "type": "extra_forbidden",
+                }
+                for name in unknown
+            ],
+        )
+
+
+def register(app: MemstackResolver, deps: ApiDeps) -> None:
+    service, settings = deps.service, deps.settings
+
+    def do_add(*, request: dict[str, Any]) -> dict[str, Any]:
+        """Store the whole (already validated) request; returns the JSON answer."""
+        req = AddMemoriesRequest.model_validate(request["body"])
+        messages = [
+            Message(
+                **m.model_dump(exclude_none=True, exclude={"timestamp"}),
+                timestamp=aware(m.timestamp, settings.timezone),
+            )
+            for m in req.messages
+        ]
+        result = service.add(
+            request["tenant"],
+            req.user_id,
+            messages,
+            session_id=req.session_id,
+            scope=req.scope,
+            infer=req.infer,
+            sync=req.sync,
+            metadata=req.metadata,
+        )
+        status = "processed" if req.sync and result.queued else "queued" if result.queued else "stored"
+        return AddMemoriesResponse(
+            accepted=result.accepted, stored=result.stored, queued=result.queued, status=status
+        ).model_dump(mode="json")
+
+    idempotent_add = make_idempotent(do_add, deps.persistence, deps.idempotency)
+
+    @app.post(
+        "/v1/memories",
+        summary="Add conversation messages",
+        tags=["memories"],
+        responses={
+            202: {
+                "description": "every message is durably stored",
+                "content": {"application/json": {"model": AddMemoriesResponse}},
+            },
+            **error_responses(400, 401, 409, 413, 422),
+        },
+    )
+    def add_memories(
+        body: Annotated[AddMemoriesRequest, Body()],
+        idempotency_key: Annotated[
+            str | None,
+            Header(
+                alias="Idempotency-Key",
+                min_length=1,
+                max_length=255,
+                pattern=r"^[\x21-\x7e]+$",
+                description="a retried request with the same key and body creates nothing twice",
+            ),
+        ] = None,
+    ):
+        check_add(body, settings)
+        tenant = app.tenant()
+        request = {"tenant": tenant, "key": idempotency_key, "body": body.model_dump(mode="json")}
+        if idempotency_key is None:
+            answer = do_add(request=request)
+        else:
+            answer = idempotent_add(request=request)
+        return _json(202, answer)
+
+    @app.get(
+        "/v1/memories",
+        summary="List a user's current memories, newest first",
+        tags=["memories"],
+        responses={
+            200: {
+                "description": "a page of memories",
+                "content": {"application/json": {"model": MemoryList}},
+            },
+            **error_responses(400, 401, 422),
+        },
+    )
+    def list_memories(
+        user_id: UserIdQuery,
+        cursor: Annotated[str | None, Query(max_length=512)] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
+        kind: Annotated[Kind | None, Query()] = None,
+        category: Annotated[Category | None, Query()] = None,
+        scope: Annotated[Scope | None, Query()] = None,
+        tier: Annotated[Tier | None, Query()] = None,
+        after: Annotated[datetime | None, Query()] = None,
+        before: Annotated[datetime | None, Query()] = None,
+        session_id: Annotated[str | None, Query(max_length=128, pattern=ID_PATTERN)] = None,
+    ):
+        reject_unknown_query(app, LIST_PARAMS)
+        filters = MemoryFilters(
+            kind=kind,
+            category=category,
+            scope=scope,
+            tier=tier,
+            session_id=session_id,
+            after=aware(after, settings.timezone),
+            before=aware(before, settings.timezone),
+        )
+        records, next_cursor = service.list(app.tenant(), user_id, filters, limit, cursor or None)
+        return _json(200, {"memories": [memory_out(r) for r in records], "next_cursor": next_cursor})
+
+    @app.get(
+        "/v1/memories/<memory_id>",
+        summary="Read one memory",
+        tags=["memories"],
+        responses={
+            200: {"description": "the memory", "content": {"application/json": {"model": Memory}}},
+            **error_responses(401, 404, 422),
+        },
+    )
+    def get_memory(memory_id: MemoryIdPath, user_id: UserIdQuery):
+        reject_unknown_query(app, frozenset({"user_id"}))
+        return _json(200, memory_out(service.get(app.tenant(), user_id, memory_id)))
+
+    @app.patch(
+        "/v1/memories/<memory_id>",
+        summary="Edit a memory (writes a new version)",
+        tags=["memories"],
+        responses={
+            200: {"description": "the new version", "content": {"application/json": {"model": Memory}}},
+            **error_responses(400, 401, 404, 409, 413, 422),
+        },
+    )
+    def update_memory(memory_id: MemoryIdPath, body: Annotated[UpdateMemoryRequest, Body()]):
+        check_update(body, settings)
+        record = service.update(app.tenant(), body.user_id, memory_id, body.content)
+        return _json(200, memory_out(record))
+
+    @app.delete(
+        "/v1/memories/<memory_id>",
+        summary="Delete a memory (writes a tombstone version)",
+        tags=["memories"],
+        responses={
+            200: {"description": "deleted", "content": {"application/json": {"model": DeleteMemoryResponse}}},
+            **error_responses(401, 404, 409, 422),
+        },
+    )
+    def delete_memory(memory_id: MemoryIdPath, user_id: UserIdQuery):
+        reject_unknown_query(app, frozenset({"user_id"}))
+        tombstone = service.delete(app.tenant(), user_id, memory_id)
+        return _json(
+            200,
+            {"id": memory_id, "deleted": True, "tombstone_id": tombstone.id, "version": tombstone.version},
+        )
+
+    @app.get(
+        "/v1/memories/<memory_id>/history",
+        summary="The version chain of a memory, oldest first",
+        tags=["memories"],
+        responses={
+            200: {"description": "versions", "content": {"application/json": {"model": MemoryHistory}}},
+            **error_responses(401, 404, 422),
+        },
+    )
+    def memory_history(memory_id: MemoryIdPath, user_id: UserIdQuery):
+        reject_unknown_query(app, frozenset({"user_id"}))
+        chain = service.history(app.tenant(), user_id, memory_id)
+        return _json(200, {"memories": [memory_out(r) for r in chain]})

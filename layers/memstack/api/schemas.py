@@ -1,0 +1,241 @@
+"""Request and response bodies of the REST API (v1).
+
+These models are the contract: Powertools validates every request against
+them and generates the OpenAPI document from them, and the Python client
+parses answers with the same classes. They import nothing from Powertools,
+so the client can use them without the server's dependencies.
+
+Static rules (types, required fields, unknown fields, empty strings, control
+characters) live here; limits that come from ``Settings`` (message length,
+messages per request, query length, ``top_k``) are checked by
+``memstack.api.limits`` because a class cannot read configuration.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+)
+
+from memstack.models import Category, Kind, Role, Scope, Tier
+
+# Any C0 control character or DEL. Free text may keep tab, newline and carriage return.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _no_control(value: str) -> str:
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _clean_text(value: str) -> str:
+    if _CONTROL_IN_TEXT.search(value):
+        raise ValueError("must not contain control characters (tab and newline are allowed)")
+    if not value.strip():
+        raise ValueError("must not be empty or only whitespace")
+    return value
+
+
+def _metadata_value(value: Any) -> str | int | float | bool | None:
+    """A JSON scalar; strings short and printable, numbers finite (NaN is not JSON)."""
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("numbers must be finite")
+        return value
+    if isinstance(value, str):
+        if len(value) > 1000:
+            raise ValueError("strings may have at most 1000 characters")
+        return _no_control(value)
+    raise ValueError("must be a string, number, boolean or null")
+
+
+# User, session and message ids: they appear in URLs and in DynamoDB keys
+# ("<tenant>#<user_id>"), so they are restricted to characters that need no
+# escaping anywhere and cannot forge a key separator.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@:+=\-]*$"
+IdStr = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=128, pattern=ID_PATTERN)]
+Text = Annotated[str, StringConstraints(strict=True, min_length=1), AfterValidator(_clean_text)]
+ShortText = Annotated[
+    str, StringConstraints(strict=True, min_length=1, max_length=200), AfterValidator(_no_control)
+]
+MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$")]
+MetadataValue = Annotated[
+    str | int | float | bool | None,
+    PlainValidator(_metadata_value, json_schema_input_type=str | int | float | bool | None),
+]
+
+# Keys the system itself writes into a record's metadata; a caller may not forge them.
+RESERVED_METADATA_KEYS = frozenset({"role", "consolidated", "edited"})
+
+
+def _no_reserved_keys(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    if value:
+        reserved = sorted(RESERVED_METADATA_KEYS & value.keys())
+        if reserved:
+            raise ValueError(f"keys {reserved} are reserved")
+    return value
+
+
+class Strict(BaseModel):
+    """Unknown fields are an error, never silently dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# ----------------------------------------------------------------------- requests
+class MessageIn(Strict):
+    id: IdStr | None = Field(
+        None, description="your message id; generated when absent (retries should send it)"
+    )
+    role: Role = Field(description="user | assistant | system | tool")
+    speaker: ShortText | None = Field(None, description="the speaker's name, when it is not just the role")
+    content: Text
+    timestamp: datetime | None = Field(
+        None, description="when it was said (ISO 8601); naive means the server timezone"
+    )
+
+
+class AddMemoriesRequest(Strict):
+    user_id: IdStr
+    session_id: IdStr | None = None
+    scope: Scope = Scope.USER
+    messages: list[MessageIn] = Field(min_length=1)
+    infer: StrictBool = Field(True, description="false stores the raw messages without extraction")
+    sync: StrictBool = Field(False, description="true waits until extraction has run")
+    metadata: Annotated[dict[MetadataKey, MetadataValue] | None, AfterValidator(_no_reserved_keys)] = Field(
+        None, max_length=50
+    )
+
+
+class SearchFilters(Strict):
+    kind: Kind | None = None
+    category: Category | None = None
+    scope: Scope | None = None
+    tier: Tier | None = None
+    after: datetime | None = None
+    before: datetime | None = None
+
+
+class SearchMemoriesRequest(Strict):
+    user_id: IdStr
+    query: Text
+    top_k: StrictInt = Field(10, ge=1)
+    session_id: IdStr | None = None
+    filters: SearchFilters | None = None
+    reference_time: datetime | None = Field(None, description="'now' for relative dates in the query")
+    explain: StrictBool = False
+    include_history: StrictBool = False
+
+
+class UpdateMemoryRequest(Strict):
+    user_id: IdStr
+    content: Text
+
+
+class ConsolidationRequest(Strict):
+    user_id: IdStr
+    sync: StrictBool = False
+
+
+# ---------------------------------------------------------------------- responses
+class AddMemoriesResponse(BaseModel):
+    accepted: list[str] = Field(description="ids of every message in the request, all durably stored")
+    stored: list[str] = Field(description="ids stored by this request (a retried id is not stored twice)")
+    queued: int = Field(description="extraction jobs queued")
+    status: Literal["stored", "queued", "processed"]
+
+
+class Memory(BaseModel):
+    id: str
+    user_id: str
+    session_id: str | None = None
+    scope: Scope
+    tier: Tier
+    kind: Kind
+    category: Category | None = None
+    content: str
+    speaker: str | None = None
+    event_time: datetime | None = None
+    created_at: datetime
+    is_current: bool
+    superseded_at: datetime | None = None
+    deleted: bool = False
+    replaces_id: str | None = None
+    version: int
+    source_ids: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SearchResultItem(Memory):
+    score: float
+    stages: dict[str, float] | None = Field(None, description="each stage's score (explain=true)")
+
+
+class SearchMemoriesResponse(BaseModel):
+    results: list[SearchResultItem]
+    degraded: list[str] = Field(default_factory=list, description="stages skipped because a part failed")
+
+
+class MemoryList(BaseModel):
+    memories: list[Memory]
+    next_cursor: str | None = None
+
+
+class MemoryHistory(BaseModel):
+    memories: list[Memory] = Field(description="the version chain, oldest first")
+
+
+class DeleteMemoryResponse(BaseModel):
+    id: str
+    deleted: bool
+    tombstone_id: str
+    version: int
+
+
+class EraseUserResponse(BaseModel):
+    user_id: str
+    erased: dict[str, int]
+
+
+class ConsolidationResponse(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    user_id: str
+    status: str
+    read: int = 0
+    written: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    marked: int = 0
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok"]
+    version: str
+    backends: dict[str, str]
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody

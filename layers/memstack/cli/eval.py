@@ -1,0 +1,116 @@
+"""``memstack eval locomo PATH``: recall@k of the retrieval pipeline on LoCoMo-format data."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from memstack.cli.app import UserError, console, print_json, settings_from_cli
+from memstack.evaluation.locomo import LocomoFormatError, load_locomo
+from memstack.evaluation.runner import CATEGORY_ORDER, EvalReport, evaluate
+
+eval_app = typer.Typer(help="Measure retrieval quality on benchmark data.", no_args_is_help=True)
+
+
+def parse_ks(value: str) -> list[int]:
+    try:
+        ks = sorted({int(part) for part in value.split(",") if part.strip()})
+    except ValueError:
+        raise UserError(f"--k must be comma-separated whole numbers, got {value!r}") from None
+    if not ks or ks[0] < 1:
+        raise UserError("--k needs at least one value, each 1 or more")
+    return ks
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def render_table(report: EvalReport, wall: float) -> Table:
+    table = Table(title=f"LoCoMo recall@k ({report.questions} questions, {wall:.0f} s)", title_justify="left")
+    table.add_column("retriever")
+    table.add_column("k", justify="right")
+    for name in ["all", *CATEGORY_ORDER]:
+        table.add_column(f"{name}\n(n={report.counts.get(name, 0)})", justify="right")
+    rows = [("memstack", report.recall), *((f"{n}-only", r) for n, r in report.baselines.items())]
+    for k in report.recall:
+        for label, recall in rows:
+            table.add_row(label, k, *(_fmt(recall[k].get(c)) for c in ["all", *CATEGORY_ORDER]))
+        table.add_section()
+    return table
+
+
+@eval_app.command("locomo")
+def locomo(
+    path: Annotated[Path, typer.Argument(help="a LoCoMo JSON file (a list of conversations)")],
+    k: Annotated[str, typer.Option("--k", help="cut-offs, comma-separated")] = "5,10,25",
+    baselines: Annotated[bool, typer.Option(help="also measure BM25-only and vector-only")] = False,
+    infer: Annotated[bool, typer.Option(help="run extraction on every turn (needs an extractor)")] = False,
+    limit: Annotated[int | None, typer.Option(help="only the first N conversations")] = None,
+    embedder: Annotated[str | None, typer.Option(help="override MEMSTACK_EMBEDDER")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Ingest each conversation into a fresh store and report recall@k per question category."""
+    ks = parse_ks(k)
+    settings = settings_from_cli(embedder=embedder)
+    if max(ks) > settings.max_top_k:
+        raise UserError(f"--k values must be at most {settings.max_top_k} (MEMSTACK_MAX_TOP_K)")
+    try:
+        conversations = load_locomo(path)
+    except LocomoFormatError as exc:
+        raise UserError(str(exc)) from None
+    if limit is not None:
+        conversations = conversations[: max(limit, 1)]
+    turns = sum(len(c.turns) for c in conversations)
+    questions = sum(len(c.questions) for c in conversations)
+    # One log line per search would bury the progress bar; the figures are in the report.
+    logging.getLogger("memstack").setLevel(logging.WARNING)
+    started = time.perf_counter()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=as_json,
+    ) as bar:
+        ingest_task = bar.add_task("ingest turns", total=turns)
+        search_task = bar.add_task("search questions", total=questions)
+        tasks = {"ingest": ingest_task, "search": search_task}
+        report = evaluate(
+            conversations,
+            settings,
+            ks,
+            baselines=baselines,
+            infer=infer,
+            progress=lambda stage, n: bar.advance(tasks[stage], n),
+        )
+    wall = time.perf_counter() - started
+    report.seconds["wall"] = round(wall, 2)
+    if as_json:
+        print_json(report.as_dict())
+        return
+    # Wide enough for every column header even when stdout is not a terminal.
+    out = Console(width=max(console.width, 120))
+    out.print(render_table(report, wall))
+    if report.stage_ms_median:
+        out.print(
+            "median ms per search: "
+            + ", ".join(f"{stage} {ms:.1f}" for stage, ms in report.stage_ms_median.items())
+        )
+    if report.unusable_questions or report.dropped_evidence:
+        out.print(
+            f"skipped {report.unusable_questions} questions without usable evidence; "
+            f"ignored {report.dropped_evidence} evidence ids that name no turn"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(eval_app, name="eval")

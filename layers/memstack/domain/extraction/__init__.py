@@ -1,0 +1,1 @@
+"""Ingestion stages 2-4: time, context-aware extraction, versioned writes."""

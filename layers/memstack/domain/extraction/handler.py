@@ -1,0 +1,173 @@
+"""The "extract" job: ingestion stages 2-4 for one stored message.
+
+2. speaker and time: the message time (parsed when it was received) is the
+   reference for relative dates in the text, which are made absolute;
+3. context-aware extraction: the most similar current LTM memories of the user
+   (visible in the message's session) and the preceding turns go to the
+   extractor, which answers ADD / UPDATE / DELETE / NONE;
+4. the operations are applied as versioned, embedded LTM records
+   (``apply_operations``), inheriting the message's scope and session.
+
+The message is read back from the short-term store, so a job carries only ids
+and a retried job sees exactly what the first attempt saw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from memstack.domain.extraction.apply import apply_operations
+from memstack.domain.extraction.relative import Resolution, resolve_relative_dates
+from memstack.domain.extraction.timeparse import localise
+from memstack.domain.indexing import turn_text
+from memstack.domain.scoring import weighted_rrf
+from memstack.domain.vectors import coarse_prefix
+from memstack.models import Kind, MemoryFilters, MemoryRecord, Message, Role, Scope, Tier
+from memstack.ports.embedder import Embedder
+from memstack.ports.llm import ExtractionOp, Extractor
+from memstack.ports.queue import Job
+from memstack.ports.stm import ShortTermStore
+from memstack.ports.store import MemoryStore
+
+logger = Logger(service="memstack", child=True)
+
+
+@dataclass(frozen=True)
+class ExtractionConfig:
+    coarse_dim: int = 128
+    neighbours: int = 10
+    context_turns: int = 6
+    rrf_k: int = 10
+    weight_vector: float = 0.7
+    weight_bm25: float = 0.3
+
+
+def prepare_message(message: Message, received_at: datetime) -> tuple[Message, Resolution]:
+    """Stage 2: the message with its time settled and relative dates made absolute."""
+    when = localise(message.timestamp) if message.timestamp else received_at
+    resolution = resolve_relative_dates(message.content, when)
+    return message.model_copy(update={"content": resolution.text, "timestamp": when}), resolution
+
+
+class ExtractionJobHandler:
+    def __init__(
+        self,
+        store: MemoryStore,
+        stm: ShortTermStore,
+        embedder: Embedder,
+        extractor: Extractor,
+        config: ExtractionConfig,
+    ) -> None:
+        self.store = store
+        self.stm = stm
+        self.embedder = embedder
+        self.extractor = extractor
+        self.config = config
+
+    def __call__(self, job: Job) -> None:
+        self.run(job)
+
+    def run(self, job: Job, now: datetime | None = None) -> list[MemoryRecord]:
+        payload: dict[str, Any] = job.payload
+        message_id = str(payload.get("message_id") or "")
+        entry = self.stm.get(job.tenant, job.user_id, message_id)
+        if entry is None:
+            # Expired or erased before the worker got to it: nothing left to extract from.
+            logger.warning(
+                {"event": "memory_extraction_skipped", "message_id": message_id, "reason": "not in STM"}
+            )
+            return []
+        session_id = payload.get("session_id", entry.session_id)
+        scope = Scope(payload.get("scope") or entry.scope)
+        message, resolution = prepare_message(entry.message, entry.received_at)
+        neighbours = self.neighbours(job.tenant, job.user_id, message, session_id)
+        context = self.context(job.tenant, job.user_id, message, session_id)
+        ops = [
+            self._complete(op, message, resolution)
+            for op in self.extractor.extract(message, context, neighbours)
+        ]
+        written = apply_operations(
+            self.store,
+            self.embedder,
+            self.config.coarse_dim,
+            job.tenant,
+            job.user_id,
+            ops,
+            session_id=session_id,
+            scope=scope,
+            now=now,
+        )
+        # Debug: one line per message is too chatty for the CLI; POWERTOOLS_LOG_LEVEL=DEBUG shows it.
+        logger.debug(
+            {
+                "event": "memory_extraction",
+                "message_id": message_id,
+                "extractor": self.extractor.name,
+                "neighbours": len(neighbours),
+                "ops": [op.op for op in ops],
+                "written": len(written),
+            }
+        )
+        return written
+
+    @staticmethod
+    def _complete(op: ExtractionOp, message: Message, resolution: Resolution) -> ExtractionOp:
+        """Provenance and event time the extractor may have left out."""
+        update: dict[str, Any] = {}
+        if not op.source_ids:
+            update["source_ids"] = [message.id]
+        if op.op in ("ADD", "UPDATE") and op.kind == Kind.EVENT and op.event_time is None:
+            update["event_time"] = resolution.event_time or message.timestamp
+        return op.model_copy(update=update) if update else op
+
+    def neighbours(
+        self, tenant: str, user_id: str, message: Message, session_id: str | None
+    ) -> list[MemoryRecord]:
+        """The most similar current LTM memories visible in the session (vector + BM25, fused)."""
+        cfg = self.config
+        filters = MemoryFilters(tier=Tier.LTM, session_id=session_id)
+        vector = self.embedder.embed([turn_text(message)])[0]
+        by_vector = self.store.vector_search(
+            tenant, user_id, coarse_prefix(vector, cfg.coarse_dim), cfg.neighbours, filters
+        )
+        by_words = self.store.bm25_search(tenant, user_id, message.content, cfg.neighbours, filters)
+        fused = weighted_rrf(
+            {"vector": by_vector, "bm25": by_words},
+            {"vector": cfg.weight_vector, "bm25": cfg.weight_bm25},
+            cfg.rrf_k,
+        )
+        ranked = [i for i, _ in sorted(fused.items(), key=lambda kv: kv[1], reverse=True)][: cfg.neighbours]
+        records = self.store.get_many(tenant, user_id, ranked)
+        return [
+            records[i] for i in ranked if i in records and records[i].is_current and not records[i].deleted
+        ]
+
+    def context(self, tenant: str, user_id: str, message: Message, session_id: str | None) -> list[Message]:
+        """The turns just before this one in the same session, oldest first."""
+        if self.config.context_turns <= 0 or message.timestamp is None:
+            return []
+        records, _ = self.store.list(
+            tenant,
+            user_id,
+            MemoryFilters(tier=Tier.STM, session_id=session_id, before=message.timestamp),
+            self.config.context_turns * 3,
+        )
+        turns = [r for r in records if r.session_id == session_id and message.id not in r.source_ids]
+        turns.sort(key=lambda r: r.event_time or r.created_at)
+        out = []
+        for r in turns[-self.config.context_turns :]:
+            role = r.metadata.get("role", Role.USER)
+            out.append(
+                Message(
+                    id=(r.source_ids or [r.id])[0],
+                    role=role if role in set(Role) else Role.USER,
+                    speaker=r.speaker,
+                    content=r.content,
+                    timestamp=r.event_time or r.created_at,
+                )
+            )
+        return out

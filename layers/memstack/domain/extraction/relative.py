@@ -1,0 +1,307 @@
+"""Relative dates in a message, resolved against the message's own time (never the wall clock).
+
+"I got promoted yesterday", said at 1:56 pm on 8 May 2023, becomes "I got
+promoted on 7 May 2023" with ``event_time`` 7 May 2023. A memory read a year
+later still says when it happened. Explicit dates ("8 May 2023") are not
+rewritten but still give the event time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, tzinfo
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_MONTH_ABBR = {m[:3]: i + 1 for i, m in enumerate(MONTHS)} | {"sept": 9}
+# Northern-hemisphere meteorological seasons: the month each starts.
+SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+NUMBER_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "a few": 3,
+    "several": 3,
+}
+_NUM = (
+    r"(?P<n>\d+|a couple of|a few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+)
+_WD = "|".join(WEEKDAYS)
+_MO = "|".join(MONTHS)
+_PREP = r"(?P<prep>\b(?:since|until|till|by|from|before|after|on|in|during|for)\s+)?"
+# Future if the sentence is about what will happen: a modal, "going to", or a
+# present progressive ("we're hiking on Saturday").
+_FUTURE = re.compile(
+    r"\b(?:will|shall|going to|gonna|plan(?:ning)? to|upcoming|soon)\b|'ll\b"
+    r"|\b(?:booked|scheduled|planned|due)\s+for\b"
+    r"|\b(?:am|is|are|'m|'re|'s)\s+(?:\w+ly\s+)?\w+ing\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Resolution:
+    """The text with relative dates made absolute, and the first date found (the event time)."""
+
+    text: str
+    event_time: datetime | None = None
+    phrases: list[str] = field(default_factory=list)
+
+
+def format_day(value: datetime) -> str:
+    return f"{value.day} {value:%B} {value.year}"
+
+
+def _day(value: datetime) -> datetime:
+    return value.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _add_months(value: datetime, months: int) -> datetime:
+    index = value.year * 12 + value.month - 1 + months
+    return _day(value).replace(year=index // 12, month=index % 12 + 1, day=1)
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else NUMBER_WORDS[word.lower()]
+
+
+def is_future(text: str) -> bool:
+    return bool(_FUTURE.search(text))
+
+
+@dataclass
+class _Rule:
+    pattern: re.Pattern[str]
+    # (match, reference, future) -> (date, phrase without preposition, preposition to use)
+    resolve: Callable[[re.Match[str], datetime, bool], tuple[datetime, str, str]]
+
+
+def _on(d: datetime) -> tuple[datetime, str, str]:
+    return d, format_day(d), "on"
+
+
+def _month(d: datetime) -> tuple[datetime, str, str]:
+    return d, f"{d:%B} {d.year}", "in"
+
+
+def _week_of(d: datetime) -> tuple[datetime, str, str]:
+    monday = _day(d) - timedelta(days=d.weekday())
+    return monday, f"the week of {format_day(monday)}", "in"
+
+
+def _weekday(ref: datetime, name: str, direction: int) -> datetime:
+    """The named weekday strictly before (direction -1) or after (+1) the reference day."""
+    target = WEEKDAYS.index(name.lower())
+    delta = (target - ref.weekday()) % 7
+    if direction > 0:
+        return _day(ref) + timedelta(days=delta or 7)
+    return _day(ref) - timedelta(days=(-delta) % 7 or 7)
+
+
+def _ago(m: re.Match[str], ref: datetime, future: bool) -> tuple[datetime, str, str]:
+    n, unit = _count(m["n"]), m["unit"].lower()
+    sign = 1 if m["dir"].lower() in ("in", "from now", "later") else -1
+    if unit.startswith("day"):
+        return _on(_day(ref) + timedelta(days=sign * n))
+    if unit.startswith("week"):
+        return _on(_day(ref) + timedelta(weeks=sign * n))
+    if unit.startswith("month"):
+        return _month(_add_months(ref, sign * n))
+    d = _day(ref).replace(month=1, day=1, year=ref.year + sign * n)
+    return d, str(d.year), "in"
+
+
+def _relative_unit(m: re.Match[str], ref: datetime, future: bool) -> tuple[datetime, str, str]:
+    which, unit = m["which"].lower(), m["unit"].lower()
+    step = {"last": -1, "past": -1, "this past": -1, "next": 1, "this": 0, "this coming": 1, "coming": 1}[
+        which
+    ]
+    if unit == "week":
+        return _week_of(_day(ref) + timedelta(weeks=step))
+    if unit == "weekend":
+        saturday = _weekday(ref, "saturday", -1 if step < 0 else 1)
+        if step == 0 and ref.weekday() >= 5:
+            saturday = _day(ref) - timedelta(days=ref.weekday() - 5)
+        return saturday, f"the weekend of {format_day(saturday)}", "on"
+    if unit == "month":
+        return _month(_add_months(ref, step))
+    if unit == "year":
+        d = _day(ref).replace(month=1, day=1, year=ref.year + step)
+        return d, str(d.year), "in"
+    start = SEASONS[unit]
+    year = ref.year if ref.month >= start else ref.year - 1
+    prev_start = _day(ref).replace(year=year, month=start, day=1)
+    next_start = prev_start.replace(year=year + 1)
+    within = ref < _add_months(prev_start, 3)
+    if step > 0:
+        d = next_start
+    elif step < 0:
+        d = prev_start.replace(year=year - 1) if within else prev_start
+    else:
+        d = prev_start if within or not future else next_start
+    return d, f"{unit} {d.year}", "in"
+
+
+def _named_weekday(m: re.Match[str], ref: datetime, future: bool) -> tuple[datetime, str, str]:
+    which = (m["which"] or "").lower()
+    if which in ("last", "this past", "past"):
+        return _on(_weekday(ref, m["wd"], -1))
+    if which in ("next", "this coming", "coming", "this"):
+        return _on(_weekday(ref, m["wd"], 1))
+    return _on(_weekday(ref, m["wd"], 1 if future else -1))
+
+
+def _named_month(m: re.Match[str], ref: datetime, future: bool) -> tuple[datetime, str, str]:
+    month = MONTHS.index(m["mo"].lower()) + 1
+    which = (m["which"] or "").lower()
+    if which == "next":
+        year = ref.year if month > ref.month else ref.year + 1
+    elif which == "last":
+        year = ref.year if month < ref.month else ref.year - 1
+    elif which == "this":
+        year = ref.year
+    elif future:
+        year = ref.year if month >= ref.month else ref.year + 1
+    else:
+        year = ref.year if month <= ref.month else ref.year - 1
+    return _month(_day(ref).replace(year=year, month=month, day=1))
+
+
+def _fixed(offset: int) -> Callable[[re.Match[str], datetime, bool], tuple[datetime, str, str]]:
+    return lambda m, ref, future: _on(_day(ref) + timedelta(days=offset))
+
+
+_RULES = [
+    _Rule(re.compile(_PREP + r"\bthe day before yesterday\b", re.I), _fixed(-2)),
+    _Rule(re.compile(_PREP + r"\bthe day after tomorrow\b", re.I), _fixed(2)),
+    _Rule(re.compile(_PREP + r"\b(?:yesterday|last night)\b", re.I), _fixed(-1)),
+    _Rule(re.compile(_PREP + r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b", re.I), _fixed(0)),
+    _Rule(re.compile(_PREP + r"\btomorrow\b", re.I), _fixed(1)),
+    _Rule(
+        re.compile(
+            _PREP + _NUM + r"\s+(?P<unit>days?|weeks?|months?|years?)\s+(?P<dir>ago|from now|later)\b", re.I
+        ),
+        _ago,
+    ),
+    _Rule(
+        re.compile(
+            r"(?P<prep>)\b(?P<dir>in)\s+" + _NUM + r"\s+(?P<unit>days?|weeks?|months?|years?)\b", re.I
+        ),
+        _ago,
+    ),
+    _Rule(
+        re.compile(
+            _PREP + r"\b(?P<which>this past|this coming|last|past|next|this|coming)\s+"
+            r"(?P<unit>week|weekend|month|year|spring|summer|autumn|fall|winter)\b",
+            re.I,
+        ),
+        _relative_unit,
+    ),
+    _Rule(
+        re.compile(
+            _PREP + rf"\b(?:(?P<which>this past|this coming|last|past|next|this|coming)\s+)(?P<wd>{_WD})\b",
+            re.I,
+        ),
+        _named_weekday,
+    ),
+    _Rule(re.compile(rf"(?P<prep>\bon\s+)(?P<which>)(?P<wd>{_WD})s?\b", re.I), _named_weekday),
+    _Rule(
+        re.compile(
+            rf"(?P<prep>\b(?:in|since|until|by|for|during|early|late|mid)\s+)(?:(?P<which>next|last|this)\s+)?"
+            rf"(?P<mo>{_MO})\b(?!\s*\d)(?!,?\s+\d)",
+            re.I,
+        ),
+        _named_month,
+    ),
+]
+
+# Explicit calendar dates: never rewritten, but they give the event time.
+_EXPLICIT = [
+    re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b"),
+    re.compile(
+        rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?P<mo>{_MO}|[a-z]{{3}})\.?,?\s+(?P<y>\d{{4}})\b", re.I
+    ),
+    re.compile(
+        rf"\b(?P<mo>{_MO}|[a-z]{{3}})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})\b", re.I
+    ),
+    # What this module writes for months and seasons ("in May 2026", "winter 2026"): the first day.
+    re.compile(rf"\b(?P<mo>{_MO})\s+(?P<y>\d{{4}})\b(?P<d>)", re.I),
+    re.compile(r"\b(?P<season>spring|summer|autumn|fall|winter)\s+(?P<y>\d{4})\b(?P<d>)", re.I),
+]
+
+
+def _month_number(name: str) -> int | None:
+    name = name.lower()
+    return (
+        MONTHS.index(name) + 1
+        if name in MONTHS
+        else _MONTH_ABBR.get(name[:4] if name == "sept" else name[:3])
+    )
+
+
+def explicit_date(text: str, tz: tzinfo | None) -> datetime | None:
+    for pattern in _EXPLICIT:
+        for m in pattern.finditer(text):
+            groups = m.groupdict()
+            if "season" in groups:
+                month: int | None = SEASONS[groups["season"].lower()]
+            else:
+                month = _month_number(groups["mo"]) if "mo" in groups else int(groups["m"])
+            if month is None:
+                continue
+            try:
+                return datetime(int(groups["y"]), month, int(groups["d"] or 1), tzinfo=tz)
+            except ValueError:
+                continue
+    return None
+
+
+def resolve_relative_dates(text: str, reference: datetime) -> Resolution:
+    """Rewrite relative date phrases as absolute dates; the first one found is the event time."""
+    ref = reference if reference.tzinfo is not None else reference.replace(tzinfo=UTC)
+    future = is_future(text)
+    found: list[tuple[int, datetime]] = []
+    phrases: list[str] = []
+    for rule in _RULES:
+
+        def replace(m: re.Match[str], rule: _Rule = rule) -> str:
+            when, phrase, default_prep = rule.resolve(m, ref, future)
+            prep = m.group("prep") or ""
+            original = m.group(0)
+            phrases.append(original.strip())
+            found.append((m.start(), when))
+            lead = prep if prep.strip().lower() not in ("", "on", "in") else f"{default_prep} "
+            if original[:1].isupper() and not prep:
+                lead = lead[:1].upper() + lead[1:]
+            return f"{lead}{phrase}"
+
+        text = rule.pattern.sub(replace, text)
+    event_time = min(found, key=lambda f: f[0])[1] if found else explicit_date(text, ref.tzinfo)
+    return Resolution(text=text, event_time=event_time, phrases=phrases)

@@ -1,0 +1,85 @@
+"""Retrieval stage 1: what a query asks about time and about history.
+
+Temporal intent comes with a reference window when the query names a time
+("last weekend", "in May 2023"); a bare "when ..." question has temporal
+intent but no window, so stage 5 leaves its ranking alone. History intent
+("used to", "previously", "has X changed") makes stage 8 return superseded
+versions of the memories found.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memstack.domain.temporal import TimeWindow, resolve_window
+
+_WHEN = re.compile(r"\b(?:when|what (?:day|date|month|year|time)|how long ago|since when)\b", re.I)
+
+_HISTORY = [
+    re.compile(p, re.I)
+    for p in (
+        r"\bused to\b",
+        r"\bpreviously\b",
+        r"\bformerly\b",
+        r"\boriginally\b",
+        r"\bat first\b",
+        r"\bin the beginning\b",
+        r"\bno longer\b",
+        r"\banymore\b",
+        r"\bany more\b",
+        r"\bearlier version\b",
+        r"\bhistory of\b",
+        r"\b(?:has|have|had|did)\b[\w\s'-]{0,60}\bchanged?\b",
+        r"\bchanged?\b[\w\s'-]{0,30}\b(?:mind|over time|since)\b",
+        r"\bbefore (?:that|this|now|then)\b",
+        r"\bbefore\s*\?*\s*$",
+        r"\bwhat did (?:i|you|we|he|she|they) (?:say|tell|mention)\b",
+    )
+]
+
+
+@dataclass(frozen=True)
+class QueryAnalysis:
+    text: str
+    reference_time: datetime
+    temporal_intent: bool
+    window: TimeWindow | None
+    history_intent: bool
+    cues: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "reference_time": self.reference_time.isoformat(),
+            "temporal_intent": self.temporal_intent,
+            "window": self.window.as_dict() if self.window else None,
+            "history_intent": self.history_intent,
+            "cues": self.cues,
+        }
+
+
+def analyse_query(text: str, reference_time: datetime) -> QueryAnalysis:
+    cues: list[str] = []
+    window = resolve_window(text, reference_time)
+    if window is not None:
+        cues.append(f"time: {window.phrase}")
+    when = _WHEN.search(text)
+    if when:
+        cues.append(f"time question: {when.group(0)}")
+    history = False
+    for pattern in _HISTORY:
+        m = pattern.search(text)
+        if m:
+            history = True
+            cues.append(f"history: {m.group(0).strip()}")
+            break
+    return QueryAnalysis(
+        text=text,
+        reference_time=reference_time,
+        temporal_intent=window is not None or when is not None,
+        window=window,
+        history_intent=history,
+        cues=cues,
+    )

@@ -1,0 +1,90 @@
+"""Stages 2, 6, 7 and 8 of retrieval, each a function of the store, the embedder or the reranker.
+
+Stages 1 (``memstack.domain.query_analysis``), 4 and 5 (``memstack.domain.scoring``)
+are pure functions; ``pipeline.Retriever`` runs all eight in order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memstack.domain import versions
+from memstack.domain.retrieval.types import SearchHit, SearchRequest
+from memstack.domain.vectors import coarse_prefix
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId
+from memstack.ports.reranker import Reranker
+from memstack.ports.store import MemoryStore
+
+
+def vector_search(
+    store: MemoryStore,
+    req: SearchRequest,
+    filters: MemoryFilters,
+    query_vec: np.ndarray,
+    coarse_dim: int,
+    candidates: int,
+) -> tuple[list[ScoredId], dict[str, np.ndarray]]:
+    """Stage 2, Matryoshka two-stage: the coarse prefix picks candidates, full-dim cosine ranks them.
+
+    Returns the rescored ranking and the full vectors it loaded (stage 6 reuses them).
+    """
+    coarse = coarse_prefix(query_vec, coarse_dim)
+    found = store.vector_search(req.tenant, req.user_id, coarse, candidates, filters)
+    if not found:
+        return [], {}
+    full = store.embeddings(req.tenant, req.user_id, [c.id for c in found])
+    ids = [c.id for c in found if c.id in full]
+    if not ids:
+        return [], full
+    scores = np.vstack([full[i] for i in ids]) @ np.asarray(query_vec, dtype=np.float32)
+    order = np.argsort(-scores, kind="stable")
+    return [ScoredId(id=ids[i], score=float(scores[i])) for i in order], full
+
+
+def rerank(reranker: Reranker, query: str, hits: list[SearchHit], candidates: int) -> list[SearchHit]:
+    """Stage 7: the cross-encoder reorders the best ``candidates`` hits; the rest keep their order.
+
+    Raises whatever the reranker raises; the pipeline records it as degraded.
+    """
+    head, tail = hits[:candidates], hits[candidates:]
+    if not head:
+        return hits
+    passages = [
+        f"{h.record.speaker}: {h.record.content}" if h.record.speaker else h.record.content for h in head
+    ]
+    scores = reranker.rerank(query, passages)
+    if len(scores) != len(head):
+        raise ValueError(f"reranker returned {len(scores)} scores for {len(head)} passages")
+    for hit, score in zip(head, scores, strict=True):
+        hit.stages["rerank"] = float(score)
+    head = sorted(head, key=lambda h: h.stages["rerank"], reverse=True)
+    return head + tail
+
+
+def expand_history(
+    store: MemoryStore, req: SearchRequest, hits: list[SearchHit], max_versions: int
+) -> list[SearchHit]:
+    """Stage 8: each hit's version chain, oldest first, older versions marked ``superseded``.
+
+    A chain appears once, where its best hit ranked; tombstones are left out
+    (they hold no content), and so is anything outside the caller's filters'
+    tenant and user (the store reads are scoped by both).
+    """
+    out: list[SearchHit] = []
+    seen: set[str] = set()
+    for hit in hits:
+        if hit.record.id in seen:
+            continue
+        chain: list[MemoryRecord] = versions.history(store, req.tenant, req.user_id, hit.record.id)
+        seen.update(r.id for r in chain)
+        shown = [r for r in chain if not r.deleted][-max_versions:]
+        if len(shown) <= 1:
+            out.append(hit)
+            continue
+        for record in shown:
+            is_hit = record.id == hit.record.id
+            entry = hit if is_hit else SearchHit(record=record, score=hit.score, stages={})
+            entry.superseded = not record.is_current
+            entry.stages["history_version"] = float(record.version)
+            out.append(entry)
+    return out

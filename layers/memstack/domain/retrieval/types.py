@@ -1,0 +1,83 @@
+"""The retrieval pipeline's configuration, request and answer types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memstack.models import MemoryFilters, MemoryRecord
+
+#: the eight stages, in the order every search runs them
+STAGES = (
+    "query_analysis",
+    "vector",
+    "bm25",
+    "fusion",
+    "temporal",
+    "dedup",
+    "rerank",
+    "history",
+)
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Every parameter of the eight stages (``factory.retrieval_config`` fills it from Settings)."""
+
+    # stage 2: Matryoshka two-stage vector search
+    vector_candidates: int = 200
+    coarse_dim: int = 128
+    # stage 3: BM25
+    bm25_candidates: int = 200
+    # stage 4: weighted RRF
+    rrf_k: int = 5
+    weight_vector: float = 0.3
+    weight_bm25: float = 0.7
+    #: fused candidates carried into stages 5-7 (loaded as records)
+    candidate_pool: int = 100
+    # stage 5: temporal boost
+    temporal_window_days: float = 30.0
+    temporal_blend: float = 0.6
+    consolidated_stm_weight: float = 0.5
+    # stage 6: near-duplicate removal
+    dedup_threshold: float = 0.99
+    # stage 7: rerank
+    rerank_candidates: int = 50
+    # stage 8: history
+    history_max_versions: int = 20
+
+
+@dataclass
+class SearchRequest:
+    tenant: str
+    user_id: str
+    query: str
+    top_k: int = 10
+    filters: MemoryFilters = field(default_factory=MemoryFilters)
+    reference_time: datetime | None = None
+    explain: bool = False
+    include_history: bool = False
+
+
+@dataclass
+class SearchHit:
+    record: MemoryRecord
+    score: float
+    #: the score of every stage that touched this hit (``explain``)
+    stages: dict[str, float] = field(default_factory=dict)
+    #: True for an older version returned by the history stage (not the current fact)
+    superseded: bool = False
+
+
+@dataclass
+class SearchResult:
+    hits: list[SearchHit]
+    #: stages that failed and were skipped (the request still succeeded), e.g. ["rerank"]
+    degraded: list[str] = field(default_factory=list)
+    #: milliseconds per stage, plus "total"
+    stage_durations: dict[str, float] = field(default_factory=dict)
+    #: what each stage did: "ok", or "skipped: <why>", or "failed: <why>"
+    stage_status: dict[str, str] = field(default_factory=dict)
+    #: stage 1's reading of the query (temporal window, history intent)
+    analysis: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""Measuring retrieval: the LoCoMo loader, recall@k, and the evaluation runner."""

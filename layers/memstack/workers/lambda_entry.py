@@ -1,0 +1,64 @@
+"""What the worker and scheduler Lambdas share: one service per container, built from ``MEMSTACK_*``.
+
+The handlers in ``lambdas/`` stay thin: they call ``worker_for(job_type)`` or
+``scheduler_run``. Everything is built on the first invocation (not at import),
+so a test imports a handler module without touching AWS, and a warm container
+reuses its clients.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from memstack.errors import SettingsError
+from memstack.factory import build_service
+from memstack.service import MemoryService
+from memstack.settings import Settings, get_settings
+from memstack.workers.sqs import JobWorker
+
+logger = Logger(service="memstack")
+# Powertools Metrics instances share one metric set: this flushes the model token counts too.
+metrics = Metrics(namespace="memstack", service="memstack-worker")
+
+
+@lru_cache(maxsize=1)
+def service_from_environment() -> MemoryService:
+    return build_service(get_settings())
+
+
+def persistence_layer(settings: Settings, client: Any = None) -> Any:
+    """Powertools' DynamoDB idempotency store on ``MEMSTACK_IDEMPOTENCY_TABLE`` (client injectable)."""
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    if not settings.idempotency_table:
+        raise SettingsError("the queue workers need MEMSTACK_IDEMPOTENCY_TABLE")
+    return DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=client)
+
+
+def build_worker(job_type: str, service: MemoryService, persistence: Any) -> JobWorker:
+    return JobWorker(
+        service.process_job,
+        {job_type},
+        persistence,
+        service.settings.job_idempotency_seconds,
+        metrics=metrics,
+    )
+
+
+@lru_cache(maxsize=4)
+def worker_for(job_type: str) -> JobWorker:
+    service = service_from_environment()
+    return build_worker(job_type, service, persistence_layer(service.settings))
+
+
+def scheduler_run() -> dict[str, Any]:
+    """One scheduled pass: purge expired STM, fan out one consolidate job per due user."""
+    result = service_from_environment().schedule_consolidation()
+    metrics.add_metric(name="ConsolidationJobsScheduled", unit=MetricUnit.Count, value=result["jobs"])
+    metrics.add_metric(name="StmExpiredPurged", unit=MetricUnit.Count, value=result["purged_expired"] or 0)
+    logger.info("consolidation scheduled", extra={"jobs": result["jobs"], "purged": result["purged_expired"]})
+    return result

@@ -1,0 +1,104 @@
+"""The SQS worker: one batch of queue messages, each an idempotent job, failures reported per record.
+
+Powertools' ``BatchProcessor`` runs every record and answers with
+``batchItemFailures``: only the failed records return to the queue (and, after
+``maxReceiveCount`` receives, go to the DLQ); one poisoned record never fails
+the batch. Each job runs through Powertools idempotency keyed on the job id,
+so a redelivered message, or the same job sent twice, does its work once and
+the second time returns the stored result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+
+from memstack.ports.queue import Job
+
+logger = Logger(service="memstack")
+
+
+class PoisonedMessage(ValueError):
+    """A message that can never succeed (not a job, or a job this queue does not carry)."""
+
+
+class JobWorker:
+    def __init__(
+        self,
+        process: Callable[[Job], Any],
+        accepts: Collection[str],
+        persistence: BasePersistenceLayer | None,
+        expires_after_seconds: int = 345_600,
+        metrics: Any = None,
+    ) -> None:
+        """``process`` runs one job; ``persistence`` is None only where idempotency is not wanted (a test).
+
+        ``metrics`` (Powertools ``Metrics``) counts ``JobsSucceeded`` / ``JobsFailed`` per batch.
+        """
+        self.process = process
+        self.metrics = metrics
+        self.accepts = frozenset(accepts)
+        # A batch where every record failed is still answered record by record (not raised), so the
+        # invocation never counts as an error and only the failed records are received again.
+        self.processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+        self.idempotency = IdempotencyConfig(
+            event_key_jmespath="id",
+            raise_on_no_idempotency_key=True,
+            expires_after_seconds=expires_after_seconds,
+        )
+
+        def run(job: dict[str, Any]) -> dict[str, Any]:
+            parsed = Job.model_validate(job)
+            self.process(parsed)
+            return {"job_id": parsed.id, "type": parsed.type, "status": "done"}
+
+        self._run: Callable[..., dict[str, Any]] = (
+            idempotent_function(
+                data_keyword_argument="job", persistence_store=persistence, config=self.idempotency
+            )(run)
+            if persistence is not None
+            else run
+        )
+
+    def parse(self, record: SQSRecord) -> Job:
+        try:
+            job = Job.model_validate_json(record.body)
+        except ValueError as exc:
+            raise PoisonedMessage(f"message {record.message_id} is not a job: {exc}") from None
+        if job.type not in self.accepts:
+            raise PoisonedMessage(
+                f"message {record.message_id}: {job.type!r} jobs do not belong on this queue"
+            )
+        return job
+
+    def record_handler(self, record: SQSRecord) -> dict[str, Any]:
+        job = self.parse(record)
+        logger.append_keys(job_id=job.id, job_type=job.type)
+        try:
+            return self._run(job=job.model_dump(mode="json"))
+        finally:
+            logger.remove_keys(["job_id", "job_type"])
+
+    def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        """The Lambda entry: ``{"batchItemFailures": [...]}`` naming only the records that failed."""
+        if context is not None:
+            self.idempotency.register_lambda_context(context)
+        response = process_partial_response(
+            event=event, record_handler=self.record_handler, processor=self.processor, context=context
+        )
+        failed = len(response["batchItemFailures"])
+        if self.metrics is not None:
+            self.metrics.add_metric(name="JobsFailed", unit=MetricUnit.Count, value=failed)
+            self.metrics.add_metric(
+                name="JobsSucceeded", unit=MetricUnit.Count, value=len(event.get("Records", [])) - failed
+            )
+        if failed:
+            logger.warning("jobs failed", extra={"failed": failed, "records": len(event.get("Records", []))})
+        return dict(response)

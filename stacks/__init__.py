@@ -1,0 +1,1 @@
+"""The memstack CDK app: one stack (``MemstackStack``) composed of constructs per capability."""

@@ -1,0 +1,154 @@
+"""The deployment configuration: ``cdk.json`` context, the tier's defaults, and ``-c`` overrides, typed once.
+
+Every construct receives a ``StackConfig`` instead of reading context itself,
+so the values and their types live in one place. Lookup order for a tier
+value: ``-c name=value`` on the command line, then ``tiers.<tier>.<name>`` in
+``cdk.json``, then the default here. ``-c`` values arrive as strings and are
+converted to the field's type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from constructs import Node
+
+TIERS = ("small", "medium", "large")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class ConfigError(ValueError):
+    """A context value is missing or malformed: synth stops with this message."""
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    tier: str = "small"
+    service_name: str = "memstack"
+    log_level: str = "INFO"
+    log_retention_days: int = 30
+    alert_email: str = ""
+    cognito_user_pool_arn: str = ""
+    api_key_required: bool = False
+    # where the built layer and the handlers live (tests point these elsewhere)
+    layer_dir: str = str(ROOT / "build" / "layer")
+    lambdas_dir: str = str(ROOT / "lambdas")
+
+    # schedules, thresholds
+    consolidation_rate_minutes: int = 60
+    cost_report_schedule: str = "cron(0 6 * * ? *)"
+    cost_report_threshold: float = 10.0
+    cost_anomaly_threshold: float = 10.0
+    monthly_budget: float = 25.0
+    retrieval_latency_p95_ms: float = 500.0
+    bedrock_hourly_input_tokens: float = 2_000_000.0
+    retrieval_stages: tuple[str, ...] = (
+        "query_analysis",
+        "vector",
+        "bm25",
+        "fusion",
+        "temporal",
+        "dedup",
+        "rerank",
+        "history",
+        "total",
+    )
+
+    # models
+    bedrock_extraction_model: str = "anthropic.claude-3-haiku-20240307-v1:0"
+    bedrock_synthesis_model: str = "anthropic.claude-3-5-sonnet-20240620-v1:0"
+    bedrock_embedding_model: str = "amazon.titan-embed-text-v2:0"
+    bedrock_rerank_model_arn: str = ""
+    embedding_dim: int = 1024
+    coarse_dim: int = 256
+
+    # per tier
+    store_backend: str = "dynamodb"
+    api_rate_limit: float = 10.0
+    api_burst_limit: int = 20
+    api_monthly_quota: int = 100_000
+    extraction_max_concurrency: int = 2
+    consolidation_max_concurrency: int = 2
+    api_memory_mb: int = 1024
+    worker_memory_mb: int = 1024
+    opensearch_serverless: bool = False
+    opensearch_data_nodes: int = 2
+    opensearch_zones: int = 2
+    opensearch_instance_type: str = "m7g.large.search"
+    opensearch_volume_gb: int = 50
+    opensearch_master_nodes: int = 0
+    opensearch_master_instance_type: str = "m7g.large.search"
+
+    @property
+    def uses_opensearch(self) -> bool:
+        return self.store_backend == "opensearch"
+
+    @property
+    def reranker(self) -> str:
+        return "bedrock" if self.bedrock_rerank_model_arn else "none"
+
+    @classmethod
+    def from_context(cls, node: Node) -> StackConfig:
+        tier = str(node.try_get_context("tier") or "small")
+        if tier not in TIERS:
+            raise ConfigError(f"context 'tier' must be one of {', '.join(TIERS)}; got {tier!r}")
+        tiers = node.try_get_context("tiers") or {}
+        tier_values: dict[str, Any] = dict(tiers.get(tier, {}))
+        hints = get_type_hints(cls)
+        values: dict[str, Any] = {"tier": tier}
+        for f in fields(cls):
+            if f.name == "tier":
+                continue
+            raw = node.try_get_context(f.name)
+            if raw is None:
+                raw = tier_values.get(f.name)
+            if raw is None:
+                continue
+            values[f.name] = _coerce(f.name, raw, hints[f.name])
+        config = cls(**values)
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        if self.store_backend not in ("dynamodb", "opensearch"):
+            raise ConfigError(f"store_backend must be dynamodb or opensearch; got {self.store_backend!r}")
+        if self.uses_opensearch and not self.opensearch_serverless:
+            if self.opensearch_zones not in (2, 3):
+                raise ConfigError("opensearch_zones must be 2 or 3")
+            if self.opensearch_data_nodes % self.opensearch_zones:
+                raise ConfigError("opensearch_data_nodes must be a multiple of opensearch_zones")
+        if self.coarse_dim > self.embedding_dim:
+            raise ConfigError("coarse_dim must not exceed embedding_dim")
+        if self.consolidation_rate_minutes < 1:
+            raise ConfigError("consolidation_rate_minutes must be at least 1")
+
+    def replace(self, **changes: Any) -> StackConfig:
+        return dataclasses.replace(self, **changes)
+
+
+def _coerce(name: str, raw: Any, hint: Any) -> Any:
+    """``-c`` gives strings; cdk.json gives JSON types. Both become the field's type."""
+    try:
+        if hint is bool:
+            if isinstance(raw, str):
+                if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(raw)
+                return raw.lower() in ("true", "1", "yes")
+            return bool(raw)
+        if hint is int:
+            return int(raw)
+        if hint is float:
+            return float(raw)
+        if hint == tuple[str, ...]:
+            if isinstance(raw, str):
+                raw = json.loads(raw) if raw.startswith("[") else raw.split(",")
+            return tuple(str(x) for x in raw)
+        return str(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"context {name!r}: cannot read {raw!r} as {getattr(hint, '__name__', hint)}"
+        ) from exc

@@ -1,0 +1,72 @@
+"""DynamoDB tables: short-term memory, long-term memories (``dynamodb`` backend), Powertools idempotency.
+
+Key schemas are the contract with the adapters (layers/memstack/adapters);
+change them only together. All tables: on-demand billing, point-in-time
+recovery, encryption at rest. The memory tables are retained on stack
+deletion (they hold users' data); the idempotency table is disposable.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+from stacks.config import StackConfig
+
+_S = dynamodb.AttributeType.STRING
+
+
+def _table(
+    scope: Construct, cid: str, *, partition: str, sort: str | None, ttl: str | None, removal: RemovalPolicy
+) -> dynamodb.Table:
+    return dynamodb.Table(
+        scope,
+        cid,
+        partition_key=dynamodb.Attribute(name=partition, type=_S),
+        sort_key=dynamodb.Attribute(name=sort, type=_S) if sort else None,
+        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+        encryption=dynamodb.TableEncryption.AWS_MANAGED,
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True
+        ),
+        time_to_live_attribute=ttl,
+        removal_policy=removal,
+    )
+
+
+class Storage(Construct):
+    def __init__(self, scope: Construct, cid: str, *, config: StackConfig) -> None:
+        super().__init__(scope, cid)
+        # STM: pk "<tenant>#<user_id>", sk "<ISO timestamp>#<message id>", expires after stm_ttl_days.
+        self.stm_table = _table(
+            self, "StmTable", partition="pk", sort="sk", ttl="expires_at", removal=RemovalPolicy.RETAIN
+        )
+        # Sparse: only unconsolidated entries carry "pending", so the scheduler reads just those.
+        self.stm_table.add_global_secondary_index(
+            index_name="pending",
+            partition_key=dynamodb.Attribute(name="pending", type=_S),
+            sort_key=dynamodb.Attribute(name="sk", type=_S),
+            projection_type=dynamodb.ProjectionType.ALL,
+        )
+        # LTM records for the small tier (medium/large keep them in OpenSearch).
+        self.memories_table: dynamodb.Table | None = None
+        if config.store_backend == "dynamodb":
+            self.memories_table = _table(
+                self, "MemoriesTable", partition="pk", sort="sk", ttl=None, removal=RemovalPolicy.RETAIN
+            )
+        # Powertools idempotency: its default layout ("id" key, "expiration" TTL).
+        self.idempotency_table = _table(
+            self,
+            "IdempotencyTable",
+            partition="id",
+            sort=None,
+            ttl="expiration",
+            removal=RemovalPolicy.DESTROY,
+        )
+
+    def data_tables(self) -> list[dynamodb.Table]:
+        tables = [self.stm_table, self.idempotency_table]
+        if self.memories_table is not None:
+            tables.append(self.memories_table)
+        return tables

@@ -1,0 +1,1 @@
+"""Custom-resource handlers the stack deploys (infrastructure plumbing, not memstack logic)."""

@@ -1,0 +1,105 @@
+"""Choosing a store backend is one setting, and the whole service runs on the DynamoDB one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
+from memstack.adapters.opensearch.store import OpenSearchMemoryStore
+from memstack.domain.retrieve import SearchRequest
+from memstack.errors import SettingsError
+from memstack.factory import build_service, build_store
+from memstack.models import Message
+from memstack.settings import load_settings
+from moto import mock_aws
+
+from ..conformance.conftest import TABLE, create_memories_table, dynamodb_client
+from .opensearch_fake import Recorder, recording_client
+
+
+@pytest.fixture
+def dynamodb() -> Iterator[Any]:
+    with mock_aws():
+        client = dynamodb_client()
+        create_memories_table(client)
+        yield client
+
+
+def test_the_service_ingests_and_searches_on_the_dynamodb_backend(tmp_path: Path, dynamodb: Any) -> None:
+    settings = load_settings(
+        data_dir=tmp_path, embedder="hashing", store_backend="dynamodb", memories_table=TABLE
+    )
+    service = build_service(settings, dynamodb=dynamodb)
+    try:
+        assert isinstance(service.store, DynamoDBMemoryStore)
+        service.add(
+            "t1",
+            "u1",
+            [
+                Message(content="I adopted a golden retriever named Biscuit", speaker="Ana"),
+                Message(content="My favourite food is ramen", speaker="Ana"),
+            ],
+            infer=False,
+        )
+        result = service.search(
+            SearchRequest(tenant="t1", user_id="u1", query="what is the name of the retriever?")
+        )
+        assert result.hits and "Biscuit" in result.hits[0].record.content
+        assert service.search(SearchRequest(tenant="t1", user_id="u2", query="dog")).hits == []
+        assert service.erase_user("t1", "u1")["memories"] == 2
+    finally:
+        service.close()
+
+
+def test_opensearch_is_chosen_by_setting_with_its_index_options(tmp_path: Path) -> None:
+    settings = load_settings(
+        data_dir=tmp_path,
+        embedder="hashing",
+        store_backend="opensearch",
+        opensearch_endpoint="search.example",
+        opensearch_index="mem",
+        opensearch_engine="lucene",
+        opensearch_hnsw_m=32,
+        opensearch_hnsw_ef_construction=200,
+        opensearch_refresh="false",
+        embedding_dim=256,
+        coarse_dim=64,
+    )
+    store = build_store(settings, {"opensearch": recording_client(Recorder())})
+    assert isinstance(store, OpenSearchMemoryStore)
+    assert (store.alias, store.engine, store.m, store.ef_construction, store.refresh) == (
+        "mem",
+        "lucene",
+        32,
+        200,
+        "false",
+    )
+    props = store.template_body()["template"]["mappings"]["properties"]
+    assert (props["embedding_full"]["dimension"], props["embedding_coarse"]["dimension"]) == (256, 64)
+
+
+def test_a_backend_without_its_endpoint_or_table_is_a_settings_error(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="MEMSTACK_OPENSEARCH_ENDPOINT"):
+        build_store(load_settings(data_dir=tmp_path, store_backend="opensearch"), {})
+    with pytest.raises(SettingsError, match="MEMSTACK_MEMORIES_TABLE"):
+        build_store(load_settings(data_dir=tmp_path, store_backend="dynamodb"), {})
+
+
+def test_the_signed_client_uses_the_requests_connection_for_es_and_aoss() -> None:
+    from botocore.credentials import Credentials
+    from memstack.adapters.opensearch.client import build_client
+    from opensearchpy import AWSV4SignerAuth, RequestsHttpConnection
+
+    creds = Credentials("AKIDEXAMPLE", "secret", "token")
+    for service in ("es", "aoss"):
+        client = build_client("search.example.com", service=service, region="eu-west-1", credentials=creds)
+        connection = client.transport.connection_pool.connections[0]
+        assert isinstance(connection, RequestsHttpConnection)
+        auth = connection.session.auth
+        assert isinstance(auth, AWSV4SignerAuth) and auth.service == service
+        assert client.transport.max_retries == 0  # the store retries, with backoff
+        signed = auth.signer.sign("GET", "https://search.example.com/_search", None)
+        assert f"/eu-west-1/{service}/aws4_request" in signed["Authorization"]

@@ -1,0 +1,215 @@
+"""The DynamoDB store beyond the shared contract: item layout, the partition cache, concurrency."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import numpy as np
+import pytest
+from botocore.stub import Stubber
+from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
+from memstack.adapters.embedders.hashing import HashingEmbedder
+from memstack.domain import versions
+from memstack.domain.vectors import coarse_prefix
+from memstack.errors import Conflict, DependencyFailed, SettingsError
+from memstack.models import MemoryFilters, MemoryRecord
+from moto import mock_aws
+
+from ..conformance.conftest import TABLE, create_memories_table, dynamodb_client
+
+EMB = HashingEmbedder(32)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def client() -> Iterator[Any]:
+    with mock_aws():
+        c = dynamodb_client()
+        create_memories_table(c)
+        yield c
+
+
+@pytest.fixture
+def calls(client: Any) -> Iterator[Counter[str]]:
+    """Count the DynamoDB operations the (shared) client makes, via botocore's own event hook."""
+    counter: Counter[str] = Counter()
+
+    def count(model: Any, **_: Any) -> None:
+        counter.update([model.name])
+
+    client.meta.events.register("before-call.dynamodb.*", count)
+    yield counter
+    client.meta.events.unregister("before-call.dynamodb.*", count)
+
+
+def rec(content: str, user: str = "u1", **kw: Any) -> MemoryRecord:
+    vec = EMB.embed([content])[0]
+    return MemoryRecord(
+        tenant="t1",
+        user_id=user,
+        content=content,
+        created_at=T0,
+        embedding_full=vec.tolist(),
+        embedding_coarse=coarse_prefix(vec, 8).tolist(),
+        **kw,
+    )
+
+
+def test_items_follow_the_documented_layout(client: Any) -> None:
+    store = DynamoDBMemoryStore(TABLE, client)
+    r = rec("I keep bees", source_ids=["m1"], metadata={"score": 0.25})
+    store.put([r])
+    item = client.get_item(TableName=TABLE, Key={"pk": {"S": "t1#u1"}, "sk": {"S": f"MEM#{r.id}"}})["Item"]
+    assert item["emb_full"]["B"] == np.asarray(r.embedding_full, dtype=np.float32).tobytes()
+    assert len(item["emb_coarse"]["B"]) == 8 * 4
+    assert item["is_current"] == {"BOOL": True}
+    assert item["created_at"] == {"S": "2026-01-01T00:00:00+00:00"}
+    assert item["source_ids"] == {"L": [{"S": "m1"}]}
+    assert item["metadata"] == {"S": '{"score": 0.25}'}
+    assert "session_id" not in item  # absent optionals are left out, not stored as NULL
+    meta = client.get_item(TableName=TABLE, Key={"pk": {"S": "t1#u1"}, "sk": {"S": "META"}})["Item"]
+    assert len(meta["gen"]["S"]) == 32
+
+
+def test_repeated_searches_reuse_the_cached_partition_until_a_write(client: Any, calls: Counter[str]) -> None:
+    store = DynamoDBMemoryStore(TABLE, client)
+    store.put([rec(f"note {i} about gardening") for i in range(5)])
+    calls.clear()
+    q = coarse_prefix(EMB.embed(["gardening"])[0], 8)
+    for _ in range(3):
+        assert len(store.bm25_search("t1", "u1", "gardening", 10, MemoryFilters())) == 5
+        assert len(store.vector_search("t1", "u1", q, 10, MemoryFilters())) == 5
+    assert calls["Query"] == 1  # one partition read; every other search only read META
+    assert calls["GetItem"] == 6
+    store.put([rec("a new note about gardening")])
+    assert len(store.bm25_search("t1", "u1", "gardening", 10, MemoryFilters())) == 6
+    assert calls["Query"] == 2
+
+
+def test_a_write_from_another_container_invalidates_the_cache(client: Any) -> None:
+    reader, writer = DynamoDBMemoryStore(TABLE, client), DynamoDBMemoryStore(TABLE, client)
+    writer.put([rec("the old fact about cats")])
+    assert len(reader.bm25_search("t1", "u1", "cats", 5, MemoryFilters())) == 1
+    writer.put([rec("another fact about cats")])
+    assert len(reader.bm25_search("t1", "u1", "cats", 5, MemoryFilters())) == 2
+    # An erase then the same number of writes must not look like the old partition.
+    writer.erase_user("t1", "u1")
+    writer.put([rec("cats are back"), rec("more cats")])
+    hits = reader.bm25_search("t1", "u1", "cats", 5, MemoryFilters())
+    assert {reader.get("t1", "u1", h.id).content for h in hits} == {"cats are back", "more cats"}
+
+
+def test_of_two_concurrent_updates_exactly_one_wins(client: Any) -> None:
+    a, b = DynamoDBMemoryStore(TABLE, client), DynamoDBMemoryStore(TABLE, client)
+    old = rec("I live in Berlin")
+    a.put([old])
+    seen_by_a = a.get("t1", "u1", old.id)
+    seen_by_b = b.get("t1", "u1", old.id)
+    assert seen_by_a is not None and seen_by_b is not None
+    first = versions.new_version(seen_by_a, content="I live in Lisbon", embedder=EMB, coarse_dim=8)
+    second = versions.new_version(seen_by_b, content="I live in Porto", embedder=EMB, coarse_dim=8)
+    a.supersede("t1", "u1", old.id, first)
+    with pytest.raises(Conflict):
+        b.supersede("t1", "u1", old.id, second)
+    current, _ = b.list("t1", "u1", MemoryFilters(), 10)
+    assert [r.content for r in current] == ["I live in Lisbon"]
+    assert b.get("t1", "u1", second.id) is None
+
+
+def test_large_writes_are_split_into_transactions(client: Any, calls: Counter[str]) -> None:
+    store = DynamoDBMemoryStore(TABLE, client)
+    store.put([rec(f"memory {i}") for i in range(60)])
+    assert calls["TransactWriteItems"] == 3
+    assert len(store.list("t1", "u1", MemoryFilters(), 100)[0]) == 60
+
+
+def test_duplicate_ids_in_one_write_are_refused_before_anything_is_written(client: Any) -> None:
+    store = DynamoDBMemoryStore(TABLE, client)
+    r = rec("twice")
+    with pytest.raises(Conflict):
+        store.put([r, r])
+    assert store.get("t1", "u1", r.id) is None
+
+
+def test_erase_pages_through_a_partition_larger_than_one_batch(client: Any) -> None:
+    store = DynamoDBMemoryStore(TABLE, client)
+    store.put([rec(f"memory {i}") for i in range(70)])
+    store.put([rec("someone else", user="u2")])
+    assert store.erase_user("t1", "u1") == {"memories": 70}
+    remaining = client.scan(TableName=TABLE)["Items"]
+    assert {i["pk"]["S"] for i in remaining} == {"t1#u2"}
+
+
+def test_a_missing_table_is_a_dependency_failure(client: Any) -> None:
+    store = DynamoDBMemoryStore("no-such-table", client)
+    with pytest.raises(DependencyFailed):
+        store.put([rec("lost")])
+
+
+def test_the_table_name_is_required() -> None:
+    with pytest.raises(SettingsError, match="MEMSTACK_MEMORIES_TABLE"):
+        DynamoDBMemoryStore("", None)
+
+
+def test_hybrid_candidates_read_the_partition_once(client: Any, calls: Counter[str]) -> None:
+    store = DynamoDBMemoryStore(TABLE, client)
+    store.put([rec("tea with lemon"), rec("coffee with milk")])
+    calls.clear()
+    q = coarse_prefix(EMB.embed(["tea"])[0], 8)
+    bm25, vec = store.hybrid_candidates("t1", "u1", "tea", q, 5, 5, MemoryFilters())
+    assert len(bm25) == 1 and len(vec) == 2
+    assert bm25 == store.bm25_search("t1", "u1", "tea", 5, MemoryFilters())
+    assert calls["GetItem"] == 2  # one META read for the pair, one for the check after
+
+
+def _cancelled(stubber: Stubber, *codes: str) -> None:
+    stubber.add_client_error(
+        "transact_write_items",
+        service_error_code="TransactionCanceledException",
+        service_message="Transaction cancelled",
+        http_status_code=400,
+        modeled_fields={"CancellationReasons": [{"Code": c} for c in codes]},
+    )
+
+
+def test_a_transaction_conflict_with_another_writer_is_retried() -> None:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    with Stubber(client) as stubber:
+        _cancelled(stubber, "None", "TransactionConflict")
+        stubber.add_response("transact_write_items", {})
+        DynamoDBMemoryStore(TABLE, client).put([rec("written on the second try")])
+        stubber.assert_no_pending_responses()
+
+
+def test_a_failed_condition_is_a_conflict_not_a_retry() -> None:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    with Stubber(client) as stubber:
+        _cancelled(stubber, "ConditionalCheckFailed", "None", "None")
+        with pytest.raises(Conflict, match="is not the current version"):
+            DynamoDBMemoryStore(TABLE, client).supersede("t1", "u1", "old", rec("new"))
+        stubber.assert_no_pending_responses()
+
+
+def test_a_partition_over_one_megabyte_is_read_page_by_page(client: Any, calls: Counter[str]) -> None:
+    store = DynamoDBMemoryStore(TABLE, client)
+    # ~30 kB each: 40 of them exceed the 1 MB a single Query returns.
+    store.put([MemoryRecord(tenant="t1", user_id="u1", content=f"word{i} " * 4000) for i in range(40)])
+    calls.clear()
+    listed, _ = store.list("t1", "u1", MemoryFilters(), 500)
+    assert len(listed) == 40
+    assert calls["Query"] == 2
+
+
+def test_a_conflict_in_a_later_chunk_takes_back_the_earlier_ones(client: Any) -> None:
+    store = DynamoDBMemoryStore(TABLE, client)
+    existing = rec("already here")
+    store.put([existing])
+    fresh = [rec(f"fresh {i}") for i in range(30)]  # the first 25 go in one transaction
+    with pytest.raises(Conflict, match=existing.id):
+        store.put([*fresh, existing])
+    listed, _ = store.list("t1", "u1", MemoryFilters(), 100)
+    assert [r.id for r in listed] == [existing.id]

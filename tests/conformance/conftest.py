@@ -1,0 +1,96 @@
+"""One ``store`` fixture per backend: embedded (SQLite), dynamodb (moto), opensearch (live only).
+
+The OpenSearch case needs a running cluster (``OPENSEARCH_URL``, e.g.
+``http://localhost:9200``); none can be installed on the build machines, so
+without it the case is skipped with that reason in the test report.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
+from memstack.adapters.embedded.database import Database
+from memstack.adapters.embedded.store import EmbeddedMemoryStore
+from moto import mock_aws
+
+TABLE = "memstack-memories-test"
+FULL_DIM = 64
+COARSE_DIM = 16
+
+
+@functools.lru_cache(maxsize=1)
+def dynamodb_client() -> Any:
+    """One botocore client for every test: building one costs ~0.3 s, a moto table ~0.02 s.
+
+    moto intercepts at send time, so a client made once is mocked inside every
+    ``mock_aws()`` context, each of which starts from empty state.
+    """
+    return boto3.client("dynamodb", region_name="us-east-1")
+
+
+def create_memories_table(client: Any, name: str = TABLE) -> None:
+    """The memories table exactly as the CDK stack provisions it (pk/sk strings, on demand)."""
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def _embedded(tmp_path: Path) -> Iterator[Any]:
+    store = EmbeddedMemoryStore(Database(tmp_path / "conformance.sqlite3"))
+    yield store
+    store.close()
+
+
+def _dynamodb(tmp_path: Path) -> Iterator[Any]:
+    with mock_aws():
+        client = dynamodb_client()
+        create_memories_table(client)
+        store = DynamoDBMemoryStore(TABLE, client)
+        yield store
+        store.close()
+
+
+def _opensearch(tmp_path: Path) -> Iterator[Any]:
+    url = os.environ.get("OPENSEARCH_URL")
+    if not url:
+        pytest.skip("OPENSEARCH_URL is not set: no OpenSearch cluster to run the live conformance suite on")
+    from memstack.adapters.opensearch.client import build_client
+    from memstack.adapters.opensearch.store import OpenSearchMemoryStore
+
+    client = build_client(url, service=os.environ.get("OPENSEARCH_SIGV4_SERVICE") or None)
+    store = OpenSearchMemoryStore(
+        client,
+        alias=f"memstack-conformance-{uuid.uuid4().hex[:8]}",
+        embedding_dim=FULL_DIM,
+        coarse_dim=COARSE_DIM,
+        refresh="true",
+        engine=os.environ.get("OPENSEARCH_ENGINE", "faiss"),
+    )
+    store.ensure_index()
+    yield store
+    store.drop_index()
+    store.close()
+
+
+BACKENDS = {"embedded": _embedded, "dynamodb": _dynamodb, "opensearch": _opensearch}
+
+
+@pytest.fixture(
+    params=[pytest.param(name, marks=pytest.mark.live) if name == "opensearch" else name for name in BACKENDS]
+)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    yield from BACKENDS[request.param](tmp_path)

@@ -1,0 +1,389 @@
+"""The ``MemoryStore`` port contract, run against every backend (see conftest.py for the list).
+
+A backend passes when it behaves like the embedded store on everything the
+domain relies on: records, versions, listing, scopes, search and isolation.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from memstack.adapters.embedders.hashing import HashingEmbedder
+from memstack.domain import versions
+from memstack.domain.vectors import coarse_prefix
+from memstack.errors import BadRequest, Conflict
+from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
+from memstack.ports.store import HybridCandidates
+
+from .conftest import COARSE_DIM, FULL_DIM
+
+EMB = HashingEmbedder(FULL_DIM)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+DOCS = [
+    "I adopted a golden retriever puppy named Biscuit",
+    "My favourite food is ramen with extra garlic",
+    "I work as a nurse at the city hospital night shift",
+    "We spent the summer hiking in the Swiss Alps",
+    "I am learning to play jazz piano on weekends",
+]
+
+
+def rec(content: str, tenant: str = "t1", user: str = "u1", minutes: int = 0, **kw: Any) -> MemoryRecord:
+    vec = EMB.embed([content])[0]
+    kw.setdefault("created_at", T0 + timedelta(minutes=minutes))
+    return MemoryRecord(
+        tenant=tenant,
+        user_id=user,
+        content=content,
+        embedding_full=vec.tolist(),
+        embedding_coarse=coarse_prefix(vec, COARSE_DIM).tolist(),
+        **kw,
+    )
+
+
+def put_docs(store: Any, tenant: str = "t1", user: str = "u1") -> list[MemoryRecord]:
+    records = [rec(d, tenant, user, minutes=i) for i, d in enumerate(DOCS)]
+    store.put(records)
+    return records
+
+
+def content_of(store: Any, memory_id: str, tenant: str = "t1", user: str = "u1") -> str:
+    record = store.get(tenant, user, memory_id)
+    assert record is not None
+    return str(record.content)
+
+
+# ----------------------------------------------------------------------------- records
+def test_put_then_get_round_trips_every_field(store: Any) -> None:
+    original = rec(
+        "Alex moved to Lisbon in March",
+        session_id="s1",
+        scope=Scope.CONTEXT,
+        tier=Tier.STM,
+        kind=Kind.EVENT,
+        category=Category.TRAVEL,
+        speaker="Alex",
+        event_time=T0 - timedelta(days=3),
+        search_text="Alex: Alex moved to Lisbon in March",
+        source_ids=["m1", "m2"],
+        metadata={"role": "user", "weight": 0.5, "nested": {"a": [1, 2]}},
+    )
+    store.put([original])
+    got = store.get("t1", "u1", original.id)
+    assert got is not None
+    expected = original.model_dump(exclude={"embedding_full", "embedding_coarse"})
+    assert got.model_dump(exclude={"embedding_full", "embedding_coarse"}) == expected
+    assert store.get("t1", "u1", "no-such-id") is None
+
+
+def test_put_of_an_existing_id_raises_conflict_and_keeps_the_original(store: Any) -> None:
+    first = rec("the original text")
+    store.put([first])
+    with pytest.raises(Conflict):
+        store.put([first.model_copy(update={"content": "a different text"})])
+    assert content_of(store, first.id) == "the original text"
+
+
+def test_get_many_returns_the_found_subset(store: Any) -> None:
+    records = put_docs(store)
+    wanted = [records[0].id, records[3].id, "missing"]
+    got = store.get_many("t1", "u1", wanted)
+    assert set(got) == {records[0].id, records[3].id}
+    assert got[records[3].id].content == DOCS[3]
+    assert store.get_many("t1", "u1", []) == {}
+
+
+def test_embeddings_returns_the_full_vectors(store: Any) -> None:
+    records = put_docs(store)
+    got = store.embeddings("t1", "u1", [records[1].id, records[2].id])
+    assert set(got) == {records[1].id, records[2].id}
+    np.testing.assert_allclose(got[records[1].id], np.asarray(records[1].embedding_full), rtol=1e-6)
+    assert got[records[1].id].shape == (FULL_DIM,)
+
+
+# ---------------------------------------------------------------------------- versions
+def test_supersede_retires_the_old_version_and_links_the_new(store: Any) -> None:
+    old = rec("I live in Berlin")
+    store.put([old])
+    new = versions.new_version(
+        old, content="I live in Lisbon", embedder=EMB, coarse_dim=COARSE_DIM, now=T0 + timedelta(days=1)
+    )
+    store.supersede("t1", "u1", old.id, new)
+    old_now = store.get("t1", "u1", old.id)
+    assert old_now is not None and not old_now.is_current
+    assert old_now.superseded_at == new.created_at
+    new_now = store.get("t1", "u1", new.id)
+    assert new_now is not None and new_now.is_current
+    assert (new_now.version, new_now.replaces_id) == (2, old.id)
+    assert store.successor("t1", "u1", old.id).id == new.id
+    assert store.successor("t1", "u1", new.id) is None
+    chain = versions.history(store, "t1", "u1", old.id)
+    assert [r.id for r in chain] == [old.id, new.id]
+
+
+def test_supersede_of_a_version_that_is_no_longer_current_raises_conflict(store: Any) -> None:
+    old = rec("I drink coffee")
+    store.put([old])
+    first = versions.new_version(old, content="I drink tea", embedder=EMB, coarse_dim=COARSE_DIM)
+    store.supersede("t1", "u1", old.id, first)
+    loser = versions.new_version(old, content="I drink water", embedder=EMB, coarse_dim=COARSE_DIM)
+    with pytest.raises(Conflict):
+        store.supersede("t1", "u1", old.id, loser)
+    assert store.get("t1", "u1", loser.id) is None
+    with pytest.raises(Conflict):
+        store.supersede("t1", "u1", "never-existed", rec("orphan"))
+
+
+def test_supersede_across_users_is_refused(store: Any) -> None:
+    old = rec("a fact of user one")
+    store.put([old])
+    foreign = rec("a fact of someone else", user="u2")
+    with pytest.raises(BadRequest):
+        store.supersede("t1", "u1", old.id, foreign)
+
+
+def test_tombstones_leave_search_and_listing_but_stay_in_history(store: Any) -> None:
+    records = put_docs(store)
+    tomb = versions.new_version(records[0], content=None, embedder=None, coarse_dim=COARSE_DIM, deleted=True)
+    store.supersede("t1", "u1", records[0].id, tomb)
+    listed, _ = store.list("t1", "u1", MemoryFilters(include_superseded=True), 50)
+    assert tomb.id not in {r.id for r in listed}
+    assert records[0].id not in {
+        h.id for h in store.bm25_search("t1", "u1", "retriever puppy", 5, MemoryFilters())
+    }
+    vec_ids = {h.id for h in store.vector_search("t1", "u1", _coarse(DOCS[0]), 5, MemoryFilters())}
+    assert records[0].id not in vec_ids and tomb.id not in vec_ids
+    assert [r.id for r in versions.history(store, "t1", "u1", tomb.id)] == [records[0].id, tomb.id]
+
+
+def test_find_by_source_returns_every_version_and_tier(store: Any) -> None:
+    stm = rec("raw turn", tier=Tier.STM, source_ids=["msg-1"])
+    ltm = rec("distilled fact", minutes=1, source_ids=["msg-1", "msg-2"])
+    other = rec("unrelated", minutes=2, source_ids=["msg-3"])
+    store.put([stm, ltm, other])
+    assert {r.id for r in store.find_by_source("t1", "u1", "msg-1")} == {stm.id, ltm.id}
+    assert [r.id for r in store.find_by_source("t1", "u1", "msg-2")] == [ltm.id]
+    assert store.find_by_source("t1", "u1", "msg-9") == []
+    assert store.find_by_source("t1", "u2", "msg-1") == []
+
+
+def test_mark_sets_metadata_and_counts_only_changes(store: Any) -> None:
+    records = put_docs(store)
+    ids = [records[0].id, records[1].id, "missing"]
+    assert store.mark("t1", "u1", ids, consolidated=True) == 2
+    assert store.mark("t1", "u1", ids, consolidated=True) == 0
+    got = store.get("t1", "u1", records[0].id)
+    assert got is not None and got.metadata["consolidated"] is True
+    assert store.mark("t2", "u1", [records[2].id], consolidated=True) == 0
+
+
+# ----------------------------------------------------------------------------- listing
+def test_list_is_newest_first_current_only_with_filters(store: Any) -> None:
+    a = rec("fact a", minutes=1, kind=Kind.FACT, category=Category.HEALTH)
+    b = rec("event b", minutes=2, kind=Kind.EVENT, event_time=T0 + timedelta(days=10))
+    c = rec("stm c", minutes=3, tier=Tier.STM)
+    store.put([a, b, c])
+    newer = versions.new_version(
+        a, content="fact a2", embedder=EMB, coarse_dim=COARSE_DIM, now=T0 + timedelta(minutes=4)
+    )
+    store.supersede("t1", "u1", a.id, newer)
+
+    def ids(**kw: Any) -> list[str]:
+        return [r.id for r in store.list("t1", "u1", MemoryFilters(**kw), 50)[0]]
+
+    assert ids() == [newer.id, c.id, b.id]
+    assert ids(include_superseded=True) == [newer.id, c.id, b.id, a.id]
+    assert ids(kind=Kind.EVENT) == [b.id]
+    assert ids(tier=Tier.STM) == [c.id]
+    assert ids(category=Category.HEALTH) == [newer.id]
+    # after/before compare the event time when there is one, else the creation time.
+    assert ids(after=T0 + timedelta(days=5)) == [b.id]
+    assert ids(before=T0 + timedelta(minutes=3, seconds=30)) == [c.id]
+
+
+def test_list_cursor_pages_through_everything_once(store: Any) -> None:
+    records = [rec(f"memory number {i}", minutes=i % 7) for i in range(23)]
+    store.put(records)
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        page, cursor = store.list("t1", "u1", MemoryFilters(), 5, cursor)
+        seen += [r.id for r in page]
+        pages += 1
+        if cursor is None:
+            break
+    assert pages == 5
+    assert sorted(seen) == sorted(r.id for r in records)
+    created = [store.get("t1", "u1", i).created_at for i in seen]
+    assert created == sorted(created, reverse=True)
+
+
+def test_list_rejects_a_cursor_it_did_not_issue(store: Any) -> None:
+    put_docs(store)
+    for bad in ("not-base64!!", base64.urlsafe_b64encode(b"garbage").decode()):
+        with pytest.raises(BadRequest):
+            store.list("t1", "u1", MemoryFilters(), 2, bad)
+
+
+# ------------------------------------------------------------------------------ scopes
+def test_context_memories_are_searchable_only_inside_their_session(store: Any) -> None:
+    user_scoped = rec("the user loves sailing boats")
+    ctx = rec("the project codename is sailing falcon", minutes=1, scope=Scope.CONTEXT, session_id="s1")
+    store.put([user_scoped, ctx])
+
+    def bm25(session: str | None) -> set[str]:
+        return {h.id for h in store.bm25_search("t1", "u1", "sailing", 10, MemoryFilters(session_id=session))}
+
+    def vec(session: str | None) -> set[str]:
+        hits = store.vector_search("t1", "u1", _coarse("sailing"), 10, MemoryFilters(session_id=session))
+        return {h.id for h in hits}
+
+    assert bm25("s1") == {user_scoped.id, ctx.id}
+    assert bm25("s2") == {user_scoped.id}
+    assert bm25(None) == {user_scoped.id}
+    assert vec("s1") == {user_scoped.id, ctx.id}
+    assert vec("s2") == {user_scoped.id}
+    assert vec(None) == {user_scoped.id}
+    # A listing without a session shows both; inside another session, only the USER one.
+    assert {r.id for r in store.list("t1", "u1", MemoryFilters(), 10)[0]} == {user_scoped.id, ctx.id}
+    assert {r.id for r in store.list("t1", "u1", MemoryFilters(session_id="s2"), 10)[0]} == {user_scoped.id}
+
+
+# ------------------------------------------------------------------------------- BM25
+def test_bm25_puts_the_obviously_best_document_first(store: Any) -> None:
+    put_docs(store)
+    hits = store.bm25_search("t1", "u1", "what is the name of the retriever puppy?", 5, MemoryFilters())
+    assert hits and "Biscuit" in content_of(store, hits[0].id)
+    assert all(hits[i].score >= hits[i + 1].score for i in range(len(hits) - 1))
+    hits = store.bm25_search("t1", "u1", "jazz piano", 1, MemoryFilters())
+    assert len(hits) == 1 and "piano" in content_of(store, hits[0].id)
+
+
+def test_bm25_indexes_search_text_and_honours_filters(store: Any) -> None:
+    turn = rec(
+        "sounds lovely", tier=Tier.STM, search_text="Caroline: sounds lovely (about the pottery class)"
+    )
+    fact = rec("Caroline took a pottery class", minutes=1, tier=Tier.LTM)
+    store.put([turn, fact])
+    assert {h.id for h in store.bm25_search("t1", "u1", "pottery", 5, MemoryFilters())} == {turn.id, fact.id}
+    ltm_only = store.bm25_search("t1", "u1", "pottery", 5, MemoryFilters(tier=Tier.LTM))
+    assert [h.id for h in ltm_only] == [fact.id]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        'he said "hello',
+        "what's Biscuit's favourite toy?",
+        "retriever AND OR NOT NEAR(puppy) * : ^ -",
+        "title:puppy {curly} [square] (paren) \\ / ~2",
+        "🐶 puppy 🎹",
+        "the and of",
+        "",
+        "   ",
+        "x" * 10_000,
+        "puppy " * 2_000,
+    ],
+)
+def test_hostile_queries_never_crash(store: Any, query: str) -> None:
+    put_docs(store)
+    hits = store.bm25_search("t1", "u1", query, 5, MemoryFilters())
+    assert isinstance(hits, list)
+    if "puppy" in query:
+        assert hits and "Biscuit" in content_of(store, hits[0].id)
+
+
+# ------------------------------------------------------------------------------ vector
+def _coarse(text: str) -> np.ndarray:
+    return coarse_prefix(EMB.embed([text])[0], COARSE_DIM)
+
+
+def test_vector_search_is_the_exact_top_k_of_brute_force(store: Any) -> None:
+    rng = np.random.default_rng(11)
+    records = []
+    for i in range(60):
+        full = rng.normal(size=FULL_DIM).astype(np.float32)
+        full /= np.linalg.norm(full)
+        records.append(
+            MemoryRecord(
+                tenant="t1",
+                user_id="u1",
+                content=f"doc {i}",
+                created_at=T0,
+                embedding_full=full.tolist(),
+                embedding_coarse=coarse_prefix(full, COARSE_DIM).tolist(),
+            )
+        )
+    store.put(records)
+    query = coarse_prefix(rng.normal(size=FULL_DIM).astype(np.float32), COARSE_DIM)
+    hits = store.vector_search("t1", "u1", query, 10, MemoryFilters())
+    matrix = np.asarray([r.embedding_coarse for r in records], dtype=np.float32)
+    expected = np.argsort(-(matrix @ query))[:10]
+    assert [h.id for h in hits] == [records[i].id for i in expected]
+    np.testing.assert_allclose([h.score for h in hits], (matrix @ query)[expected], atol=1e-4)
+
+
+def test_vector_search_honours_filters(store: Any) -> None:
+    stm = rec("my dog Biscuit chews shoes", tier=Tier.STM)
+    ltm = rec("my dog Biscuit is a retriever", minutes=1)
+    store.put([stm, ltm])
+    hits = store.vector_search("t1", "u1", _coarse("dog Biscuit"), 10, MemoryFilters(tier=Tier.LTM))
+    assert [h.id for h in hits] == [ltm.id]
+
+
+# ------------------------------------------------------------------ erase and isolation
+def test_erase_user_deletes_everything_of_that_user_only(store: Any) -> None:
+    mine = put_docs(store, "t1", "u1")
+    theirs = put_docs(store, "t1", "u2")
+    tomb = versions.new_version(mine[0], content=None, embedder=None, coarse_dim=COARSE_DIM, deleted=True)
+    store.supersede("t1", "u1", mine[0].id, tomb)
+    counts = store.erase_user("t1", "u1")
+    assert counts["memories"] == len(DOCS) + 1
+    assert store.get("t1", "u1", mine[1].id) is None
+    assert store.list("t1", "u1", MemoryFilters(include_superseded=True), 50) == ([], None)
+    assert store.bm25_search("t1", "u1", "puppy", 5, MemoryFilters()) == []
+    assert store.vector_search("t1", "u1", _coarse(DOCS[0]), 5, MemoryFilters()) == []
+    assert store.get("t1", "u2", theirs[1].id) is not None
+    assert len(store.list("t1", "u2", MemoryFilters(), 50)[0]) == len(DOCS)
+    # Writing again after an erase works and is seen by search.
+    again = rec("a fresh start with a kitten")
+    store.put([again])
+    assert [h.id for h in store.bm25_search("t1", "u1", "kitten", 5, MemoryFilters())] == [again.id]
+
+
+@pytest.mark.parametrize("other", [("t2", "u1"), ("t1", "u2")], ids=["other-tenant", "other-user"])
+def test_tenants_and_users_never_see_each_other(store: Any, other: tuple[str, str]) -> None:
+    mine = put_docs(store, "t1", "u1")
+    tenant, user = other
+    assert store.get(tenant, user, mine[0].id) is None
+    assert store.get_many(tenant, user, [r.id for r in mine]) == {}
+    assert store.embeddings(tenant, user, [r.id for r in mine]) == {}
+    assert store.list(tenant, user, MemoryFilters(include_superseded=True), 50) == ([], None)
+    assert store.bm25_search(tenant, user, "retriever puppy", 5, MemoryFilters()) == []
+    assert store.vector_search(tenant, user, _coarse(DOCS[0]), 5, MemoryFilters()) == []
+    assert store.find_by_source(tenant, user, "anything") == []
+    assert store.successor(tenant, user, mine[0].id) is None
+    assert store.mark(tenant, user, [mine[0].id], consolidated=True) == 0
+    new = rec("hijack", tenant, user)
+    with pytest.raises(Conflict):
+        store.supersede(tenant, user, mine[0].id, new)
+    assert store.erase_user(tenant, user)["memories"] == 0
+    assert len(store.list("t1", "u1", MemoryFilters(), 50)[0]) == len(DOCS)
+
+
+def test_combined_candidates_equal_the_two_separate_searches(store: Any) -> None:
+    if not isinstance(store, HybridCandidates):
+        pytest.skip("this backend has no combined hybrid_candidates search")
+    put_docs(store)
+    filters = MemoryFilters()
+    q = _coarse("retriever puppy")
+    bm25, vec = store.hybrid_candidates("t1", "u1", "the retriever puppy", q, 3, 4, filters)
+    assert bm25 == store.bm25_search("t1", "u1", "the retriever puppy", 3, filters)
+    assert vec == store.vector_search("t1", "u1", q, 4, filters)
+    assert bm25 and len(vec) == 4

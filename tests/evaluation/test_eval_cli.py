@@ -1,0 +1,94 @@
+"""`memstack eval locomo` end to end on the tiny hand-written fixture."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from memstack.evaluation.locomo import load_locomo
+from memstack.evaluation.runner import evaluate
+from memstack.settings import Settings
+
+BIN = Path(sys.executable).with_name("memstack")
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "locomo-tiny.json"
+CATEGORIES = {"all", "single-hop", "multi-hop", "temporal", "open-domain", "adversarial"}
+
+
+def run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTACK_")}
+    env.update(MEMSTACK_DATA_DIR=str(tmp_path / "data"), MEMSTACK_EMBEDDER="hashing")
+    return subprocess.run(
+        [str(BIN), *args], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+
+
+def test_json_report_has_every_k_and_category(tmp_path: Path) -> None:
+    proc = run(["eval", "locomo", str(FIXTURE), "--json", "--baselines", "--k", "1,3"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["questions"] == 6
+    assert set(report["recall"]) == {"1", "3"} and set(report["recall"]["3"]) == CATEGORIES
+    assert set(report["baselines"]) == {"bm25", "vector"}
+    assert report["config"]["embedder"] == "hashing" and report["config"]["rrf_k"] == Settings().rrf_k
+    assert report["unusable_questions"] == 1 and report["dropped_evidence"] == 1
+    assert set(report["stage_ms_median"]) >= {
+        "query_analysis",
+        "vector",
+        "bm25",
+        "rerank",
+        "history",
+        "total",
+    }
+    assert all(0.0 <= v <= 1.0 for row in report["recall"].values() for v in row.values())
+    # Recall only grows with k.
+    assert report["recall"]["3"]["all"] >= report["recall"]["1"]["all"]
+    # The store is temporary: nothing is left in the user's data directory.
+    assert not (tmp_path / "data").exists()
+
+
+def test_table_output(tmp_path: Path) -> None:
+    proc = run(["eval", "locomo", str(FIXTURE), "--baselines"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for label in ("memstack", "bm25-only", "vector-only", "single-hop", "adversarial"):
+        assert label in proc.stdout
+    assert [line.split("│")[2].strip() for line in proc.stdout.splitlines() if "│ memstack" in line] == [
+        "5",
+        "10",
+        "25",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--k", "ten"], "--k must be comma-separated whole numbers"),
+        (["--k", "0"], "at least one value, each 1 or more"),
+        (["--k", "500"], "at most 100"),
+    ],
+)
+def test_bad_options_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    proc = run(["eval", "locomo", str(FIXTURE), *args], tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_missing_or_malformed_file(tmp_path: Path) -> None:
+    proc = run(["eval", "locomo", str(tmp_path / "nope.json")], tmp_path)
+    assert proc.returncode == 1 and "nope.json" in proc.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    proc = run(["eval", "locomo", str(bad)], tmp_path)
+    assert proc.returncode == 2 and "missing" in proc.stderr
+
+
+def test_each_question_is_answered_from_its_own_conversation(settings: Settings) -> None:
+    """On the fixture the obvious turns must be found: a wrong pipeline scores lower."""
+    conversations = load_locomo(FIXTURE)
+    report = evaluate(conversations, settings, [1, 5], baselines=True)
+    assert report.questions == 6 and report.counts["single-hop"] == 2
+    # The greyhound turn is the only one that mentions a greyhound.
+    assert report.recall["5"]["single-hop"] == 1.0
+    assert (report.recall["5"]["all"] or 0.0) >= 0.9

@@ -1,0 +1,219 @@
+"""The Bedrock extractor against a stubbed bedrock-runtime client (botocore Stubber; moto has no Converse)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools import Metrics
+from botocore.stub import ANY, Stubber
+from memstack.adapters.llm.bedrock_converse import converse_tool
+from memstack.adapters.llm.bedrock_extractor import TOOL, BedrockExtractor
+from memstack.errors import DependencyFailed
+from memstack.factory import build_extractor
+from memstack.models import Category, Kind, MemoryRecord, Message
+from memstack.settings import load_settings
+
+MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
+MESSAGE = Message(
+    id="m2",
+    speaker="Maya",
+    content="We moved to Osaka in the week of 11 May 2026.",
+    timestamp=datetime(2026, 5, 18, 10, tzinfo=UTC),
+)
+TOKYO = MemoryRecord(id="mem-tokyo", tenant="t", user_id="u", content="Maya lives in Tokyo.")
+
+
+def tool_answer(payload: Any, tokens: tuple[int, int] = (120, 40), use_id: str = "tu1") -> dict[str, Any]:
+    return {
+        "output": {
+            "message": {
+                "role": "assistant",
+                "content": [{"toolUse": {"toolUseId": use_id, "name": TOOL.name, "input": payload}}],
+            }
+        },
+        "stopReason": "tool_use",
+        "usage": {"inputTokens": tokens[0], "outputTokens": tokens[1], "totalTokens": sum(tokens)},
+        "metrics": {"latencyMs": 350},
+    }
+
+
+EXPECTED = {
+    "modelId": MODEL,
+    "system": ANY,
+    "messages": ANY,
+    "toolConfig": TOOL.config(),
+    "inferenceConfig": {"maxTokens": 1024, "temperature": 0.0},
+}
+VALID = {
+    "operations": [
+        {
+            "op": "UPDATE",
+            "target_id": "mem-tokyo",
+            "content": "Maya lives in Osaka.",
+            "kind": "fact",
+            "category": "personal_details",
+        },
+        {
+            "op": "ADD",
+            "content": "Maya moved to Osaka in May 2026.",
+            "kind": "event",
+            "category": "personal_details",
+            "event_time": "2026-05-11",
+        },
+    ]
+}
+
+
+@pytest.fixture
+def client() -> Any:
+    return boto3.client("bedrock-runtime", region_name="us-east-1")
+
+
+@pytest.fixture
+def metrics() -> Iterator[Metrics]:
+    m = Metrics(namespace="memstack", service="extraction-test")
+    m.clear_metrics()
+    yield m
+    m.clear_metrics()
+
+
+@pytest.fixture
+def sent(client: Any) -> list[dict[str, Any]]:
+    """Every Converse request the extractor made, as sent."""
+    calls: list[dict[str, Any]] = []
+    client.meta.events.register(
+        "provide-client-params.bedrock-runtime.Converse", lambda params, **_: calls.append(params)
+    )
+    return calls
+
+
+def extractor(client: Any, metrics: Metrics) -> BedrockExtractor:
+    return BedrockExtractor(MODEL, client=client, metrics=metrics, sleep=lambda _s: None)
+
+
+def test_valid_tool_answer_becomes_operations_and_counts_tokens(
+    client: Any, metrics: Metrics, sent: list[dict[str, Any]]
+) -> None:
+    with Stubber(client) as stub:
+        stub.add_response("converse", tool_answer(VALID), EXPECTED)
+        ops = extractor(client, metrics).extract(MESSAGE, [], [TOKYO])
+        stub.assert_no_pending_responses()
+    assert [(o.op, o.target_id, o.content) for o in ops] == [
+        ("UPDATE", "mem-tokyo", "Maya lives in Osaka."),
+        ("ADD", None, "Maya moved to Osaka in May 2026."),
+    ]
+    assert ops[1].kind == Kind.EVENT and ops[1].category == Category.PERSONAL_DETAILS
+    assert ops[1].event_time == datetime(2026, 5, 11, tzinfo=UTC)
+    assert all(o.source_ids == ["m2"] for o in ops)
+    # The request carries the message, its time and the neighbours' ids.
+    text = sent[0]["messages"][0]["content"][0]["text"]
+    assert "mem-tokyo" in text and "2026-05-18T10:00:00+00:00" in text
+    emf = metrics.serialize_metric_set()
+    assert emf["ExtractionInputTokens"] == [120.0] and emf["ExtractionOutputTokens"] == [40.0]
+
+
+def test_malformed_answer_is_retried_once_with_the_validation_error(
+    client: Any, metrics: Metrics, sent: list[dict[str, Any]]
+) -> None:
+    malformed = {"operations": [{"op": "UPDATE", "content": "Maya lives in Osaka."}]}  # no target_id
+    with Stubber(client) as stub:
+        stub.add_response("converse", tool_answer(malformed, use_id="bad1"), EXPECTED)
+        stub.add_response("converse", tool_answer(VALID, use_id="good"), EXPECTED)
+        ops = extractor(client, metrics).extract(MESSAGE, [], [TOKYO])
+        stub.assert_no_pending_responses()
+    assert [o.op for o in ops] == ["UPDATE", "ADD"]
+    retry = sent[1]["messages"]
+    assert [m["role"] for m in retry] == ["user", "assistant", "user"]
+    result = retry[2]["content"][0]["toolResult"]
+    assert result["toolUseId"] == "bad1" and result["status"] == "error"
+    assert "target_id" in result["content"][0]["text"]
+    assert metrics.serialize_metric_set()["ExtractionInputTokens"] == [120.0, 120.0]
+
+
+def test_unknown_target_counts_as_malformed(client: Any, metrics: Metrics) -> None:
+    invented = {"operations": [{"op": "DELETE", "target_id": "not-shown"}]}
+    with Stubber(client) as stub:
+        stub.add_response("converse", tool_answer(invented), EXPECTED)
+        stub.add_response("converse", tool_answer({"operations": [{"op": "NONE"}]}), EXPECTED)
+        ops = extractor(client, metrics).extract(MESSAGE, [], [TOKYO])
+    assert [o.op for o in ops] == ["NONE"]
+
+
+def test_malformed_twice_falls_back_to_adding_the_raw_fact(client: Any, metrics: Metrics) -> None:
+    with Stubber(client) as stub:
+        stub.add_response("converse", tool_answer({"ops": "nonsense"}), EXPECTED)
+        stub.add_response("converse", tool_answer({"operations": [{"op": "MERGE"}]}), EXPECTED)
+        ops = extractor(client, metrics).extract(MESSAGE, [], [TOKYO])
+    assert [(o.op, o.content, o.source_ids) for o in ops] == [("ADD", MESSAGE.content, ["m2"])]
+    assert ops[0].category == Category.PERSONAL_DETAILS
+    assert metrics.serialize_metric_set()["ExtractionFallbacks"] == [1.0]
+
+
+def test_throttling_then_success(client: Any, metrics: Metrics) -> None:
+    waits: list[float] = []
+    with Stubber(client) as stub:
+        stub.add_client_error("converse", "ThrottlingException", "Too many requests", 429)
+        stub.add_response("converse", tool_answer(VALID), EXPECTED)
+        ops = BedrockExtractor(MODEL, client=client, metrics=metrics, sleep=waits.append).extract(
+            MESSAGE, [], [TOKYO]
+        )
+        stub.assert_no_pending_responses()
+    assert [o.op for o in ops] == ["UPDATE", "ADD"]
+    assert len(waits) == 1
+
+
+def test_throttling_that_never_ends_is_a_dependency_failure(client: Any, metrics: Metrics) -> None:
+    with Stubber(client) as stub:
+        for _ in range(3):
+            stub.add_client_error("converse", "ThrottlingException", "Too many requests", 429)
+        with pytest.raises(DependencyFailed, match="throttled"):
+            BedrockExtractor(MODEL, client=client, metrics=metrics, sleep=lambda _s: None).extract(
+                MESSAGE, [], [TOKYO]
+            )
+
+
+def test_other_errors_are_not_retried(client: Any, metrics: Metrics) -> None:
+    with Stubber(client) as stub:
+        stub.add_client_error("converse", "AccessDeniedException", "no access to model", 403)
+        with pytest.raises(DependencyFailed, match="AccessDeniedException"):
+            extractor(client, metrics).extract(MESSAGE, [], [TOKYO])
+
+
+def test_assistant_turns_cost_no_call(client: Any, metrics: Metrics) -> None:
+    with Stubber(client):
+        assert (
+            extractor(client, metrics).extract(MESSAGE.model_copy(update={"role": "assistant"}), [], []) == []
+        )
+
+
+def test_converse_tool_helper_returns_input_and_usage(client: Any) -> None:
+    with Stubber(client) as stub:
+        stub.add_response("converse", tool_answer({"summary": "x"}, tokens=(7, 3)))
+        payload, usage = converse_tool(
+            client,
+            model_id=MODEL,
+            system="s",
+            messages=[{"role": "user", "content": [{"text": "hi"}]}],
+            tool=TOOL,
+            max_tokens=100,
+            temperature=0.0,
+        )
+    assert payload == {"summary": "x"}
+    assert (usage["inputTokens"], usage["outputTokens"]) == (7, 3)
+
+
+def test_factory_builds_the_configured_extractor(tmp_path: Any, client: Any) -> None:
+    local = build_extractor(load_settings(data_dir=tmp_path))
+    assert local.name == "local"
+    bedrock = build_extractor(
+        load_settings(
+            data_dir=tmp_path, llm="bedrock", bedrock_extraction_model="m-1", bedrock_max_tokens=300
+        ),
+        client,
+    )
+    assert isinstance(bedrock, BedrockExtractor)
+    assert (bedrock.model_id, bedrock.max_tokens, bedrock.client) == ("m-1", 300, client)

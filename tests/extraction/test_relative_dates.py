@@ -1,0 +1,67 @@
+"""Relative dates resolve against the message time, never the wall clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from memstack.domain.extraction.relative import resolve_relative_dates
+
+# A Monday in 2023: nothing below may depend on today's date.
+SAID = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "rewritten", "event"),
+    [
+        (
+            "I went to the support group yesterday.",
+            "I went to the support group on 7 May 2023.",
+            datetime(2023, 5, 7, tzinfo=UTC),
+        ),
+        (
+            "Yesterday I went to the LGBTQ support group.",
+            "On 7 May 2023 I went",
+            datetime(2023, 5, 7, tzinfo=UTC),
+        ),
+        ("We went hiking last Saturday.", "We went hiking on 6 May 2023.", datetime(2023, 5, 6, tzinfo=UTC)),
+        ("We're moving next month.", "We're moving in June 2023.", datetime(2023, 6, 1, tzinfo=UTC)),
+        (
+            "I adopted a cat two weeks ago.",
+            "I adopted a cat on 24 April 2023.",
+            datetime(2023, 4, 24, tzinfo=UTC),
+        ),
+        ("We are hiking on Saturday.", "We are hiking on 13 May 2023.", datetime(2023, 5, 13, tzinfo=UTC)),
+        ("I ran a 5k on Saturday.", "I ran a 5k on 6 May 2023.", datetime(2023, 5, 6, tzinfo=UTC)),
+        ("I fly out in 3 days.", "I fly out on 11 May 2023.", datetime(2023, 5, 11, tzinfo=UTC)),
+        ("She is visiting in July.", "She is visiting in July 2023.", datetime(2023, 7, 1, tzinfo=UTC)),
+        ("I started the job last week.", "in the week of 1 May 2023", datetime(2023, 5, 1, tzinfo=UTC)),
+        ("I have felt tired since yesterday.", "since 7 May 2023", datetime(2023, 5, 7, tzinfo=UTC)),
+        ("The trip is booked for February.", "booked for February 2024", datetime(2024, 2, 1, tzinfo=UTC)),
+        ("I graduated three years ago.", "I graduated in 2020.", datetime(2020, 1, 1, tzinfo=UTC)),
+        ("We had pizza last night.", "We had pizza on 7 May 2023.", datetime(2023, 5, 7, tzinfo=UTC)),
+    ],
+)
+def test_resolved_against_message_time(text: str, rewritten: str, event: datetime) -> None:
+    result = resolve_relative_dates(text, SAID)
+    assert rewritten in result.text
+    assert result.event_time == event
+
+
+def test_the_same_words_said_on_another_day_resolve_differently() -> None:
+    later = resolve_relative_dates(
+        "I went to the support group yesterday.", datetime(2024, 1, 1, 9, tzinfo=UTC)
+    )
+    assert later.text == "I went to the support group on 31 December 2023."
+
+
+def test_explicit_dates_are_kept_and_give_the_event_time() -> None:
+    result = resolve_relative_dates("We got married on 8 June 2019.", SAID)
+    assert result.text == "We got married on 8 June 2019."
+    assert result.event_time == datetime(2019, 6, 8, tzinfo=UTC)
+
+
+def test_text_without_dates_is_unchanged() -> None:
+    result = resolve_relative_dates("I may go to the museum, I like art.", SAID)
+    assert result.text == "I may go to the museum, I like art."
+    assert result.event_time is None

@@ -1,0 +1,58 @@
+"""Synthesise the CDK app in-process, once per tier per module (synth is the slow part).
+
+The layer is a small stand-in folder holding the memstack package source (the
+real one, built by scripts/build_layer.py, is ~100 MB and only its path
+matters to the template); the handlers are the real lambdas/ folders.
+cdk-nag's AwsSolutions checks run in every synth: an unacknowledged finding
+makes ``app.synth()`` raise, so a synth that returns is a clean one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Synth:
+    stack: Any
+    template: Any  # aws_cdk.assertions.Template
+    raw: dict[str, Any]
+    outdir: Path
+
+    def resources(self, type_: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.raw["Resources"].items() if v["Type"] == type_}
+
+    def props(self, type_: str) -> list[dict[str, Any]]:
+        return [v.get("Properties", {}) for v in self.resources(type_).values()]
+
+
+@pytest.fixture(scope="session")
+def layer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    layer = tmp_path_factory.mktemp("layer")
+    shutil.copytree(
+        ROOT / "layers" / "memstack",
+        layer / "python" / "memstack",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    return layer
+
+
+def synth(tier: str, layer_dir: Path, outdir: Path, **context: Any) -> Synth:
+    from aws_cdk.assertions import Template
+
+    from stacks.memstack_stack import create_app
+
+    app, stack = create_app({"tier": tier, "layer_dir": str(layer_dir), **context}, outdir=str(outdir))
+    assembly = app.synth()
+    raw = assembly.get_stack_by_name(stack.stack_name).template
+    return Synth(stack=stack, template=Template.from_json(raw), raw=raw, outdir=outdir)

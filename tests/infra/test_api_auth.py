@@ -1,0 +1,40 @@
+"""The API construct alone (a tiny stack, fast): IAM by default, Cognito when a user pool is configured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import App, Stack
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk.assertions import Template
+
+from stacks.config import StackConfig
+from stacks.constructs.api import Api
+
+POOL = "arn:aws:cognito-idp:us-east-1:123456789012:userpool/us-east-1_example"
+
+
+def _methods(config: StackConfig) -> list[dict[str, Any]]:
+    stack = Stack(App(), "ApiOnly")
+    fn = lambda_.Function(
+        stack,
+        "Fn",
+        runtime=lambda_.Runtime.PYTHON_3_12,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(event, context):\n    return {}"),
+    )
+    Api(stack, "Api", config=config, handler=fn)
+    methods = Template.from_stack(stack).find_resources("AWS::ApiGateway::Method")
+    return [m["Properties"] for m in methods.values()]
+
+
+def test_iam_authorization_by_default() -> None:
+    methods = _methods(StackConfig())
+    assert methods and all(m["AuthorizationType"] == "AWS_IAM" for m in methods)
+    assert all("AuthorizerId" not in m for m in methods)
+
+
+def test_cognito_user_pool_authorizer_when_configured() -> None:
+    methods = _methods(StackConfig(cognito_user_pool_arn=POOL, api_key_required=True))
+    assert methods and all(m["AuthorizationType"] == "COGNITO_USER_POOLS" for m in methods)
+    assert all("AuthorizerId" in m and m["ApiKeyRequired"] is True for m in methods)

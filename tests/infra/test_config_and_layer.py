@@ -1,0 +1,87 @@
+"""Context handling and the layer build's inputs: fast, no synth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scripts.build_layer import RUNTIME_PROVIDED, layer_requirements
+from stacks.config import ConfigError, StackConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _config(**context: object) -> StackConfig:
+    from aws_cdk import App
+
+    from stacks.memstack_stack import cdk_json_context
+
+    return StackConfig.from_context(App(context={**cdk_json_context(), **context}).node)
+
+
+def test_tier_defaults_come_from_cdk_json() -> None:
+    small, large = _config(tier="small"), _config(tier="large")
+    assert small.store_backend == "dynamodb" and large.store_backend == "opensearch"
+    assert large.opensearch_master_nodes == 3 and large.opensearch_zones == 3
+    assert small.reranker == "none"
+
+
+def test_command_line_strings_are_converted_and_override_the_tier() -> None:
+    config = _config(
+        tier="medium",
+        opensearch_volume_gb="120",
+        opensearch_serverless="true",
+        retrieval_latency_p95_ms="350",
+        bedrock_rerank_model_arn="arn:aws:bedrock:x::foundation-model/r",
+    )
+    assert config.opensearch_volume_gb == 120
+    assert config.opensearch_serverless is True
+    assert config.retrieval_latency_p95_ms == 350.0
+    assert config.reranker == "bedrock"
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"tier": "huge"}, "tier"),
+        ({"tier": "medium", "opensearch_data_nodes": "3"}, "multiple of opensearch_zones"),
+        ({"api_rate_limit": "fast"}, "api_rate_limit"),
+        ({"opensearch_serverless": "maybe"}, "opensearch_serverless"),
+        ({"coarse_dim": "2048"}, "coarse_dim"),
+    ],
+)
+def test_bad_context_is_one_clear_error(context: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _config(**context)
+
+
+def test_missing_layer_stops_synth_with_the_fix(tmp_path: Path) -> None:
+    from stacks.memstack_stack import create_app
+
+    with pytest.raises(ConfigError, match="make layer"):
+        create_app({"layer_dir": str(tmp_path / "nowhere")}, outdir=str(tmp_path / "out"))
+
+
+def test_missing_handler_is_named(tmp_path: Path) -> None:
+    from stacks.memstack_stack import create_app
+
+    layer = tmp_path / "layer" / "python" / "memstack"
+    layer.mkdir(parents=True)
+    with pytest.raises(ConfigError, match=r"lambdas/api/handler\.py"):
+        create_app(
+            {"layer_dir": str(layer.parent.parent), "lambdas_dir": str(tmp_path / "lambdas")},
+            outdir=str(tmp_path / "out"),
+        )
+
+
+def test_layer_takes_runtime_pins_without_laptop_or_runtime_provided_packages(tmp_path: Path) -> None:
+    pins = layer_requirements(ROOT / "requirements.txt")
+    names = {p.split("==")[0].lower() for p in pins}
+    assert "pydantic" in names and "aws-lambda-powertools" in names
+    assert not names & set(RUNTIME_PROVIDED)
+    assert not names & {"torch", "sentence-transformers"}
+    assert all("==" in p for p in pins)  # pinned, as in requirements.txt
+    reqs = tmp_path / "r.txt"
+    reqs.write_text("-r other.txt\nnumpy==2.0.0  # comment\nboto3==1.0\n\nbotocore[crt]==1.0\n")
+    assert layer_requirements(reqs) == ["numpy==2.0.0"]

@@ -1,0 +1,152 @@
+"""The medium and large tiers (OpenSearch store), and the serverless-collection variant."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.infra.conftest import Synth, synth
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def medium(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synth("medium", layer_dir, tmp_path_factory.mktemp("cdk-medium"))
+
+
+@pytest.fixture(scope="module")
+def large(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synth("large", layer_dir, tmp_path_factory.mktemp("cdk-large"))
+
+
+@pytest.fixture(scope="module")
+def serverless(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synth("medium", layer_dir, tmp_path_factory.mktemp("cdk-aoss"), opensearch_serverless="true")
+
+
+def _domain(s: Synth) -> dict[str, Any]:
+    [domain] = s.props("AWS::OpenSearchService::Domain")
+    return domain
+
+
+def _env(s: Synth, service: str) -> dict[str, str]:
+    [env] = [
+        p["Environment"]["Variables"]
+        for p in s.props("AWS::Lambda::Function")
+        if p.get("Environment", {}).get("Variables", {}).get("POWERTOOLS_SERVICE_NAME") == service
+    ]
+    return env
+
+
+@pytest.mark.parametrize("tier", ["medium", "large"])
+def test_domain_encryption_tls_and_access_control(tier: str, request: pytest.FixtureRequest) -> None:
+    domain = _domain(request.getfixturevalue(tier))
+    assert domain["EncryptionAtRestOptions"] == {"Enabled": True}
+    assert domain["NodeToNodeEncryptionOptions"] == {"Enabled": True}
+    endpoint = domain["DomainEndpointOptions"]
+    assert endpoint["EnforceHTTPS"] is True
+    assert endpoint["TLSSecurityPolicy"] == "Policy-Min-TLS-1-2-2019-07"
+    security = domain["AdvancedSecurityOptions"]
+    assert security["Enabled"] is True and security["InternalUserDatabaseEnabled"] is False
+    assert "MasterUserARN" in security["MasterUserOptions"]
+    logs = domain["LogPublishingOptions"]
+    assert {k for k, v in logs.items() if v["Enabled"]} == {
+        "ES_APPLICATION_LOGS",
+        "SEARCH_SLOW_LOGS",
+        "INDEX_SLOW_LOGS",
+        "AUDIT_LOGS",
+    }
+    assert domain["EBSOptions"]["VolumeType"] == "gp3"
+
+
+def test_medium_is_two_nodes_over_two_zones(medium: Synth) -> None:
+    cluster = _domain(medium)["ClusterConfig"]
+    assert cluster["InstanceCount"] == 2
+    assert cluster["ZoneAwarenessEnabled"] is True
+    assert cluster["ZoneAwarenessConfig"] == {"AvailabilityZoneCount": 2}
+    assert cluster.get("DedicatedMasterEnabled") is False
+
+
+def test_large_is_three_zones_with_dedicated_masters(large: Synth) -> None:
+    domain = _domain(large)
+    cluster = domain["ClusterConfig"]
+    assert cluster["ZoneAwarenessConfig"] == {"AvailabilityZoneCount": 3}
+    assert cluster["InstanceCount"] == 3 and cluster["InstanceType"] == "r7g.xlarge.search"
+    assert cluster["DedicatedMasterEnabled"] is True and cluster["DedicatedMasterCount"] == 3
+    assert domain["EBSOptions"]["VolumeSize"] == 200
+
+
+def test_functions_use_opensearch_and_no_memories_table(medium: Synth) -> None:
+    env = _env(medium, "memstack-api")
+    assert env["MEMSTACK_STORE_BACKEND"] == "opensearch"
+    assert env["MEMSTACK_OPENSEARCH_SERVICE"] == "es"
+    assert "MEMSTACK_OPENSEARCH_ENDPOINT" in env
+    assert "MEMSTACK_MEMORIES_TABLE" not in env
+    assert env["MEMSTACK_RERANKER"] == "none"  # no rerank model ARN in context
+    keys = [t["KeySchema"][0]["AttributeName"] for t in medium.props("AWS::DynamoDB::Table")]
+    assert sorted(keys) == ["id", "pk"]  # STM + idempotency only
+
+
+def test_data_plane_roles_are_mapped_into_fine_grained_access_control(medium: Synth) -> None:
+    [mapping] = medium.props("Custom::OpenSearchRoleMapping")
+    roles = {r["Fn::GetAtt"][0] for r in mapping["RoleArns"]}
+    assert len(roles) == 3
+    assert all(
+        r.startswith(("ComputeApi", "ComputeExtractionWorker", "ComputeConsolidationWorker")) for r in roles
+    )
+    assert mapping["IndexPattern"] == "memstack-*"
+    # The mapping function runs as the FGAC master user.
+    master = _domain(medium)["AdvancedSecurityOptions"]["MasterUserOptions"]["MasterUserARN"]
+    [fn] = [
+        p
+        for p in medium.props("AWS::Lambda::Function")
+        if p.get("Handler") == "index.handler" and p["Runtime"].startswith("python")
+    ]
+    assert fn["Role"] == master
+    assert fn["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_opensearch_alarms(medium: Synth) -> None:
+    alarms = {a["MetricName"]: a for a in medium.props("AWS::CloudWatch::Alarm") if "MetricName" in a}
+    red = alarms["ClusterStatus.red"]
+    assert red["Threshold"] == 1 and red["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert alarms["CPUUtilization"]["Threshold"] == 80
+    assert alarms["JVMMemoryPressure"]["Threshold"] == 80
+    free = alarms["FreeStorageSpace"]
+    assert free["ComparisonOperator"] == "LessThanThreshold"
+    assert free["Threshold"] == 50 * 1024 * 0.25  # a quarter of a node's 50 GB volume, in MB
+    for alarm in (red, free):
+        assert alarm["Namespace"] == "AWS/ES"
+
+
+def test_tier_budget_and_throttles(medium: Synth, large: Synth) -> None:
+    [mb] = medium.props("AWS::Budgets::Budget")
+    [lb] = large.props("AWS::Budgets::Budget")
+    assert mb["Budget"]["BudgetLimit"]["Amount"] == 400 and lb["Budget"]["BudgetLimit"]["Amount"] == 3000
+    [stage] = large.props("AWS::ApiGateway::Stage")
+    assert stage["MethodSettings"][0]["ThrottlingRateLimit"] == 200
+    for tpl, tier in ((medium, "medium"), (large, "large")):
+        tags = {t["Key"]: t["Value"] for t in _domain(tpl)["Tags"]}
+        assert tags == {"Project": "memstack", "Tier": tier}
+
+
+def test_serverless_collection_with_its_policies(serverless: Synth) -> None:
+    assert not serverless.props("AWS::OpenSearchService::Domain")
+    [collection] = serverless.props("AWS::OpenSearchServerless::Collection")
+    assert collection["Type"] == "VECTORSEARCH" and collection["Name"] == "memstack-medium"
+    policies = {p["Type"]: p for p in serverless.props("AWS::OpenSearchServerless::SecurityPolicy")}
+    assert json.loads(policies["encryption"]["Policy"])["AWSOwnedKey"] is True
+    assert json.loads(policies["network"]["Policy"])[0]["Rules"][0]["Resource"] == [
+        "collection/memstack-medium"
+    ]
+    [access] = serverless.props("AWS::OpenSearchServerless::AccessPolicy")
+    rendered = json.dumps(access["Policy"])
+    for role in ("ComputeApi", "ComputeExtractionWorker", "ComputeConsolidationWorker"):
+        assert role in rendered
+    assert "ComputeCostReport" not in rendered
+    env = _env(serverless, "memstack-api")
+    assert env["MEMSTACK_OPENSEARCH_SERVICE"] == "aoss"

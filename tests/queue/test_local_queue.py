@@ -1,0 +1,54 @@
+"""The local durable queue: retries with backoff, then the dead-letter list, then redrive."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memstack.adapters.embedded.database import Database
+from memstack.adapters.queue.local import LocalJobQueue
+from memstack.ports.queue import Job
+
+
+def test_a_failing_job_is_retried_then_dead_lettered_and_redrive_runs_it_again(tmp_path: Path) -> None:
+    db = Database(tmp_path / "q.sqlite3")
+    queue = LocalJobQueue(db, max_attempts=3, backoff_seconds=0.0)
+    calls: dict[str, int] = {}
+    broken = {"bad"}
+
+    def handler(job: Job) -> None:
+        calls[job.id] = calls.get(job.id, 0) + 1
+        if job.id in broken:
+            raise ValueError("model unavailable")
+
+    queue.set_handler(handler)
+    queue.send(
+        [
+            Job(id="ok", type="extract", tenant="t", user_id="u"),
+            Job(id="bad", type="extract", tenant="t", user_id="u"),
+        ]
+    )
+    assert queue.drain(timeout=30)
+    assert calls == {"ok": 1, "bad": 3}
+    dead = queue.dead_letters()
+    assert [(d["id"], d["attempts"]) for d in dead] == [("bad", 3)]
+    assert dead[0]["error"] == "ValueError: model unavailable" and dead[0]["job"]["type"] == "extract"
+
+    broken.clear()  # the cause is fixed
+    assert queue.redrive() == 1
+    assert queue.drain(timeout=30)
+    assert calls["bad"] == 4 and queue.dead_letters() == []
+    db.close()
+
+
+def test_jobs_survive_a_restart_and_a_known_id_is_not_queued_twice(tmp_path: Path) -> None:
+    db = Database(tmp_path / "q.sqlite3")
+    LocalJobQueue(db).send([Job(id="j1", type="consolidate", tenant="t", user_id="u")] * 2)
+    db.close()
+    db = Database(tmp_path / "q.sqlite3")
+    queue = LocalJobQueue(db)
+    seen: list[str] = []
+    queue.set_handler(lambda job: seen.append(job.id))
+    assert queue.pending() == 1
+    assert queue.drain(timeout=30)
+    assert seen == ["j1"]
+    db.close()

@@ -1,0 +1,53 @@
+"""What a turn is indexed and embedded with: itself, the turn it answers, its date."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from memstack.domain.indexing import IndexingConfig, index_turns, turn_text
+from memstack.domain.retrieve import SearchRequest
+from memstack.factory import build_service
+from memstack.models import Message
+from memstack.settings import Settings
+
+WHEN = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+BATCH = [
+    Message(id="q", speaker="Ana", content="Do you still go swimming?", timestamp=WHEN),
+    Message(id="a", speaker="Ben", content="Yes, every Sunday morning!", timestamp=WHEN),
+]
+
+
+def test_plain_indexing_is_the_turn_alone() -> None:
+    [first, second] = index_turns(BATCH, IndexingConfig(context_turns=0, date_in_text=False))
+    assert first.search_text == first.embed_text == "Ana: Do you still go swimming?"
+    assert second.search_text == turn_text(BATCH[1]) == "Ben: Yes, every Sunday morning!"
+
+
+def test_a_reply_is_indexed_with_the_turn_it_answers_and_its_date() -> None:
+    config = IndexingConfig(context_turns=1, date_in_text=True)
+    [first, second] = index_turns(BATCH, config)
+    assert first.search_text == "Ana: Do you still go swimming?\n(8 May 2023)"
+    assert second.search_text == "Do you still go swimming?\nBen: Yes, every Sunday morning!\n(8 May 2023)"
+    # Without context_in_embedding the vector is of the turn alone.
+    assert second.embed_text == "Ben: Yes, every Sunday morning!"
+    embedded = index_turns(BATCH, IndexingConfig(context_turns=1, context_in_embedding=True))
+    assert embedded[1].embed_text == "Do you still go swimming?\nBen: Yes, every Sunday morning!"
+
+
+def test_context_makes_a_reply_findable_but_content_is_unchanged(settings: Settings) -> None:
+    plain = build_service(settings.model_copy(update={"index_context_turns": 0}))
+    contextual = build_service(
+        settings.model_copy(update={"data_dir": settings.data_dir / "ctx", "index_context_turns": 1})
+    )
+    try:
+        for svc in (plain, contextual):
+            svc.add("t", "u", BATCH, infer=False)
+        req = SearchRequest(tenant="t", user_id="u", query="swimming", top_k=5)
+        req_ids = [h.record.source_ids[0] for h in contextual.search(req).hits]
+        assert "a" in req_ids  # the reply mentions no swimming, its context does
+        assert "a" not in [s.id for s in plain.store.bm25_search("t", "u", "swimming", 5, req.filters)]
+        [reply] = [h.record for h in contextual.search(req).hits if h.record.source_ids == ["a"]]
+        assert reply.content == "Yes, every Sunday morning!"
+    finally:
+        plain.close()
+        contextual.close()
