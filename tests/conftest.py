@@ -26,6 +26,17 @@ def _no_ambient_memstack_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
 
+@pytest.fixture(autouse=True)
+def _restore_memstack_log_level() -> Iterator[None]:
+    """The CLI quietens the ``memstack`` logger process-wide; do not let that leak between tests."""
+    import logging
+
+    logger = logging.getLogger("memstack")
+    level = logger.level
+    yield
+    logger.setLevel(level)
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return load_settings(data_dir=tmp_path / "data", embedder="hashing")

@@ -24,6 +24,23 @@ STAGE_NAME = "api"
 ROUTE_PREFIX = "v1"
 
 
+# The gateway's own error responses, mapped onto the API's error codes (layers/memstack/api/errors.py).
+GATEWAY_ERROR_CODES = (
+    (apigw.ResponseType.UNAUTHORIZED, "unauthorized"),
+    # The gateway answers 403 for an unsigned request and for an unknown path.
+    (apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN, "forbidden"),
+    (apigw.ResponseType.EXPIRED_TOKEN, "unauthorized"),
+    (apigw.ResponseType.INVALID_SIGNATURE, "unauthorized"),
+    (apigw.ResponseType.ACCESS_DENIED, "forbidden"),
+    (apigw.ResponseType.THROTTLED, "rate_limited"),
+    (apigw.ResponseType.QUOTA_EXCEEDED, "rate_limited"),
+    (apigw.ResponseType.REQUEST_TOO_LARGE, "payload_too_large"),
+    (apigw.ResponseType.BAD_REQUEST_BODY, "validation_error"),
+    (apigw.ResponseType.DEFAULT_4_XX, "bad_request"),
+    (apigw.ResponseType.DEFAULT_5_XX, "internal_error"),
+)
+
+
 class Api(Construct):
     def __init__(
         self, scope: Construct, cid: str, *, config: StackConfig, handler: lambda_.IFunction
@@ -96,6 +113,25 @@ class Api(Construct):
             quota=apigw.QuotaSettings(limit=config.api_monthly_quota, period=apigw.Period.MONTH),
         )
         self.usage_plan.add_api_stage(stage=self.rest_api.deployment_stage)
+        self._error_shape_gateway_responses()
+
+    def _error_shape_gateway_responses(self) -> None:
+        """Answers API Gateway gives itself (auth, throttling, size) in the API's one error shape.
+
+        Without these a client would get ``{"message": ...}`` from the gateway but
+        ``{"error": {...}}`` from the function, and would need two parsers.
+        """
+        for response_type, code in GATEWAY_ERROR_CODES:
+            self.rest_api.add_gateway_response(
+                f"Gateway{response_type.response_type.title().replace('_', '')}",
+                type=response_type,
+                templates={
+                    "application/json": (
+                        '{"error": {"code": "' + code + '", "message": $context.error.messageString, '
+                        '"details": [{"gateway_response": "$context.error.responseType"}]}}'
+                    )
+                },
+            )
 
     def _auth(self, config: StackConfig) -> tuple[apigw.AuthorizationType, apigw.IAuthorizer | None]:
         if config.cognito_user_pool_arn:

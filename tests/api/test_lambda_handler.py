@@ -78,6 +78,9 @@ def test_handler_serves_routes_and_emits_retrieval_latency(
         ctx,
     )
     assert add["statusCode"] == 202
+    ingested = [m for m in _emf_metrics(capsys.readouterr().out) if "MessagesIngested" in m]
+    assert len(ingested) == 1 and ingested[0]["MessagesIngested"] in (1, [1.0], 1.0)
+    assert ingested[0]["service"] == "memstack-api"  # the dimension the dashboard charts
     found = handler_module.handler(
         _iam_event("POST", "/v1/memories/search", {"user_id": "alice", "query": "bees"}), ctx
     )

@@ -14,7 +14,7 @@ from stacks.constructs.api import Api
 POOL = "arn:aws:cognito-idp:us-east-1:123456789012:userpool/us-east-1_example"
 
 
-def _methods(config: StackConfig) -> list[dict[str, Any]]:
+def _template(config: StackConfig) -> Template:
     stack = Stack(App(), "ApiOnly")
     fn = lambda_.Function(
         stack,
@@ -24,7 +24,11 @@ def _methods(config: StackConfig) -> list[dict[str, Any]]:
         code=lambda_.Code.from_inline("def handler(event, context):\n    return {}"),
     )
     Api(stack, "Api", config=config, handler=fn)
-    methods = Template.from_stack(stack).find_resources("AWS::ApiGateway::Method")
+    return Template.from_stack(stack)
+
+
+def _methods(config: StackConfig) -> list[dict[str, Any]]:
+    methods = _template(config).find_resources("AWS::ApiGateway::Method")
     return [m["Properties"] for m in methods.values()]
 
 
@@ -38,3 +42,16 @@ def test_cognito_user_pool_authorizer_when_configured() -> None:
     methods = _methods(StackConfig(cognito_user_pool_arn=POOL, api_key_required=True))
     assert methods and all(m["AuthorizationType"] == "COGNITO_USER_POOLS" for m in methods)
     assert all("AuthorizerId" in m and m["ApiKeyRequired"] is True for m in methods)
+
+
+def test_gateway_errors_use_the_api_error_shape() -> None:
+    responses = {
+        r["Properties"]["ResponseType"]: r["Properties"]
+        for r in _template(StackConfig()).find_resources("AWS::ApiGateway::GatewayResponse").values()
+    }
+    expected = {"ACCESS_DENIED": "forbidden", "THROTTLED": "rate_limited", "UNAUTHORIZED": "unauthorized"}
+    for response_type, code in expected.items():
+        body = responses[response_type]["ResponseTemplates"]["application/json"]
+        assert body.startswith('{"error": {"code": "' + code + '"')
+        assert "$context.error.messageString" in body
+    assert "DEFAULT_5XX" in responses and "REQUEST_TOO_LARGE" in responses

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from zoneinfo import ZoneInfo
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+from aws_lambda_powertools.metrics import MetricUnit
 
 from memstack.api.errors import error_responses
 from memstack.api.idempotency import make_idempotent
@@ -93,6 +94,8 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             metadata=req.metadata,
         )
         status = "processed" if req.sync and result.queued else "queued" if result.queued else "stored"
+        # Newly stored only: an idempotent replay or a resent id is not new traffic.
+        deps.metrics.add_metric(name="MessagesIngested", unit=MetricUnit.Count, value=len(result.stored))
         return AddMemoriesResponse(
             accepted=result.accepted, stored=result.stored, queued=result.queued, status=status
         ).model_dump(mode="json")

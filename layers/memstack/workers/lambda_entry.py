@@ -25,9 +25,31 @@ logger = Logger(service="memstack")
 metrics = Metrics(namespace="memstack", service="memstack-worker")
 
 
+def emit_extraction_operations(ops: list[str]) -> None:
+    """One ``ExtractionOperations`` count per decided operation, dimensioned by its kind.
+
+    ``single_metric`` because each count carries its own ``operation`` dimension,
+    which the shared metric set (one set of dimensions per flush) cannot hold.
+    """
+    from collections import Counter
+
+    from aws_lambda_powertools.metrics import single_metric
+
+    for op, count in Counter(ops).items():
+        with single_metric(
+            name="ExtractionOperations", unit=MetricUnit.Count, value=count, namespace="memstack"
+        ) as metric:
+            metric.add_dimension(name="service", value="memstack-worker")
+            metric.add_dimension(name="operation", value=op)
+
+
 @lru_cache(maxsize=1)
 def service_from_environment() -> MemoryService:
-    return build_service(get_settings())
+    service = build_service(get_settings())
+    extract = service.job_handlers.get("extract")
+    if extract is not None and hasattr(extract, "on_operations"):
+        extract.on_operations = emit_extraction_operations
+    return service
 
 
 def persistence_layer(settings: Settings, client: Any = None) -> Any:

@@ -14,6 +14,7 @@ and a retried job sees exactly what the first attempt saw.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -67,6 +68,9 @@ class ExtractionJobHandler:
         self.embedder = embedder
         self.extractor = extractor
         self.config = config
+        # Where the decided operations are counted (the worker Lambda emits them
+        # as the ExtractionOperations metric); None locally.
+        self.on_operations: Callable[[list[str]], None] | None = None
 
     def __call__(self, job: Job) -> None:
         self.run(job)
@@ -101,6 +105,8 @@ class ExtractionJobHandler:
             scope=scope,
             now=now,
         )
+        if self.on_operations is not None:
+            self.on_operations([op.op for op in ops])
         # Debug: one line per message is too chatty for the CLI; POWERTOOLS_LOG_LEVEL=DEBUG shows it.
         logger.debug(
             {
