@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -225,3 +226,20 @@ def test_bearer_token_is_accepted(api: Api) -> None:
         key=None,
     )
     assert status == 200
+
+
+@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", "text/plain", None])
+def test_a_json_body_is_read_as_json_whatever_the_content_type(api: Api, content_type: str | None) -> None:
+    # `curl -d` declares form encoding; the body is still this API's JSON.
+    headers = {"Content-Type": content_type} if content_type else {}
+    status, answer = api(
+        "POST",
+        "/v1/memories",
+        body=json.dumps(add_body("alice", "I grow tomatoes", infer=False)),
+        headers=headers,
+    )
+    assert status == 202, answer
+    status, answer = api(
+        "POST", "/v1/memories/search", body='{"user_id": "alice", "query": "tomatoes"', headers=headers
+    )
+    assert_error(status, answer, 400, "malformed_json", "body")

@@ -103,7 +103,25 @@ class MemstackResolver(APIGatewayRestResolver):
                     "body": error_body(exc.code, exc.message, exc.details),
                     "isBase64Encoded": False,
                 }
-        return super().resolve(event, context)
+        return super().resolve(as_json_request(event), context)
+
+
+def as_json_request(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The event with its body declared JSON, whatever Content-Type the caller sent.
+
+    Every body of this API is JSON. ``curl -d`` sends form encoding by default,
+    which the resolver would otherwise parse into a nonsense field name; treated
+    as JSON it either works or gets a clear ``malformed_json`` answer.
+    """
+    out = dict(event)
+    if not out.get("body"):
+        return out
+    headers = {k: v for k, v in (out.get("headers") or {}).items() if k.lower() != "content-type"}
+    multi = {k: v for k, v in (out.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
+    headers["Content-Type"] = content_types.APPLICATION_JSON
+    multi["Content-Type"] = [content_types.APPLICATION_JSON]
+    out["headers"], out["multiValueHeaders"] = headers, multi
+    return out
 
 
 def create_app(
