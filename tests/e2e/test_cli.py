@@ -95,3 +95,19 @@ def test_bad_setting_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert env_run.returncode != 0 and "Traceback" not in env_run.stderr
     assert "MEMSTACK_RRF_K" in env_run.stderr
+
+
+def test_naive_timestamps_are_read_in_the_configured_timezone(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTACK_")}
+    env.update(MEMSTACK_DATA_DIR=str(tmp_path), MEMSTACK_EMBEDDER="hashing", MEMSTACK_TIMEZONE="Asia/Tokyo")
+    line = '{"id": "t1", "content": "lunch at noon", "timestamp": "2026-03-01 12:00"}\n'
+    for args, stdin in (
+        (["ingest", "-", "--user", "u", "--no-infer"], line),
+        (["memories", "--user", "u", "--json"], None),
+    ):
+        out = subprocess.run(
+            [str(BIN), *args], input=stdin, capture_output=True, text=True, env=env, timeout=120, check=False
+        )
+        assert out.returncode == 0, out.stderr
+    (memory,) = json.loads(out.stdout)["memories"]
+    assert memory["event_time"] == "2026-03-01T03:00:00Z"  # 12:00 in Tokyo is 03:00 UTC

@@ -32,11 +32,13 @@ def memories(
         console.print(f"no memories for user {user}")
         return
     table = Table(title=f"memories of {user} ({len(records)}{'+' if cursor else ''})", title_justify="left")
-    for col in ("id", "tier", "kind", "category", "v", "when", "content"):
-        table.add_column(col, overflow="fold")
+    # Short columns never wrap, so the content gets the width on a narrow terminal;
+    # ids are long and only useful to programs: --json has them.
+    for col in ("tier", "kind", "category", "v", "when"):
+        table.add_column(col, no_wrap=True, overflow="ellipsis")
+    table.add_column("content", overflow="fold", ratio=1)
     for r in records:
         table.add_row(
-            r.id[:12],
             str(r.tier),
             str(r.kind),
             str(r.category or "-"),
