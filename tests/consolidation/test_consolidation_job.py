@@ -257,3 +257,39 @@ def test_a_run_is_bounded_and_the_next_one_takes_the_rest(tmp_path: Path) -> Non
         assert sorted(s for r in summaries for s in r.source_ids) == sorted(m.id for m in messages)
     finally:
         svc.close()
+
+
+def test_turns_extraction_already_made_into_memories_are_not_summarised_again(csvc: MemoryService) -> None:
+    csvc.add(T, U, conversation(), sync=True)  # extraction first: it knows most of these turns
+    extracted_sources = {
+        sid
+        for r in csvc.list(T, U, MemoryFilters(tier=Tier.LTM), limit=500)[0]
+        if not r.metadata.get("consolidation")
+        for sid in r.source_ids
+    }
+    assert extracted_sources, "the local extractor should have made memories of this conversation"
+    report = csvc.consolidate(T, U, now=NOW)
+    assert report["known"] == len(extracted_sources) and report["marked"] == 25
+    for summary in (r for r in consolidated(csvc, T, U) if r.metadata["consolidation"] == SUMMARY):
+        assert not set(summary.source_ids) & extracted_sources, summary.content
+    # the known turns are consolidated into the memory extraction made of them
+    marks = csvc.store.get(T, U, stm_memory_id(T, U, sorted(extracted_sources)[0]))
+    assert marks is not None and marks.metadata["consolidated"] is True
+    assert marks.metadata["consolidated_into"]
+
+
+def test_the_assistants_turns_are_never_summarised_as_the_users_memory(csvc: MemoryService) -> None:
+    from memstack.models import Message, Role
+
+    assistant = [
+        Message(
+            id="a1", role=Role.ASSISTANT, content="Congratulations! How are you celebrating?", timestamp=NOW
+        ),
+        Message(id="a2", role=Role.ASSISTANT, content="I will remember that you love hiking.", timestamp=NOW),
+    ]
+    chat = [*conversation()[:6], *assistant]
+    csvc.add(T, U, chat, infer=False)
+    report = csvc.consolidate(T, U, now=NOW)
+    assert report["skipped"] == 2 and report["marked"] == 8
+    written = consolidated(csvc, T, U)
+    assert written and all(not {"a1", "a2"} & set(r.source_ids) for r in written)

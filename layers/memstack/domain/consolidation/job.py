@@ -39,7 +39,7 @@ from memstack.domain.consolidation.grouping import Group, classify, group_entrie
 from memstack.domain.consolidation.similarity import RunEmbedder, clusters, nearest_ltm
 from memstack.domain.indexing import turn_text
 from memstack.domain.ingest import stm_memory_id
-from memstack.models import Category, Kind, MemoryRecord, Scope, Tier
+from memstack.models import Category, Kind, MemoryRecord, Role, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp, Summariser
 from memstack.ports.stm import ShortTermStore, StmEntry
@@ -77,6 +77,10 @@ class ConsolidationReport:
     marked: int = 0
     summaries: int = 0
     syntheses: int = 0
+    #: turns extraction already turned into current LTM: consolidation adds nothing for them
+    known: int = 0
+    #: assistant/system/tool turns: consolidated (marked) but never summarised as the user's memory
+    skipped: int = 0
     #: the job stopped at ``max_entries``; the scheduler's next pass (or another run) takes the rest
     more_pending: bool = False
     memory_ids: list[str] = field(default_factory=list)
@@ -130,12 +134,28 @@ class Consolidator:
         if not pending:
             report.status = "nothing_to_do"
             return report
-        covering, labels = self._provenance(tenant, user_id, pending)
+        covering, labels, known = self._provenance(tenant, user_id, pending)
         uncovered = [e for e in pending if e.message.id not in covering]
         report.resumed = len(pending) - len(uncovered)
-        groups = group_entries(uncovered, labels, window=self.config.window, max_size=self.config.group_size)
-        report.groups = len(groups)
         into: dict[str, str] = {mid: rec.id for mid, rec in covering.items()}
+        # Never duplicate what is known: a turn that extraction already made into
+        # a current LTM memory is consolidated into that memory, not summarised
+        # again (a summary of it would restate the fact, and a stale turn would
+        # bring back what a later turn replaced). The assistant's own turns are
+        # not memories of the user.
+        to_summarise = []
+        for e in uncovered:
+            if e.message.id in known:
+                into[e.message.id] = known[e.message.id].id
+                report.known += 1
+            elif e.message.role != Role.USER:
+                report.skipped += 1
+            else:
+                to_summarise.append(e)
+        groups = group_entries(
+            to_summarise, labels, window=self.config.window, max_size=self.config.group_size
+        )
+        report.groups = len(groups)
         summaries = {rec.id: rec for rec in covering.values()}
         texts = [
             self.summariser.summarise(
@@ -152,7 +172,10 @@ class Consolidator:
             for mid in group.message_ids:
                 if target_id:
                     into[mid] = target_id
-        fresh = [s for s in summaries.values() if not s.metadata.get("synthesised")]
+        # Synthesis works over everything this run consolidated: the new summaries
+        # and the memories extraction already made of the run's turns.
+        inputs = {**summaries, **{rec.id: rec for rec in known.values() if rec.is_current}}
+        fresh = [s for s in inputs.values() if not s.metadata.get("synthesised")]
         self._synthesise(tenant, user_id, fresh, now, report)
         self.store.mark(tenant, user_id, [s.id for s in fresh], synthesised=True)
         self._mark_consolidated(tenant, user_id, pending, into, report)
@@ -161,14 +184,16 @@ class Consolidator:
     # ----------------------------------------------------------------- phase 2
     def _provenance(
         self, tenant: str, user_id: str, pending: list[StmEntry]
-    ) -> tuple[dict[str, MemoryRecord], dict[str, tuple[Kind, Category | None]]]:
-        """One provenance lookup per turn gives both answers phase 2 and 3 need.
+    ) -> tuple[dict[str, MemoryRecord], dict[str, tuple[Kind, Category | None]], dict[str, MemoryRecord]]:
+        """One provenance lookup per turn gives every answer phases 2 and 3 need.
 
         * the summary that already covers the turn (an interrupted run wrote it), if any;
-        * the turn's kind/category: from what extraction made of it, else the keyword lexicon.
+        * the turn's kind/category: from what extraction made of it, else the keyword lexicon;
+        * the current memory extraction made of the turn, if any.
         """
         covering: dict[str, MemoryRecord] = {}
         labels: dict[str, tuple[Kind, Category | None]] = {}
+        known: dict[str, MemoryRecord] = {}
         for e in pending:
             derived = [
                 r for r in self.store.find_by_source(tenant, user_id, e.message.id) if r.tier == Tier.LTM
@@ -181,7 +206,10 @@ class Consolidator:
             labels[e.message.id] = (
                 (extracted[0].kind, extracted[0].category) if extracted else classify(e.message.content)
             )
-        return covering, labels
+            current = next((r for r in extracted if r.is_current), None)
+            if current is not None:
+                known[e.message.id] = current
+        return covering, labels, known
 
     # ----------------------------------------------------------------- phase 3
     def _summarise(
@@ -212,7 +240,8 @@ class Consolidator:
             event_time=group.last_time,
             source_ids=group.message_ids,
         )
-        written = self._write(tenant, user_id, [op], group.session_id, group.scope, now, report)
+        tags = {"consolidation": SUMMARY, "consolidation_group": group.key}
+        written = self._write(tenant, user_id, [op], group.session_id, group.scope, now, report, tags)
         if not written:
             return None, None
         record = written[0]
@@ -306,7 +335,14 @@ class Consolidator:
                 )
             report.unchanged += sum(1 for op in ops if op.op == "NONE")
             written = self._write(
-                tenant, user_id, [op for op in ops if op.op != "NONE"], None, Scope.USER, now, report
+                tenant,
+                user_id,
+                [op for op in ops if op.op != "NONE"],
+                None,
+                Scope.USER,
+                now,
+                report,
+                {"consolidation": SYNTHESIS},
             )
             ids = [r.id for r in written if not r.deleted]
             self.store.mark(tenant, user_id, ids, consolidation=SYNTHESIS)
@@ -347,6 +383,7 @@ class Consolidator:
         scope: Scope,
         now: datetime,
         report: ConsolidationReport,
+        tags: dict[str, Any] | None = None,
     ) -> list[MemoryRecord]:
         if not ops:
             return []
@@ -360,6 +397,7 @@ class Consolidator:
             session_id=session_id,
             scope=scope,
             now=now,
+            metadata=tags,
         )
         for r in written:
             if r.replaces_id:

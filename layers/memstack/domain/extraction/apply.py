@@ -68,6 +68,8 @@ class _Applier:
             now,
         )
         self._by_source: dict[str, list[MemoryRecord]] = {}
+        #: stored on every record this applier writes (see apply_operations)
+        self.metadata: dict[str, Any] = {}
 
     # ------------------------------------------------------------- idempotency
     def already_applied(self, op: ExtractionOp, key: str) -> bool:
@@ -136,7 +138,7 @@ class _Applier:
             event_time=op.event_time,
             created_at=self.now,
             source_ids=list(op.source_ids),
-            metadata={"op_key": key},
+            metadata={**self.metadata, "op_key": key},
             embedding_full=vector.tolist(),
             embedding_coarse=coarse_prefix(vector, self.coarse_dim).tolist(),
         )
@@ -152,7 +154,10 @@ class _Applier:
             if not deleted and normalise_text(op.content or "") == normalise_text(old.content):
                 return None  # "update" to the same text: nothing changes
             sources = list(dict.fromkeys([*old.source_ids, *op.source_ids]))
-            changes: dict[str, Any] = {"source_ids": sources, "metadata": {**old.metadata, "op_key": key}}
+            changes: dict[str, Any] = {
+                "source_ids": sources,
+                "metadata": {**old.metadata, **self.metadata, "op_key": key},
+            }
             if not deleted:
                 changes.update(
                     kind=op.kind,
@@ -200,11 +205,17 @@ def apply_operations(
     session_id: str | None,
     scope: Scope,
     now: datetime | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> list[MemoryRecord]:
-    """Write the operations' outcome; returns the records written (new versions and tombstones)."""
+    """Write the operations' outcome; returns the records written (new versions and tombstones).
+
+    ``metadata`` is stored on every record written, in the same write (consolidation
+    tags its summaries this way, so no crash can leave an untagged one behind).
+    """
     applier = _Applier(
         store, embedder, coarse_dim, tenant, user_id, session_id, scope, now or datetime.now(UTC)
     )
+    applier.metadata = dict(metadata or {})
     written: list[MemoryRecord] = []
     seen: set[str] = set()
     for op in ops:
