@@ -14,51 +14,17 @@ import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from memstack.domain.calendar_words import CARDINAL_WORDS, MONTH_NUMBERS, SEASON_START_MONTHS, WEEKDAY_NAMES
+
 _DAY = timedelta(days=1)
 
-MONTHS = {
-    name: i + 1
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ]
-    )
-    for name in names
-}
-WEEKDAYS = {
-    d: i for i, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
-}
-NUMBER_WORDS = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "couple of": 2,
-    "few": 3,
-}
-# Northern-hemisphere meteorological seasons: (first month, length in months).
-SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3), "winter": (12, 3)}
+MONTHS = MONTH_NUMBERS
+WEEKDAYS = {d: i for i, d in enumerate(WEEKDAY_NAMES)}
+# Without the leading "a": "a few days ago" is matched from "few", and the phrase
+# kept is "few days ago"; adding "a few" (as extraction.relative has) would change it.
+NUMBER_WORDS = CARDINAL_WORDS | {"couple of": 2, "few": 3}
+# (first month, length in months).
+SEASONS = {name: (first, 3) for name, first in SEASON_START_MONTHS.items()}
 
 _MONTH_RE = "|".join(sorted(MONTHS, key=len, reverse=True))
 _NUM_RE = r"\d+|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))

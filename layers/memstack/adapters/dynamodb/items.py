@@ -8,11 +8,11 @@ tested on their own.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 
+from memstack.adapters.stored_fields import FIELD_NAMES, record_from_fields, stored_fields
 from memstack.domain.vectors import to_blob
 from memstack.models import MemoryFilters, MemoryRecord, Scope
 
@@ -23,31 +23,7 @@ _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
 #: every attribute a memory item carries except the full-dimension vector
-SEARCH_ATTRIBUTES = (
-    "pk",
-    "sk",
-    "id",
-    "tenant",
-    "user_id",
-    "session_id",
-    "scope",
-    "tier",
-    "kind",
-    "category",
-    "content",
-    "search_text",
-    "speaker",
-    "event_time",
-    "created_at",
-    "is_current",
-    "superseded_at",
-    "deleted",
-    "replaces_id",
-    "version",
-    "source_ids",
-    "metadata",
-    "emb_coarse",
-)
+SEARCH_ATTRIBUTES = ("pk", "sk", "id", *FIELD_NAMES, "metadata", "emb_coarse")
 #: the attributes of a record without either vector (get, get_many)
 RECORD_ATTRIBUTES = tuple(a for a in SEARCH_ATTRIBUTES if a != "emb_coarse")
 
@@ -70,34 +46,13 @@ def projection(attributes: tuple[str, ...]) -> tuple[str, dict[str, str]]:
     return ", ".join(names), names
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
 def to_item(record: MemoryRecord) -> dict[str, Any]:
     """The low-level (typed) item of a record; absent optional values are left out."""
     plain: dict[str, Any] = {
         "pk": partition_key(record.tenant, record.user_id),
         "sk": MEMORY_PREFIX + record.id,
         "id": record.id,
-        "tenant": record.tenant,
-        "user_id": record.user_id,
-        "session_id": record.session_id,
-        "scope": str(record.scope),
-        "tier": str(record.tier),
-        "kind": str(record.kind),
-        "category": str(record.category) if record.category else None,
-        "content": record.content,
-        "search_text": record.search_text,
-        "speaker": record.speaker,
-        "event_time": _iso(record.event_time),
-        "created_at": _iso(record.created_at),
-        "is_current": record.is_current,
-        "superseded_at": _iso(record.superseded_at),
-        "deleted": record.deleted,
-        "replaces_id": record.replaces_id,
-        "version": record.version,
-        "source_ids": list(record.source_ids),
+        **stored_fields(record),
         # JSON, not a map: metadata may hold floats, which a DynamoDB map would need as Decimals.
         "metadata": json.dumps(record.metadata, sort_keys=True),
         "emb_full": to_blob(record.embedding_full),
@@ -118,29 +73,7 @@ def binary(value: Any) -> bytes | None:
 
 def from_item(item: dict[str, Any]) -> MemoryRecord:
     """A record (without vectors) from a low-level item."""
-    p = _plain(item)
-    return MemoryRecord(
-        id=p["id"],
-        tenant=p["tenant"],
-        user_id=p["user_id"],
-        session_id=p.get("session_id"),
-        scope=p["scope"],
-        tier=p["tier"],
-        kind=p["kind"],
-        category=p.get("category"),
-        content=p["content"],
-        search_text=p.get("search_text"),
-        speaker=p.get("speaker"),
-        event_time=p.get("event_time"),
-        created_at=p["created_at"],
-        is_current=bool(p["is_current"]),
-        superseded_at=p.get("superseded_at"),
-        deleted=bool(p.get("deleted", False)),
-        replaces_id=p.get("replaces_id"),
-        version=int(p["version"]),
-        source_ids=list(p.get("source_ids") or []),
-        metadata=json.loads(p.get("metadata") or "{}"),
-    )
+    return record_from_fields(_plain(item), id_key="id", load_metadata=lambda raw: json.loads(raw or "{}"))
 
 
 def matches(record: MemoryRecord, filters: MemoryFilters, *, search: bool) -> bool:

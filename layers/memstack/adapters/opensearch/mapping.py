@@ -9,9 +9,9 @@ can change by reindexing into ``-v<N+1>`` and swapping the alias atomically
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
 from typing import Any
 
+from memstack.adapters.stored_fields import iso, record_from_fields, stored_fields
 from memstack.models import MemoryRecord
 
 VECTOR_FIELDS = ("embedding_full", "embedding_coarse")
@@ -99,33 +99,13 @@ def index_template(
     }
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
 def to_doc(record: MemoryRecord) -> dict[str, Any]:
     """The ``_source`` of a record (vectors included when present)."""
     doc: dict[str, Any] = {
         "memory_id": record.id,
-        "tenant": record.tenant,
-        "user_id": record.user_id,
-        "session_id": record.session_id,
-        "scope": str(record.scope),
-        "tier": str(record.tier),
-        "kind": str(record.kind),
-        "category": str(record.category) if record.category else None,
-        "content": record.content,
-        "search_text": record.search_text,
-        "speaker": record.speaker,
-        "event_time": _iso(record.event_time),
-        "created_at": _iso(record.created_at),
-        "effective_time": _iso(record.event_time or record.created_at),
-        "is_current": record.is_current,
-        "superseded_at": _iso(record.superseded_at),
-        "deleted": record.deleted,
-        "replaces_id": record.replaces_id,
-        "version": record.version,
-        "source_ids": list(record.source_ids),
+        **stored_fields(record),
+        # event_time when known, else created_at: what the after/before filters compare.
+        "effective_time": iso(record.event_time or record.created_at),
         "metadata": record.metadata,
     }
     if record.embedding_full is not None:
@@ -137,25 +117,4 @@ def to_doc(record: MemoryRecord) -> dict[str, Any]:
 
 def from_source(source: dict[str, Any]) -> MemoryRecord:
     """A record (without vectors) from a document ``_source``."""
-    return MemoryRecord(
-        id=source["memory_id"],
-        tenant=source["tenant"],
-        user_id=source["user_id"],
-        session_id=source.get("session_id"),
-        scope=source["scope"],
-        tier=source["tier"],
-        kind=source["kind"],
-        category=source.get("category"),
-        content=source["content"],
-        search_text=source.get("search_text"),
-        speaker=source.get("speaker"),
-        event_time=source.get("event_time"),
-        created_at=source["created_at"],
-        is_current=bool(source["is_current"]),
-        superseded_at=source.get("superseded_at"),
-        deleted=bool(source.get("deleted", False)),
-        replaces_id=source.get("replaces_id"),
-        version=int(source["version"]),
-        source_ids=list(source.get("source_ids") or []),
-        metadata=dict(source.get("metadata") or {}),
-    )
+    return record_from_fields(source, id_key="memory_id", load_metadata=lambda raw: dict(raw or {}))

@@ -13,43 +13,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-MONTHS = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
+from memstack.domain.calendar_words import (
+    CARDINAL_WORDS,
+    MONTH_NAMES,
+    MONTH_NUMBERS,
+    SEASON_START_MONTHS,
+    WEEKDAY_NAMES,
 )
-_MONTH_ABBR = {m[:3]: i + 1 for i, m in enumerate(MONTHS)} | {"sept": 9}
-# Northern-hemisphere meteorological seasons: the month each starts.
-SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
-NUMBER_WORDS = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "a couple of": 2,
-    "a few": 3,
-    "several": 3,
-}
+
+WEEKDAYS = WEEKDAY_NAMES
+MONTHS = MONTH_NAMES
+SEASONS = SEASON_START_MONTHS
+# The phrases rewritten here include the article ("a few days ago"), and "several".
+NUMBER_WORDS = CARDINAL_WORDS | {"a couple of": 2, "a few": 3, "several": 3}
 _NUM = (
     r"(?P<n>\d+|a couple of|a few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 )
@@ -262,7 +238,8 @@ def _month_number(name: str) -> int | None:
     return (
         MONTHS.index(name) + 1
         if name in MONTHS
-        else _MONTH_ABBR.get(name[:4] if name == "sept" else name[:3])
+        # Only abbreviations (three letters, or "sept") are looked up here: the full names are above.
+        else MONTH_NUMBERS.get(name[:4] if name == "sept" else name[:3])
     )
 
 
