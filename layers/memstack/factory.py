@@ -161,6 +161,7 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
         temporal_blend=settings.temporal_blend,
         consolidated_stm_weight=settings.consolidated_stm_weight,
         dedup_threshold=settings.dedup_threshold,
+        dedup_by_source=settings.dedup_by_source,
         rerank_candidates=settings.rerank_candidates,
         history_max_versions=settings.history_max_versions,
     )

@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     temporal_window_days: float = Field(30.0, gt=0.0)
     temporal_blend: float = Field(0.6, ge=0.0, le=1.0, description="share of the fused score in the blend")
     dedup_threshold: float = Field(0.99, gt=0.0, le=1.0)
+    dedup_by_source: bool = Field(
+        True, description="drop a raw turn when an LTM memory made from it is also a result"
+    )
     rerank_candidates: int = Field(50, ge=1, le=1000)
     consolidated_stm_weight: float = Field(
         0.5, ge=0.0, le=1.0, description="score factor for STM already consolidated (0 hides it)"

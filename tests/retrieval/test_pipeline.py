@@ -138,7 +138,7 @@ def test_near_duplicates_collapse_to_the_better_one(service: MemoryService) -> N
     result = search(service, "green tea", top_k=5)
     sources = [h.record.source_ids[0] for h in result.hits]
     assert sorted(sources) in (["a", "c"], ["b", "c"])
-    assert result.stage_status["dedup"] == "ok: 1 removed"
+    assert result.stage_status["dedup"] == "ok: 1 removed, 0 turns merged into their memories"
 
 
 def test_history_query_returns_the_old_version_marked(service: MemoryService) -> None:

@@ -94,9 +94,10 @@ def ingest(
     if as_json:
         print_json(summary)
     else:
+        extraction = "extracted" if sync else "queued for extraction"
         console.print(
             f"ingested {len(accepted)} messages for user [bold]{user}[/bold] "
-            f"({stored} new, {len(accepted) - stored} already stored, {queued} queued for extraction)"
+            f"({stored} new, {len(accepted) - stored} already stored, {queued} {extraction})"
         )
         if queued and not sync:
             console.print(

@@ -158,7 +158,12 @@ class Retriever:
                 vectors = {**vectors, **self.store.embeddings(req.tenant, req.user_id, missing)}
             dropped = near_duplicates([h.record.id for h in hits], vectors, cfg.dedup_threshold)
             hits = [h for h in hits if h.record.id not in dropped]
-        status["dedup"] = f"ok: {len(dropped)} removed"
+            merged = stages.merge_turns_into_memories(hits) if cfg.dedup_by_source else set()
+            if merged:
+                hits = sorted(
+                    (h for h in hits if h.record.id not in merged), key=lambda h: h.score, reverse=True
+                )
+        status["dedup"] = f"ok: {len(dropped)} removed, {len(merged)} turns merged into their memories"
 
         with clock.stage("rerank"):
             if self.reranker is None:

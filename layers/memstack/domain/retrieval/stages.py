@@ -11,7 +11,7 @@ import numpy as np
 from memstack.domain import versions
 from memstack.domain.retrieval.types import SearchHit, SearchRequest
 from memstack.domain.vectors import coarse_prefix
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier
 from memstack.ports.reranker import Reranker
 from memstack.ports.store import MemoryStore
 
@@ -39,6 +39,41 @@ def vector_search(
     scores = np.vstack([full[i] for i in ids]) @ np.asarray(query_vec, dtype=np.float32)
     order = np.argsort(-scores, kind="stable")
     return [ScoredId(id=ids[i], score=float(scores[i])) for i in order], full
+
+
+def merge_turns_into_memories(hits: list[SearchHit]) -> set[str]:
+    """Raw turns that a current LTM memory among the hits was last made from; returns their ids.
+
+    The turn and the memory state one fact: the memory is kept (it is current,
+    categorised, dated) and takes the better of the two scores, so merging
+    never pushes the fact down the list. Provenance is unchanged: the memory's
+    ``source_ids`` name the turn.
+    """
+    memory_of: dict[str, SearchHit] = {}
+    for hit in hits:
+        r = hit.record
+        if r.tier == Tier.LTM and r.is_current and not r.deleted and r.source_ids:
+            # Only the newest source: an updated memory ("lives in Osaka", from the
+            # Tokyo turn and the Osaka turn) replaces what the Osaka turn said, while
+            # the Tokyo turn stays findable as what was said before.
+            source = r.source_ids[-1]
+            best = memory_of.get(source)
+            if best is None or hit.score > best.score:
+                memory_of[source] = hit
+    merged: set[str] = set()
+    for hit in hits:
+        r = hit.record
+        if r.tier != Tier.STM or len(r.source_ids) != 1:
+            continue
+        memory = memory_of.get(r.source_ids[0])
+        if memory is None:
+            continue
+        merged.add(r.id)
+        if hit.score > memory.score:
+            memory.stages["merged_turn_score"] = hit.score
+            memory.score = hit.score
+            memory.stages["score"] = hit.score
+    return merged
 
 
 def rerank(reranker: Reranker, query: str, hits: list[SearchHit], candidates: int) -> list[SearchHit]:

@@ -42,6 +42,8 @@ class RetrievalConfig:
     consolidated_stm_weight: float = 0.5
     # stage 6: near-duplicate removal
     dedup_threshold: float = 0.99
+    #: a raw turn (tier stm) and a current LTM memory made from it are one fact: keep the memory
+    dedup_by_source: bool = True
     # stage 7: rerank
     rerank_candidates: int = 50
     # stage 8: history
