@@ -18,7 +18,6 @@ from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.scheduler import due_users, housekeeping, schedule
 from memstack.domain.ingest import Ingestor, IngestResult
 from memstack.domain.retrieve import Retriever, SearchRequest, SearchResult
-from memstack.errors import NotFound
 from memstack.models import MemoryFilters, MemoryRecord, Message, Scope
 from memstack.ports.embedder import Embedder
 from memstack.ports.queue import Job, JobQueue
@@ -84,7 +83,7 @@ class MemoryService:
         return self.store.list(tenant, user_id, filters or MemoryFilters(), limit, cursor)
 
     def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:
-        return versions.current_or_404(self.store, tenant, user_id, memory_id)
+        return versions.visible_or_404(self.store, tenant, user_id, memory_id)
 
     def history(self, tenant: str, user_id: str, memory_id: str) -> builtins.list[MemoryRecord]:
         return versions.history(self.store, tenant, user_id, memory_id)
@@ -94,8 +93,6 @@ class MemoryService:
         self, tenant: str, user_id: str, memory_id: str, content: str, now: datetime | None = None
     ) -> MemoryRecord:
         old = versions.current_or_404(self.store, tenant, user_id, memory_id)
-        if not old.is_current:
-            raise NotFound(f"memory {memory_id} is not the current version")
         new = versions.new_version(
             old,
             content=content,
@@ -109,8 +106,6 @@ class MemoryService:
 
     def delete(self, tenant: str, user_id: str, memory_id: str, now: datetime | None = None) -> MemoryRecord:
         old = versions.current_or_404(self.store, tenant, user_id, memory_id)
-        if not old.is_current:
-            raise NotFound(f"memory {memory_id} is not the current version")
         tombstone = versions.new_version(
             old, content=None, embedder=None, coarse_dim=self.settings.coarse_dim, deleted=True, now=now
         )

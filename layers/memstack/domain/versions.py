@@ -18,10 +18,19 @@ from memstack.ports.embedder import Embedder
 from memstack.ports.store import MemoryStore
 
 
-def current_or_404(store: MemoryStore, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:
+def visible_or_404(store: MemoryStore, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:
+    """Any version of a memory that is not a tombstone (what ``GET`` may show)."""
     record = store.get(tenant, user_id, memory_id)
     if record is None or record.deleted:
         raise NotFound(f"memory {memory_id} not found")
+    return record
+
+
+def current_or_404(store: MemoryStore, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:
+    """The current version (what an edit or a delete may replace)."""
+    record = visible_or_404(store, tenant, user_id, memory_id)
+    if not record.is_current:
+        raise NotFound(f"memory {memory_id} is not the current version")
     return record
 
 
