@@ -26,6 +26,7 @@ from memstack.adapters.embedded.store import EmbeddedMemoryStore
 from moto import mock_aws
 
 TABLE = "memstack-memories-test"
+SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:memstack-db-AbCdEf"
 FULL_DIM = 64
 COARSE_DIM = 16
 
@@ -81,6 +82,25 @@ def _postgres(request: pytest.FixtureRequest) -> Iterator[Any]:
     store.close()
 
 
+def _postgres_data_api(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The same database through the Data API executor (an emulated ``rds-data`` client)."""
+    from memstack.adapters.postgres.data_api_executor import DataApiExecutor
+    from memstack.adapters.postgres.store import PostgresMemoryStore
+
+    from tests.data_api_emulator import DataApiEmulator
+
+    server = request.getfixturevalue("postgres_server")
+    schema = request.getfixturevalue("postgres_schema")
+    client = DataApiEmulator(server.dsn)
+    executor = DataApiExecutor(
+        "arn:aws:rds:us-east-1:123456789012:cluster:memstack", SECRET_ARN, "postgres", client=client
+    )
+    store = PostgresMemoryStore(executor, schema=schema, coarse_dim=COARSE_DIM)
+    yield store
+    store.close()
+    client.close()
+
+
 def _opensearch(tmp_path: Path) -> Iterator[Any]:
     url = os.environ.get("OPENSEARCH_URL")
     if not url:
@@ -103,14 +123,20 @@ def _opensearch(tmp_path: Path) -> Iterator[Any]:
     store.close()
 
 
-BACKENDS = {"embedded": _embedded, "dynamodb": _dynamodb, "postgres": _postgres, "opensearch": _opensearch}
+BACKENDS = {
+    "embedded": _embedded,
+    "dynamodb": _dynamodb,
+    "postgres": _postgres,
+    "postgres-data-api": _postgres_data_api,
+    "opensearch": _opensearch,
+}
 
 
 @pytest.fixture(
     params=[pytest.param(name, marks=pytest.mark.live) if name == "opensearch" else name for name in BACKENDS]
 )
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "postgres":
-        yield from _postgres(request)
+    if request.param.startswith("postgres"):
+        yield from BACKENDS[request.param](request)
     else:
         yield from BACKENDS[request.param](tmp_path)

@@ -120,6 +120,9 @@ def evaluate(
             run_settings = settings.model_copy(update={"data_dir": Path(tmp) / conv.sample_id})
             service = build_service(run_settings, embedder=memo)
             try:
+                # A store outside the data directory (postgres) outlives the run:
+                # each conversation starts from an empty user there too.
+                service.store.erase_user(TENANT, USER)
                 start = time.perf_counter()
                 for session in sorted(conv.sessions):
                     msgs = messages_of(conv, session)

@@ -12,6 +12,7 @@ before giving up with ``StoreUnavailable``.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -154,7 +155,9 @@ class DataApiExecutor:
         try:
             yield tx
         except BaseException:
-            self._call("rollback_transaction", transactionId=transaction_id)
+            # The database ends an abandoned transaction itself; the first error is the one to report.
+            with contextlib.suppress(Exception):
+                self._call("rollback_transaction", transactionId=transaction_id)
             raise
         self._call("commit_transaction", transactionId=transaction_id)
 

@@ -38,6 +38,9 @@ from memstack.models import MemoryFilters
 #: FTS5's Okapi constants (``memstack.domain.bm25`` uses the same)
 K1 = 1.2
 B = 0.75
+#: FTS5's idf (never below 1e-6) and the length normalisation, over the CTEs below
+IDF = "greatest(ln((stats.n - df.df + 0.5) / (df.df + 0.5)), 1e-6)"
+LENGTH_NORM = f"{K1}::float8 * (1 - {B}::float8 + {B}::float8 * tf.doc_len / greatest(stats.avgdl, 1e-9))"
 
 
 def bm25_sql(schema: str, query: str, k: int, filters: MemoryFilters) -> tuple[str, dict[str, Any]] | None:
@@ -56,7 +59,7 @@ WITH q AS (
     FROM (SELECT tsvector_to_array(to_tsvector('{schema}.memstack_english'::regconfig, :terms))
           AS lexemes) t
 ),
-stats AS (
+stats AS MATERIALIZED (
     SELECT count(*)::float8 AS n, coalesce(avg(m.doc_len), 0)::float8 AS avgdl
     FROM {schema}.memories m WHERE {OWNER} AND NOT m.deleted AND m.is_current
 ),
@@ -65,16 +68,14 @@ matched AS MATERIALIZED (
     FROM {schema}.memories m, q
     WHERE {OWNER} AND {corpus} AND m.tsv @@ q.tsq
 ),
-tf AS (
+tf AS MATERIALIZED (
+    -- setweight + ts_filter keep only the query's lexemes (with their positions)
+    -- before unnesting, so the cost follows the query, not the document length.
     SELECT d.id, d.doc_len, d.wanted, t.lexeme, cardinality(t.positions)::float8 AS tf
-    FROM matched d, q, unnest(d.tsv) t
-    WHERE t.lexeme = ANY (q.lexemes)
+    FROM matched d, q, unnest(ts_filter(setweight(d.tsv, 'A', q.lexemes), '{{a}}')) t
 ),
 df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme)
-SELECT tf.id,
-       sum(greatest(ln((stats.n - df.df + 0.5) / (df.df + 0.5)), 1e-6)
-           * tf.tf * {K1 + 1} / (tf.tf + {K1} * (1 - {B} + {B} * tf.doc_len / greatest(stats.avgdl, 1e-9))))
-       AS score
+SELECT tf.id, sum({IDF} * tf.tf * {K1 + 1}::float8 / (tf.tf + {LENGTH_NORM})) AS score
 FROM tf JOIN df USING (lexeme) CROSS JOIN stats
 WHERE tf.wanted
 GROUP BY tf.id

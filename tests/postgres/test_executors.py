@@ -1,0 +1,80 @@
+"""The ``SqlExecutor`` contract, run on both implementations against the real database.
+
+``psycopg`` connects directly; ``data-api`` goes through ``DataApiExecutor``
+and an ``rds-data`` client that answers from the same database
+(tests/data_api_emulator.py). The wire format of the Data API itself is
+checked with botocore's Stubber in test_data_api_executor.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from memstack.adapters.postgres.data_api_executor import DataApiExecutor
+from memstack.adapters.postgres.executor import DuplicateKey, vector_from_binary, vector_text
+from memstack.adapters.postgres.psycopg_executor import PsycopgExecutor
+
+from tests.conformance.conftest import SECRET_ARN
+from tests.data_api_emulator import DataApiEmulator
+
+CLUSTER_ARN = "arn:aws:rds:us-east-1:123456789012:cluster:memstack"
+
+
+@pytest.fixture(params=["psycopg", "data-api"])
+def executor(request: pytest.FixtureRequest, postgres_server: Any, postgres_schema: str) -> Iterator[Any]:
+    if request.param == "psycopg":
+        ex: Any = PsycopgExecutor(postgres_server.dsn, max_size=2)
+        emulator = None
+    else:
+        emulator = DataApiEmulator(postgres_server.dsn)
+        ex = DataApiExecutor(CLUSTER_ARN, SECRET_ARN, "postgres", client=emulator)
+    ex.query(f"CREATE SCHEMA {postgres_schema}")
+    ex.query(f"CREATE TABLE {postgres_schema}.t (k text PRIMARY KEY, n bigint)")
+    ex.schema = postgres_schema  # type: ignore[attr-defined]
+    yield ex
+    ex.close()
+    if emulator is not None:
+        emulator.close()
+
+
+def test_portable_values_round_trip(executor: Any) -> None:
+    rows = executor.query(
+        "SELECT :s AS s, :i AS i, :f AS f, :b AS b, CAST(:n AS text) AS n, decode(:hex, 'hex') AS blob, "
+        "vector_send(CAST(:v AS vector)) AS v, 'it''s 100%' AS literal, 2::int8 * 3 AS cast_ok",
+        {
+            "s": "naïve 'quoted'",
+            "i": 2**40,
+            "f": 0.25,
+            "b": True,
+            "n": None,
+            "hex": "00ff",
+            "v": vector_text([0.1, -2.5, 3.0]),
+        },
+    )
+    (row,) = rows
+    assert (row["s"], row["i"], row["f"], row["b"], row["n"]) == ("naïve 'quoted'", 2**40, 0.25, True, None)
+    assert bytes(row["blob"]) == b"\x00\xff"
+    assert vector_from_binary(row["v"]).tolist() == pytest.approx([0.1, -2.5, 3.0], rel=1e-7)
+    assert (row["literal"], row["cast_ok"]) == ("it's 100%", 6)
+    assert executor.query(f"SELECT k FROM {executor.schema}.t") == []
+
+
+def test_a_transaction_commits_together_or_not_at_all(executor: Any) -> None:
+    t = f"{executor.schema}.t"
+    with executor.transaction() as tx:
+        tx.query(f"INSERT INTO {t} (k, n) VALUES (:k, :n)", {"k": "a", "n": 1})
+        tx.query(f"INSERT INTO {t} (k, n) VALUES (:k, :n)", {"k": "b", "n": 2})
+    with pytest.raises(RuntimeError), executor.transaction() as tx:
+        tx.query(f"INSERT INTO {t} (k, n) VALUES (:k, :n)", {"k": "c", "n": 3})
+        raise RuntimeError("the caller changed its mind")
+    assert [r["k"] for r in executor.query(f"SELECT k FROM {t} ORDER BY k")] == ["a", "b"]
+
+
+def test_a_unique_violation_is_duplicate_key_and_changes_nothing(executor: Any) -> None:
+    t = f"{executor.schema}.t"
+    executor.query(f"INSERT INTO {t} (k, n) VALUES (:k, :n)", {"k": "a", "n": 1})
+    with pytest.raises(DuplicateKey):
+        executor.query(f"INSERT INTO {t} (k, n) VALUES ('b', 2), (:k, :n)", {"k": "a", "n": 9})
+    assert executor.query(f"SELECT k, n FROM {t} ORDER BY k") == [{"k": "a", "n": 1}]
