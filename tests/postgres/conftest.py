@@ -7,12 +7,29 @@ from typing import Any
 
 import psycopg
 import pytest
+from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.adapters.postgres.connect import SESSION_SETTINGS
 from memstack.adapters.postgres.devserver import DevPostgres
 from memstack.adapters.postgres.psycopg_executor import PsycopgExecutor
 from memstack.adapters.postgres.store import PostgresMemoryStore
+from memstack.domain.vectors import coarse_prefix
+from memstack.models import MemoryRecord
 
 COARSE_DIM = 16
+EMB = HashingEmbedder(64)
+
+
+def record(content: str, tenant: str = "t1", user: str = "u1", **fields: Any) -> MemoryRecord:
+    """A memory of ``user`` with hashing-embedder vectors (64-d full, 16-d coarse)."""
+    vec = EMB.embed([content])[0]
+    return MemoryRecord(
+        tenant=tenant,
+        user_id=user,
+        content=content,
+        embedding_full=vec.tolist(),
+        embedding_coarse=coarse_prefix(vec, COARSE_DIM).tolist(),
+        **fields,
+    )
 
 
 @pytest.fixture

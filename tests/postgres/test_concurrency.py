@@ -5,26 +5,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.domain import versions
-from memstack.domain.vectors import coarse_prefix
 from memstack.errors import Conflict
-from memstack.models import MemoryFilters, MemoryRecord
+from memstack.models import MemoryFilters
 
-from .conftest import COARSE_DIM, backends_waiting_on_lock, wait_for
-
-EMB = HashingEmbedder(64)
-
-
-def record(content: str) -> MemoryRecord:
-    vec = EMB.embed([content])[0]
-    return MemoryRecord(
-        tenant="t1",
-        user_id="u1",
-        content=content,
-        embedding_full=vec.tolist(),
-        embedding_coarse=coarse_prefix(vec, COARSE_DIM).tolist(),
-    )
+from .conftest import COARSE_DIM, EMB, backends_waiting_on_lock, record, wait_for
 
 
 def test_concurrent_supersedes_of_one_version_from_two_connections(make_store: Any, admin: Any) -> None:

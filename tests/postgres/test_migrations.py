@@ -6,34 +6,19 @@ import threading
 from typing import Any
 
 import pytest
-from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.adapters.postgres import schema as pg_schema
 from memstack.adapters.postgres.schema import LATEST, Migration, applied_versions, migrate
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import SettingsError
-from memstack.models import MemoryFilters, MemoryRecord
+from memstack.models import MemoryFilters
 
-from .conftest import COARSE_DIM
-
-EMB = HashingEmbedder(64)
+from .conftest import COARSE_DIM, EMB, record
 
 
 def _executor(postgres_server: Any) -> Any:
     from memstack.adapters.postgres.psycopg_executor import PsycopgExecutor
 
     return PsycopgExecutor(postgres_server.dsn, max_size=1)
-
-
-def _record(content: str) -> MemoryRecord:
-    vec = EMB.embed([content])[0]
-    return MemoryRecord(
-        tenant="t1",
-        user_id="u1",
-        content=content,
-        source_ids=["m1"],
-        embedding_full=vec.tolist(),
-        embedding_coarse=coarse_prefix(vec, COARSE_DIM).tolist(),
-    )
 
 
 def test_from_an_empty_database_every_migration_applies_once(
@@ -70,7 +55,10 @@ def test_from_a_previous_schema_the_data_stays_and_becomes_searchable(
         assert applied_versions(executor, postgres_schema) == list(range(1, previous + 1))
         # Rows written by a store on the older schema (inserts name no later column).
         old = make_store(migrate_on_start=False)
-        kept = [_record("the golden retriever is called Biscuit"), _record("ramen with extra garlic")]
+        kept = [
+            record("the golden retriever is called Biscuit", source_ids=["m1"]),
+            record("ramen with extra garlic", source_ids=["m1"]),
+        ]
         old.put(kept)
         applied = migrate(executor, postgres_schema, COARSE_DIM)
         assert [m.version for m in applied] == list(range(previous + 1, LATEST + 1))
