@@ -18,6 +18,7 @@ from constructs import Construct
 
 from stacks.config import StackConfig
 from stacks.constructs import bedrock
+from stacks.constructs.aurora import MemoryDatabase
 from stacks.constructs.functions import StandardFunction, memstack_layer
 from stacks.constructs.queues import CONSOLIDATION_WORKER_TIMEOUT, EXTRACTION_WORKER_TIMEOUT, Queues
 from stacks.constructs.search import SearchBackend
@@ -35,6 +36,7 @@ def memstack_environment(
     queues: Queues,
     search: SearchBackend | None,
     topic: sns.ITopic,
+    database: MemoryDatabase | None = None,
 ) -> dict[str, str]:
     env = {
         "MEMSTACK_STORE_BACKEND": config.store_backend,
@@ -66,6 +68,8 @@ def memstack_environment(
     if search is not None:
         env["MEMSTACK_OPENSEARCH_ENDPOINT"] = search.endpoint
         env["MEMSTACK_OPENSEARCH_SERVICE"] = search.service
+    if database is not None:
+        env.update(database.environment())
     return env
 
 
@@ -80,10 +84,11 @@ class Compute(Construct):
         queues: Queues,
         search: SearchBackend | None,
         topic: sns.ITopic,
+        database: MemoryDatabase | None = None,
     ) -> None:
         super().__init__(scope, cid)
         self.layer = memstack_layer(self, "Layer", config)
-        env = memstack_environment(config, self, storage, queues, search, topic)
+        env = memstack_environment(config, self, storage, queues, search, topic, database)
 
         def make(
             cid: str, handler_dir: str, short: str, memory: int, timeout: Duration, description: str
@@ -143,6 +148,9 @@ class Compute(Construct):
         )
 
         self._grant_data(config, storage, queues, search, topic)
+        if database is not None:
+            for fn in self.data_plane():
+                database.grant_data_api(fn)
         self._grant_models(config)
         self.extraction_worker.add_event_source(
             sources.SqsEventSource(
