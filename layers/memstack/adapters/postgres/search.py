@@ -63,16 +63,13 @@ stats AS MATERIALIZED (
     SELECT count(*)::float8 AS n, coalesce(avg(m.doc_len), 0)::float8 AS avgdl
     FROM {schema}.memories m WHERE {OWNER} AND NOT m.deleted AND m.is_current
 ),
-matched AS MATERIALIZED (
-    SELECT m.id, m.tsv, m.doc_len, (TRUE{where}) AS wanted
-    FROM {schema}.memories m, q
-    WHERE {OWNER} AND {corpus} AND m.tsv @@ q.tsq
-),
 tf AS MATERIALIZED (
-    -- setweight + ts_filter keep only the query's lexemes (with their positions)
-    -- before unnesting, so the cost follows the query, not the document length.
-    SELECT d.id, d.doc_len, d.wanted, t.lexeme, cardinality(t.positions)::float8 AS tf
-    FROM matched d, q, unnest(ts_filter(setweight(d.tsv, 'A', q.lexemes), '{{a}}')) t
+    -- One pass over the matching rows. setweight + ts_filter keep only the
+    -- query's lexemes (with their positions) before unnesting, so the cost
+    -- follows the query, not the document's length.
+    SELECT m.id, m.doc_len, (TRUE{where}) AS wanted, t.lexeme, cardinality(t.positions)::float8 AS tf
+    FROM {schema}.memories m, q, unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{{a}}')) t
+    WHERE {OWNER} AND {corpus} AND m.tsv @@ q.tsq
 ),
 df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme)
 SELECT tf.id, sum({IDF} * tf.tf * {K1 + 1}::float8 / (tf.tf + {LENGTH_NORM})) AS score
