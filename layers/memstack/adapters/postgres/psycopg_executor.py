@@ -2,15 +2,19 @@
 
 Statements are prepared by psycopg after a few executions on a connection
 (``prepare_threshold``), which is all "prepared statements" needs here.
-A connection is checked before it is handed out, so a server restart or an
-idle connection the network dropped costs a reconnect, not a failed request;
-a connection that breaks *during* a request becomes ``StoreUnavailable`` (a
-503 the client may retry) and the pool replaces it.
+A connection that sat idle for a while is checked before it is handed out,
+so a server restart or an idle connection the network dropped costs a
+reconnect, not a failed request (a connection in steady use is not, which
+saves a round trip per statement); a connection that breaks *during* a
+request becomes ``StoreUnavailable`` (a 503 the client may retry) and the
+pool replaces it.
 """
 
 from __future__ import annotations
 
 import re
+import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -22,6 +26,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memstack.adapters.postgres.executor import DuplicateKey, Params, Row, SqlExecutor, StoreUnavailable
 
+#: a connection idle longer than this is checked before use
+CHECK_AFTER_IDLE_SECONDS = 5.0
 # ``:name`` but not the second colon of a ``::type`` cast.
 _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
@@ -74,8 +80,26 @@ class _ConnectionExecutor:
         pass
 
 
+class _IdleCheck:
+    """The pool's ``check`` and ``reset`` hooks: check a connection only after it sat idle."""
+
+    def __init__(self, after_seconds: float) -> None:
+        self.after_seconds = after_seconds
+        self._returned: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def returned(self, conn: psycopg.Connection[Any]) -> None:
+        self._returned[conn] = time.monotonic()
+
+    def check(self, conn: psycopg.Connection[Any]) -> None:
+        last = self._returned.get(conn)
+        if last is None or time.monotonic() - last > self.after_seconds:
+            ConnectionPool.check_connection(conn)
+
+
 class PsycopgExecutor:
-    """A pool of ``min_size``..``max_size`` autocommit connections to ``dsn``."""
+    """A pool of 1..``max_size`` autocommit connections to ``dsn``."""
 
     def __init__(
         self,
@@ -89,13 +113,15 @@ class PsycopgExecutor:
         kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 2}
         if options:
             kwargs["options"] = options
+        idle = _IdleCheck(CHECK_AFTER_IDLE_SECONDS)
         self._pool = ConnectionPool(
             dsn,
             min_size=1,
             max_size=max_size,
             kwargs=kwargs,
             open=False,
-            check=ConnectionPool.check_connection,
+            check=idle.check,
+            reset=idle.returned,
             timeout=connect_timeout,
             num_workers=1,
             name="memstack-postgres",
