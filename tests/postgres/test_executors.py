@@ -78,3 +78,37 @@ def test_a_unique_violation_is_duplicate_key_and_changes_nothing(executor: Any) 
     with pytest.raises(DuplicateKey):
         executor.query(f"INSERT INTO {t} (k, n) VALUES ('b', 2), (:k, :n)", {"k": "a", "n": 9})
     assert executor.query(f"SELECT k, n FROM {t} ORDER BY k") == [{"k": "a", "n": 1}]
+
+
+def test_data_api_limits_split_writes_in_one_transaction_and_reads_in_chunks(
+    postgres_server: Any, postgres_schema: str
+) -> None:
+    from memstack.adapters.postgres.store import PostgresMemoryStore
+    from memstack.errors import Conflict
+
+    from .conftest import COARSE_DIM, record
+
+    emulator = DataApiEmulator(postgres_server.dsn)
+    executor = DataApiExecutor(CLUSTER_ARN, SECRET_ARN, "postgres", client=emulator)
+    # Tiny limits so that 30 records need several statements each way.
+    executor.max_request_bytes = 6_000
+    executor.max_result_bytes = 2_000
+    store = PostgresMemoryStore(executor, schema=postgres_schema, coarse_dim=COARSE_DIM, embedding_dim=64)
+    try:
+        records = [record(f"memory number {i}") for i in range(30)]
+        emulator.calls.clear()
+        store.put(records)
+        assert emulator.calls[0] == "BeginTransaction" and emulator.calls[-1] == "CommitTransaction"
+        assert emulator.calls.count("ExecuteStatement") > 3
+        ids = [r.id for r in records]
+        emulator.calls.clear()
+        vectors = store.embeddings("t1", "u1", ids)
+        assert set(vectors) == set(ids) and emulator.calls.count("ExecuteStatement") > 3
+        # A duplicate in a later batch undoes the earlier batches too.
+        fresh = [record(f"fresh memory {i}") for i in range(20)]
+        with pytest.raises(Conflict):
+            store.put([*fresh, records[0]])
+        assert store.get_many("t1", "u1", [r.id for r in fresh]) == {}
+    finally:
+        store.close()
+        emulator.close()

@@ -30,7 +30,8 @@ from memstack.ports.store import MemoryStore
 
 FORMAT = "memstack-export"
 FORMAT_VERSION = 1
-PAGE = 500
+#: records per listing page and per write (small enough for any backend's request limits)
+PAGE = 100
 EMBED_BATCH = 64
 
 

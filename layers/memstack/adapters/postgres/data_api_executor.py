@@ -39,6 +39,9 @@ _UNAVAILABLE = frozenset(
     }
 )
 _RESUMING = "DatabaseResumingException"
+#: the Data API's limits are 4 MiB per request and 1 MiB of result data; keep a margin
+REQUEST_BYTES = 3_000_000
+RESULT_BYTES = 700_000
 
 
 def encode_param(name: str, value: Param) -> dict[str, Any]:
@@ -73,6 +76,9 @@ def _error_code(exc: Exception) -> str:
 
 class DataApiExecutor:
     """Statements through ``rds-data`` on ``cluster_arn`` as the user in ``secret_arn``."""
+
+    max_request_bytes: int | None = REQUEST_BYTES
+    max_result_bytes: int | None = RESULT_BYTES
 
     def __init__(
         self,
@@ -166,6 +172,9 @@ class DataApiExecutor:
 
 
 class _DataApiTransaction:
+    max_request_bytes: int | None = REQUEST_BYTES
+    max_result_bytes: int | None = RESULT_BYTES
+
     def __init__(self, owner: DataApiExecutor, transaction_id: str) -> None:
         self.owner = owner
         self.transaction_id = transaction_id

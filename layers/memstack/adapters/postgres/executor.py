@@ -42,6 +42,11 @@ class StoreUnavailable(DependencyFailed):
 
 
 class SqlExecutor(Protocol):
+    #: the largest request and result one statement may carry (``None``: no limit);
+    #: the store splits larger batches (the Data API takes 4 MB in and 1 MB out)
+    max_request_bytes: int | None
+    max_result_bytes: int | None
+
     def query(self, sql: str, params: Params | None = None) -> list[Row]:
         """Run one statement and return its rows (an empty list for a statement without rows)."""
         ...

@@ -64,6 +64,9 @@ def _run(conn: psycopg.Connection[Any], sql: str, params: Params | None) -> list
 class _ConnectionExecutor:
     """The executor inside one transaction: every statement on the same connection."""
 
+    max_request_bytes: int | None = None
+    max_result_bytes: int | None = None
+
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
 
@@ -100,6 +103,9 @@ class _IdleCheck:
 
 class PsycopgExecutor:
     """A pool of 1..``max_size`` autocommit connections to ``dsn``."""
+
+    max_request_bytes: int | None = None
+    max_result_bytes: int | None = None
 
     def __init__(
         self,

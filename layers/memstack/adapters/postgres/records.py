@@ -95,6 +95,24 @@ def records_json(records: list[MemoryRecord]) -> str:
     return json_text([record_document(r) for r in records])
 
 
+def record_batches(records: list[MemoryRecord], max_bytes: int | None) -> list[str]:
+    """``records_json`` of consecutive slices, each under ``max_bytes`` when there is a limit."""
+    if max_bytes is None:
+        return [records_json(records)]
+    batches: list[str] = []
+    current: list[str] = []
+    size = 2
+    for record in records:
+        doc = json_text(record_document(record))
+        if current and size + len(doc.encode()) + 1 > max_bytes:
+            batches.append("[" + ",".join(current) + "]")
+            current, size = [], 2
+        current.append(doc)
+        size += len(doc.encode()) + 1
+    batches.append("[" + ",".join(current) + "]")
+    return batches
+
+
 #: ``jsonb_to_recordset`` column list for ``record_document`` objects
 RECORDSET_TYPES = (
     "tenant text, user_id text, id text, session_id text, scope text, tier text, kind text, "

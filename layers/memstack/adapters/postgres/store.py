@@ -34,6 +34,7 @@ from memstack.adapters.postgres.records import (
     RECORDSET_TYPES,
     micros,
     micros_sql,
+    record_batches,
     record_from_row,
     records_json,
 )
@@ -52,12 +53,14 @@ class PostgresMemoryStore:
         *,
         schema: str = "memstack",
         coarse_dim: int = 128,
+        embedding_dim: int = 384,
         exact_below: int = 5000,
         migrate_on_start: bool = True,
     ) -> None:
         self.executor = executor
         self.schema = check_identifier(schema)
         self.coarse_dim = coarse_dim
+        self.embedding_dim = embedding_dim
         self.exact_below = exact_below
         if migrate_on_start:
             migrate(executor, self.schema, coarse_dim)
@@ -91,6 +94,7 @@ SELECT (SELECT count(*) FROM old) AS retired, (SELECT count(*) FROM ins) AS inse
             build_executor(settings, rds_data_client),
             schema=settings.postgres_schema,
             coarse_dim=settings.coarse_dim,
+            embedding_dim=settings.embedding_dim,
             exact_below=settings.postgres_exact_search_below,
             migrate_on_start=settings.postgres_migrate_on_start,
         )
@@ -99,8 +103,14 @@ SELECT (SELECT count(*) FROM old) AS retired, (SELECT count(*) FROM ins) AS inse
     def put(self, records: list[MemoryRecord]) -> None:
         if not records:
             return
+        batches = record_batches(records, self.executor.max_request_bytes)
         try:
-            self.executor.query(self._insert_sql, {"records": records_json(records)})
+            if len(batches) == 1:
+                self.executor.query(self._insert_sql, {"records": batches[0]})
+                return
+            with self.executor.transaction() as tx:  # still all or nothing
+                for batch in batches:
+                    tx.query(self._insert_sql, {"records": batch})
         except DuplicateKey as exc:
             raise Conflict("a memory with one of these ids already exists") from exc
 
@@ -226,19 +236,22 @@ SELECT count(*) AS memories FROM gone""",
         return [ScoredId(id=r["id"], score=float(r["score"])) for r in rows]
 
     def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
-        if not ids:
-            return {}
-        rows = self.executor.query(
-            f"""SELECT m.id, vector_send(m.embedding_full) AS embedding FROM {self.schema}.memories m
-                WHERE {OWNER} AND m.embedding_full IS NOT NULL
-                  AND m.id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))""",
-            {"tenant": tenant, "user_id": user_id, "ids": json_text(ids)},
-        )
         out: dict[str, np.ndarray] = {}
-        for r in rows:
-            vector = vector_from_binary(r["embedding"])
-            if vector is not None:
-                out[r["id"]] = vector
+        # A result limit (the Data API's 1 MB) caps how many vectors one statement returns.
+        per_statement = len(ids)
+        if self.executor.max_result_bytes is not None:
+            per_statement = max(1, self.executor.max_result_bytes // (4 * self.embedding_dim + 64))
+        for start in range(0, len(ids), max(per_statement, 1)):
+            rows = self.executor.query(
+                f"""SELECT m.id, vector_send(m.embedding_full) AS embedding FROM {self.schema}.memories m
+                    WHERE {OWNER} AND m.embedding_full IS NOT NULL
+                      AND m.id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))""",
+                {"tenant": tenant, "user_id": user_id, "ids": json_text(ids[start : start + per_statement])},
+            )
+            for r in rows:
+                vector = vector_from_binary(r["embedding"])
+                if vector is not None:
+                    out[r["id"]] = vector
         return out
 
     def close(self) -> None:
