@@ -108,6 +108,15 @@ class Settings(BaseSettings):
         3600, ge=1, description="how long an Idempotency-Key is remembered"
     )
 
+    # --- MCP server (memstack mcp, /mcp on memstack serve) -----------------------------
+    mcp_user_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        description="the one user the MCP tools act for (else a tool argument)",
+    )
+    mcp_allow_erase: bool = Field(False, description="offer the erase_user tool (off: a model cannot erase)")
+
     # --- AWS -----------------------------------------------------------------------
     aws_region: str | None = None
     memories_table: str | None = None
