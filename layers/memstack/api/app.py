@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from aws_lambda_powertools.utilities.idempotency import BasePersistenceLayer, IdempotencyConfig
 
-from memstack.api import routes_admin, routes_memories, routes_search
+from memstack.api import routes_admin, routes_keyed, routes_memories, routes_search
 from memstack.api.auth import Authenticator
 from memstack.api.errors import error_body, install_error_handlers
 from memstack.api.idempotency import build_persistence, idempotency_config
@@ -148,6 +148,8 @@ def create_app(
     )
     app = MemstackResolver(deps)
     install_error_handlers(app)
+    # Keyed routes first: /v1/memories/keys/history is a key, not the history of memory "keys".
+    routes_keyed.register(app, deps)
     routes_memories.register(app, deps)
     routes_search.register(app, deps)
     routes_admin.register(app, deps)

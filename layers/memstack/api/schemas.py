@@ -81,7 +81,7 @@ MetadataValue = Annotated[
 ]
 
 # Keys the system itself writes into a record's metadata; a caller may not forge them.
-RESERVED_METADATA_KEYS = frozenset({"role", "consolidated", "edited"})
+RESERVED_METADATA_KEYS = frozenset({"role", "consolidated", "edited", "key"})
 
 
 def _no_reserved_keys(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -141,6 +141,23 @@ class SearchMemoriesRequest(Strict):
     reference_time: datetime | None = Field(None, description="'now' for relative dates in the query")
     explain: StrictBool = False
     include_history: StrictBool = False
+
+
+# A memory's key (``PUT /v1/memories/keys/{key}``): printable, no slash (it is one path segment).
+KEY_PATTERN = r"^[^\x00-\x1f\x7f/]+$"
+
+
+class PutKeyedMemoryRequest(Strict):
+    user_id: IdStr
+    content: Text
+    session_id: IdStr | None = Field(None, description="with scope CONTEXT: seen only in this session")
+    scope: Scope | None = None
+    kind: Kind | None = Field(None, description="fact (default) | event | preference")
+    category: Category | None = None
+    event_time: datetime | None = Field(None, description="when it happened (ISO 8601)")
+    metadata: Annotated[dict[MetadataKey, MetadataValue] | None, AfterValidator(_no_reserved_keys)] = Field(
+        None, max_length=50, description="replaces the previous version's metadata"
+    )
 
 
 class UpdateMemoryRequest(Strict):

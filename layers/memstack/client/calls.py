@@ -210,6 +210,47 @@ def history(memory_id: str, *, user_id: str) -> ApiCall[list[Memory]]:
     return ApiCall("GET", f"/v1/memories/{_segment(memory_id)}/history", parse, query={"user_id": user_id})
 
 
+def put_key(
+    key: str,
+    content: str,
+    *,
+    user_id: str,
+    session_id: str | None = None,
+    scope: str | None = None,
+    kind: str | None = None,
+    category: str | None = None,
+    event_time: datetime | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> ApiCall[Memory]:
+    """Write the memory named ``key`` directly (no extraction): version 1, or the next version."""
+    body = {
+        "user_id": user_id,
+        "content": content,
+        "session_id": session_id,
+        "scope": scope,
+        "kind": kind,
+        "category": category,
+        "event_time": event_time,
+        "metadata": metadata,
+    }
+    # Idempotent in effect: writing the same content twice leaves the same current memory.
+    return ApiCall("PUT", f"/v1/memories/keys/{_segment(key)}", _model(Memory), body=body)
+
+
+def get_key(key: str, *, user_id: str) -> ApiCall[Memory]:
+    return ApiCall("GET", f"/v1/memories/keys/{_segment(key)}", _model(Memory), query={"user_id": user_id})
+
+
+def delete_key(key: str, *, user_id: str) -> ApiCall[DeleteMemoryResponse]:
+    return ApiCall(
+        "DELETE",
+        f"/v1/memories/keys/{_segment(key)}",
+        _model(DeleteMemoryResponse),
+        query={"user_id": user_id},
+        idempotent=False,
+    )
+
+
 def erase_user(user_id: str) -> ApiCall[EraseUserResponse]:
     return ApiCall("DELETE", f"/v1/users/{_segment(user_id)}", _model(EraseUserResponse))
 
