@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install demo test lint typecheck check clean
+.PHONY: install demo test test-ts lint typecheck check clean
 
 install: $(STAMP)
 
@@ -23,7 +23,19 @@ $(STAMP): requirements.txt requirements-local.txt requirements-model.txt require
 demo: install
 	bash scripts/demo.sh
 
-test: install
+# The TypeScript client (clients/typescript): its own node_modules, tested with Node's test
+# runner against a live `memstack serve` first; then pytest, whose summary closes the run.
+TS := clients/typescript
+TS_STAMP := $(TS)/node_modules/.installed
+
+$(TS_STAMP): $(TS)/package.json $(TS)/package-lock.json
+	cd $(TS) && npm ci --no-audit --no-fund
+	touch $(TS_STAMP)
+
+test-ts: install $(TS_STAMP)
+	cd $(TS) && MEMSTACK_PYTHON=$(CURDIR)/$(BIN)/python npm test
+
+test: install test-ts
 	$(BIN)/python -m pytest
 
 lint: install
@@ -36,7 +48,7 @@ typecheck: install
 check: lint typecheck test
 
 clean:
-	rm -rf $(VENV) .memstack .memstack-demo cdk.out build
+	rm -rf $(VENV) .memstack .memstack-demo cdk.out build $(TS)/node_modules $(TS)/dist
 
 # --- CDK (engineer E): `make layer` builds the Lambda layer (needs PyPI once);
 # `make synth TIER=small|medium|large` writes cdk.out/ offline.
