@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install demo test test-ts lint typecheck check clean
+.PHONY: install demo test test-ts openapi lint typecheck check clean
 
 install: $(STAMP)
 
@@ -37,6 +37,11 @@ test-ts: install $(TS_STAMP)
 
 test: install test-ts
 	$(BIN)/python -m pytest
+
+# After changing the API: the OpenAPI document and the TypeScript types made from it.
+openapi: install $(TS_STAMP)
+	$(BIN)/memstack openapi > $(TS)/openapi.json
+	cd $(TS) && npm run -s generate
 
 lint: install
 	$(BIN)/ruff check layers lambdas stacks tests scripts app.py

@@ -1,4 +1,4 @@
-"""``memstack openapi``: the document, its security schemes, and the copy the TypeScript client is built from."""
+"""``memstack openapi``: the document, its security schemes, the copy the TypeScript client is made from."""
 
 from __future__ import annotations
 

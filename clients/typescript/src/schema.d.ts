@@ -1118,7 +1118,16 @@ export interface operations {
             };
         };
         responses: {
-            /** @description every message is durably stored */
+            /** @description stored and extracted (sync=true) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddMemoriesResponse"];
+                };
+            };
+            /** @description every message is durably stored; extraction is queued */
             202: {
                 headers: {
                     [name: string]: unknown;

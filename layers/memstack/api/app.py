@@ -28,8 +28,9 @@ from memstack.errors import MemstackError
 from memstack.service import MemoryService
 from memstack.settings import Settings
 
-# Reachable without credentials: liveness and the API's own documentation.
-PUBLIC_PATHS = frozenset({"/v1/health", "/docs", "/openapi.json"})
+# Reachable without credentials: liveness, the API's own documentation, and the icon every
+# browser asks for (it answers 404, not a confusing 401).
+PUBLIC_PATHS = frozenset({"/v1/health", "/docs", "/openapi.json", "/favicon.ico"})
 
 
 @dataclass

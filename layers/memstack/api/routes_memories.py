@@ -107,8 +107,12 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         summary="Add conversation messages",
         tags=["memories"],
         responses={
+            200: {
+                "description": "stored and extracted (sync=true)",
+                "content": {"application/json": {"model": AddMemoriesResponse}},
+            },
             202: {
-                "description": "every message is durably stored",
+                "description": "every message is durably stored; extraction is queued",
                 "content": {"application/json": {"model": AddMemoriesResponse}},
             },
             **error_responses(400, 401, 409, 413, 422),
@@ -134,7 +138,8 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             answer = do_add(request=request)
         else:
             answer = idempotent_add(request=request)
-        return _json(202, answer)
+        # 200 when the work is done (sync and extracted), 202 when some of it is still queued.
+        return _json(200 if answer["status"] == "processed" else 202, answer)
 
     @app.get(
         "/v1/memories",
