@@ -151,10 +151,20 @@ export interface components {
     schemas: {
         /** AddMemoriesRequest */
         AddMemoriesRequest: {
-            /** User Id */
-            user_id: string;
             /** Session Id */
             session_id?: string | null;
+            /**
+             * Run Id
+             * @description an alias of session_id (Mem0's name)
+             */
+            run_id?: string | null;
+            /** User Id */
+            user_id: string;
+            /**
+             * Agent Id
+             * @description the agent that took part; kept on the messages and the memories made from them
+             */
+            agent_id?: string | null;
             /** @default USER */
             scope?: components["schemas"]["Scope"];
             /** Messages */
@@ -350,6 +360,11 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /**
+             * Agent Id
+             * @description the agent of the conversation it came from
+             */
+            agent_id?: string | null;
         };
         /** MemoryHistory */
         MemoryHistory: {
@@ -439,6 +454,13 @@ export interface components {
         };
         /** SearchMemoriesRequest */
         SearchMemoriesRequest: {
+            /** Session Id */
+            session_id?: string | null;
+            /**
+             * Run Id
+             * @description an alias of session_id (Mem0's name)
+             */
+            run_id?: string | null;
             /** User Id */
             user_id: string;
             /** Query */
@@ -448,8 +470,6 @@ export interface components {
              * @default 10
              */
             top_k?: number;
-            /** Session Id */
-            session_id?: string | null;
             filters?: components["schemas"]["SearchFilters"] | null;
             /**
              * Reference Time
@@ -519,6 +539,11 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /**
+             * Agent Id
+             * @description the agent of the conversation it came from
+             */
+            agent_id?: string | null;
             /** Score */
             score: number;
             /**
@@ -1057,6 +1082,8 @@ export interface operations {
                 after?: string | null;
                 before?: string | null;
                 session_id?: string | null;
+                /** @description an alias of session_id */
+                run_id?: string | null;
             };
             header?: never;
             path?: never;

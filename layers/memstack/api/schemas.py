@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    model_validator,
     BaseModel,
     ConfigDict,
     Field,
@@ -81,7 +82,7 @@ MetadataValue = Annotated[
 ]
 
 # Keys the system itself writes into a record's metadata; a caller may not forge them.
-RESERVED_METADATA_KEYS = frozenset({"role", "consolidated", "edited", "key"})
+RESERVED_METADATA_KEYS = frozenset({"role", "consolidated", "edited", "key", "agent_id"})
 
 
 def _no_reserved_keys(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -98,6 +99,21 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class RunIdAlias(Strict):
+    """``run_id`` (Mem0's name for a conversation run) is ``session_id``."""
+
+    session_id: IdStr | None = None
+    run_id: IdStr | None = Field(None, description="an alias of session_id (Mem0's name)")
+
+    @model_validator(mode="after")
+    def _one_session(self) -> RunIdAlias:
+        if self.run_id is not None:
+            if self.session_id is not None and self.session_id != self.run_id:
+                raise ValueError("run_id is an alias of session_id: send one of them (or the same value)")
+            self.session_id, self.run_id = self.run_id, None
+        return self
+
+
 # ----------------------------------------------------------------------- requests
 class MessageIn(Strict):
     id: IdStr | None = Field(
@@ -111,9 +127,11 @@ class MessageIn(Strict):
     )
 
 
-class AddMemoriesRequest(Strict):
+class AddMemoriesRequest(RunIdAlias):
     user_id: IdStr
-    session_id: IdStr | None = None
+    agent_id: IdStr | None = Field(
+        None, description="the agent that took part; kept on the messages and the memories made from them"
+    )
     scope: Scope = Scope.USER
     messages: list[MessageIn] = Field(min_length=1)
     infer: StrictBool = Field(True, description="false stores the raw messages without extraction")
@@ -132,11 +150,10 @@ class SearchFilters(Strict):
     before: datetime | None = None
 
 
-class SearchMemoriesRequest(Strict):
+class SearchMemoriesRequest(RunIdAlias):
     user_id: IdStr
     query: Text
     top_k: StrictInt = Field(10, ge=1)
-    session_id: IdStr | None = None
     filters: SearchFilters | None = None
     reference_time: datetime | None = Field(None, description="'now' for relative dates in the query")
     explain: StrictBool = False
@@ -197,6 +214,7 @@ class Memory(BaseModel):
     version: int
     source_ids: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    agent_id: str | None = Field(None, description="the agent of the conversation it came from")
 
 
 class SearchResultItem(Memory):
