@@ -37,7 +37,19 @@ if TYPE_CHECKING:
 UserIdQuery = Annotated[str, Query(min_length=1, max_length=128, pattern=ID_PATTERN, description="the user")]
 MemoryIdPath = Annotated[str, Path(min_length=1, max_length=200)]
 LIST_PARAMS = frozenset(
-    {"user_id", "cursor", "limit", "kind", "category", "scope", "tier", "after", "before", "session_id", "run_id"}
+    {
+        "user_id",
+        "cursor",
+        "limit",
+        "kind",
+        "category",
+        "scope",
+        "tier",
+        "after",
+        "before",
+        "session_id",
+        "run_id",
+    }
 )
 MAX_LIST_LIMIT = 1000
 
@@ -51,7 +63,9 @@ def aware(value: datetime | None, timezone: str) -> datetime | None:
 
 def memory_out(record: MemoryRecord) -> dict[str, Any]:
     data = record.public_dict()
-    return Memory.model_validate({**data, "agent_id": data["metadata"].get("agent_id")}).model_dump(mode="json")
+    return Memory.model_validate({**data, "agent_id": data["metadata"].get("agent_id")}).model_dump(
+        mode="json"
+    )
 
 
 def reject_unknown_query(app: MemstackResolver, allowed: frozenset[str]) -> None:

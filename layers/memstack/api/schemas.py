@@ -20,7 +20,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    model_validator,
     BaseModel,
     ConfigDict,
     Field,
@@ -28,6 +27,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StringConstraints,
+    model_validator,
 )
 
 from memstack.models import Category, Kind, Role, Scope, Tier
