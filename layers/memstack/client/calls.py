@@ -138,7 +138,6 @@ def search(
     top_k: int | None = None,
     session_id: str | None = None,
     run_id: str | None = None,
-    agent_id: str | None = None,
     filters: Mapping[str, Any] | None = None,
     reference_time: datetime | None = None,
     explain: bool | None = None,
@@ -149,7 +148,6 @@ def search(
         "query": query,
         "top_k": top_k,
         "session_id": session_of(session_id, run_id),
-        "agent_id": agent_id,
         "filters": filters,
         "reference_time": reference_time,
         "explain": explain,
@@ -165,8 +163,6 @@ def list_memories(
     cursor: str | None = None,
     session_id: str | None = None,
     run_id: str | None = None,
-    agent_id: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
     **filters: Any,
 ) -> ApiCall[MemoryList]:
     query = {
@@ -174,8 +170,6 @@ def list_memories(
         "limit": limit,
         "cursor": cursor,
         "session_id": session_of(session_id, run_id),
-        "agent_id": agent_id,
-        "metadata": metadata,
         **filters,
     }
     return ApiCall("GET", "/v1/memories", _model(MemoryList), query=query)

@@ -150,7 +150,6 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             user_id=kit.user(user_id),
             top_k=top_k,
             session_id=session_id or kit.session_id,
-            agent_id=kit.agent_id,
             filters={k: v for k, v in filters.items() if v is not None} or None,
         )
         return kit.run(call, headers(ctx))
@@ -176,7 +175,6 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             tier=tier,
             kind=kind,
             session_id=session_id or kit.session_id,
-            agent_id=kit.agent_id,
         )
         return kit.run(call, headers(ctx))
 

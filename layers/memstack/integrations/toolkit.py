@@ -88,7 +88,6 @@ class MemoryToolkit:
                 user_id=self.user(user_id),
                 top_k=top_k,
                 session_id=self.session_id,
-                agent_id=self.agent_id,
             ),
             headers,
         )
