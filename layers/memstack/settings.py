@@ -40,6 +40,13 @@ class Settings(BaseSettings):
     # --- embeddings ----------------------------------------------------------------
     embedding_dim: int = Field(384, ge=8, le=4096, description="full dimension (hashing and Bedrock)")
     coarse_dim: int = Field(128, ge=8, le=4096, description="Matryoshka prefix for the coarse pass")
+    blas_threads: int = Field(
+        1,
+        ge=0,
+        le=256,
+        description="BLAS threads numpy may use in this process (0 leaves the library default); "
+        "concurrency comes from requests, and OpenBLAS's own threads slow a shared machine down",
+    )
 
     # --- retrieval pipeline (defaults from the Cognis paper unless measured better) -
     vector_candidates: int = Field(200, ge=1, le=10_000)
