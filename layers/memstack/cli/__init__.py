@@ -4,11 +4,38 @@ from __future__ import annotations
 
 import sys
 
-from memstack.cli import consolidate, cost, dlq, ingest, memories, migrate, search, serve, transfer, worker
+from memstack.cli import (
+    consolidate,
+    cost,
+    dlq,
+    ingest,
+    mcp,
+    memories,
+    migrate,
+    openapi,
+    search,
+    serve,
+    transfer,
+    worker,
+)
 from memstack.cli import eval as eval_cmd
 from memstack.cli.app import app, run
 
-for module in (ingest, memories, search, eval_cmd, serve, cost, consolidate, dlq, worker, transfer, migrate):
+for module in (
+    ingest,
+    memories,
+    search,
+    eval_cmd,
+    serve,
+    mcp,
+    openapi,
+    cost,
+    consolidate,
+    dlq,
+    worker,
+    transfer,
+    migrate,
+):
     module.register(app)
 
 
