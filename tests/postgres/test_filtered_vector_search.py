@@ -1,6 +1,6 @@
 """The coarse vector pass keeps returning k when a filter removes most rows.
 
-The user has 3,000 rows, of which 40 are LTM; another user has 2,000 more.
+The user has 2,000 rows, of which 40 are LTM; another user has 1,000 more.
 An HNSW scan that stops early (a small ``hnsw.max_scan_tuples``) finds too
 few LTM rows; the statement must notice and answer from an exact scan, so a
 filtered search is still the exact top k of the rows that match.
@@ -9,12 +9,16 @@ filtered search is still the exact top k of the rows that match.
 from __future__ import annotations
 
 import re
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 from memstack.adapters.postgres import search
-from memstack.adapters.postgres.psycopg_executor import pyformat
+from memstack.adapters.postgres.connect import SESSION_SETTINGS
+from memstack.adapters.postgres.psycopg_executor import PsycopgExecutor, pyformat
+from memstack.adapters.postgres.store import PostgresMemoryStore
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryFilters, MemoryRecord, Tier
 
@@ -42,17 +46,25 @@ def _records(rng: np.random.Generator, user: str, n: int, ltm: int = 0) -> list[
     return out
 
 
-@pytest.fixture
-def loaded(make_store: Any, admin: Any) -> tuple[Any, list[MemoryRecord], np.ndarray]:
-    store = make_store()
+@pytest.fixture(scope="module")
+def loaded(postgres_server: Any) -> Iterator[tuple[Any, list[MemoryRecord], np.ndarray]]:
+    """One filled schema for the module's tests (filling is the slow part)."""
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    store = PostgresMemoryStore(
+        PsycopgExecutor(postgres_server.dsn, max_size=1), schema=schema, coarse_dim=COARSE_DIM
+    )
     rng = np.random.default_rng(7)
-    mine = _records(rng, "u1", 3000, ltm=LTM_ROWS)
-    for start in range(0, len(mine), 1000):
-        store.put(mine[start : start + 1000])
-    store.put(_records(rng, "u2", 2000, ltm=2000))
-    admin.execute(f"ANALYZE {store.schema}.memories")
+    mine = _records(rng, "u1", 2000, ltm=LTM_ROWS)
+    store.put(mine)
+    store.put(_records(rng, "u2", 1000, ltm=1000))
+    store.executor.query(f"ANALYZE {schema}.memories")
     query = coarse_prefix(rng.normal(size=FULL_DIM).astype(np.float32), COARSE_DIM)
-    return store, mine, query
+    yield store, mine, query
+    store.close()
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def _brute_force(records: list[MemoryRecord], query: np.ndarray, k: int) -> list[str]:
@@ -90,13 +102,24 @@ def _plan(admin: Any, store: Any, query: np.ndarray, filters: MemoryFilters) -> 
     return int(found.group(1)) if found else 0, any("never executed" not in line for line in exact)
 
 
-def test_a_filter_that_removes_most_rows_still_returns_the_exact_top_k(loaded: Any, make_store: Any) -> None:
-    _, mine, query = loaded
+def test_a_filter_that_removes_most_rows_still_returns_the_exact_top_k(
+    loaded: Any, postgres_server: Any
+) -> None:
+    store, mine, query = loaded
     ltm = [r for r in mine if r.tier == Tier.LTM]
     expected = _brute_force(ltm, query, K)
     for exact_below in (0, 10_000):  # the HNSW path, and the exact path of a small user
-        probe = make_store(migrate_on_start=False, exact_below=exact_below)
-        hits = probe.vector_search("t1", "u1", query, K, MemoryFilters(tier=Tier.LTM))
+        probe = PostgresMemoryStore(
+            PsycopgExecutor(postgres_server.dsn, max_size=1, session_settings=SESSION_SETTINGS),
+            schema=store.schema,
+            coarse_dim=COARSE_DIM,
+            exact_below=exact_below,
+            migrate_on_start=False,
+        )
+        try:
+            hits = probe.vector_search("t1", "u1", query, K, MemoryFilters(tier=Tier.LTM))
+        finally:
+            probe.close()
         assert [h.id for h in hits] == expected
         assert all(hits[i].score >= hits[i + 1].score for i in range(len(hits) - 1))
 
@@ -104,9 +127,6 @@ def test_a_filter_that_removes_most_rows_still_returns_the_exact_top_k(loaded: A
 def test_a_starved_hnsw_scan_falls_back_to_an_exact_scan(
     loaded: Any, admin: Any, postgres_server: Any
 ) -> None:
-    from memstack.adapters.postgres.psycopg_executor import PsycopgExecutor
-    from memstack.adapters.postgres.store import PostgresMemoryStore
-
     store, mine, query = loaded
     # The graph was searched and came back short of k; then the exact branch ran.
     hnsw_rows, exact_ran = _plan(admin, store, query, MemoryFilters(tier=Tier.LTM))

@@ -149,11 +149,17 @@ def test_a_bad_export_is_refused_before_anything_is_written(
 
 
 def test_the_cli_moves_a_user_between_backends(
-    tmp_path: Path, postgres_server: Any, postgres_schema: str
+    tmp_path: Path, postgres_server: Any, postgres_schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     memstack = str(Path(sys.executable).with_name("memstack"))
     base = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTACK_")}
-    embedded = {**base, "MEMSTACK_DATA_DIR": str(tmp_path / "data"), "MEMSTACK_EMBEDDER": "hashing"}
+    embedded = {
+        **base,
+        "MEMSTACK_DATA_DIR": str(tmp_path / "data"),
+        "MEMSTACK_EMBEDDER": "hashing",
+        "MEMSTACK_EMBEDDING_DIM": "64",
+        "MEMSTACK_COARSE_DIM": str(COARSE_DIM),
+    }
     postgres = {
         **embedded,
         "MEMSTACK_STORE_BACKEND": "postgres",
@@ -161,23 +167,52 @@ def test_the_cli_moves_a_user_between_backends(
         "MEMSTACK_POSTGRES_SCHEMA": postgres_schema,
     }
 
-    def run(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [memstack, *args], env=env, input=stdin, capture_output=True, text=True, timeout=120, check=False
+            [memstack, *args], env=env, capture_output=True, text=True, timeout=120, check=False
         )
 
-    turns = '{"speaker": "Sam", "content": "I just moved to Lisbon for a new job"}\n'
-    assert run(embedded, "ingest", "-", "--user", "sam", stdin=turns).returncode == 0
-    out = tmp_path / "sam.jsonl"
-    done = run(embedded, "export", "--user", "sam", "--out", str(out))
+    source = EmbeddedMemoryStore(Database(tmp_path / "data" / "memstack.sqlite3"))
+    _fill(source)
+    source.close()
+    out = tmp_path / "u1.jsonl"
+    done = run(embedded, "export", "--tenant", "t1", "--user", "u1", "--out", str(out))
     assert done.returncode == 0, done.stderr
-    migrated = run(postgres, "migrate", "--json")
-    assert migrated.returncode == 0, migrated.stderr
-    assert json.loads(migrated.stdout)["pending"] == []
-    imported = run(postgres, "import", str(out), "--json")
+    assert "exported 6 records of u1" in done.stderr
+    imported = run(postgres, "import", str(out), "--json")  # the store applies the schema first
     assert imported.returncode == 0, imported.stderr
-    assert json.loads(imported.stdout)["imported"] == len(out.read_text().splitlines()) - 1
-    found = run(postgres, "search", "where does Sam live", "--user", "sam", "--json")
-    assert found.returncode == 0 and "Lisbon" in found.stdout
-    refused = run(embedded, "migrate")
-    assert refused.returncode == 2 and "only the postgres backend has migrations" in refused.stderr
+    assert json.loads(imported.stdout) == {"imported": 6, "skipped_existing": 0, "reembedded": 0}
+    status = run(postgres, "migrate", "--status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["pending"] == []
+    # On another backend the command says what it is for.
+    from memstack.cli.app import UserError
+    from memstack.cli.migrate import migrate
+
+    monkeypatch.setenv("MEMSTACK_DATA_DIR", str(tmp_path / "data"))
+    with pytest.raises(UserError, match="only the postgres backend has migrations"):
+        migrate(status=True, as_json=False)
+
+
+def test_vectors_of_another_dimension_than_the_header_says_are_re_embedded(
+    tmp_path: Path, make_store: Any
+) -> None:
+    embedded = EmbeddedMemoryStore(Database(tmp_path / "a.sqlite3"))
+    try:
+        _fill(embedded)
+        exported = list(export_lines(embedded, "t1", "u1", EMB))
+    finally:
+        embedded.close()
+    wider = _Wider()
+    header = {**json.loads(exported[0]), "embedder": wider.name, "embedding_dim": wider.dim}
+    report = import_lines(make_store(), [json.dumps(header), *exported[1:]], wider, COARSE_DIM)
+    assert (report.imported, report.reembedded) == (6, 5)
+
+
+class _Wider:
+    """An embedder of another dimension, under the name a (wrong) header claims."""
+
+    name, dim = "wider-96", 96
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.full((len(texts), self.dim), 1 / np.sqrt(self.dim), dtype=np.float32)

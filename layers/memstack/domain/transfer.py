@@ -147,7 +147,12 @@ def import_lines(
     pending = [
         r.model_copy(update={"tenant": tenant or r.tenant, "user_id": user_id or r.user_id}) for r in records
     ]
-    stale = [r for r in pending if not r.deleted and (not same_model or r.embedding_full is None)]
+    stale = [
+        r
+        for r in pending
+        if not r.deleted
+        and (not same_model or r.embedding_full is None or len(r.embedding_full) != embedder.dim)
+    ]
     for start in range(0, len(stale), EMBED_BATCH):
         batch = stale[start : start + EMBED_BATCH]
         for record, vector in zip(batch, embedder.embed([embed_text(r) for r in batch]), strict=True):
