@@ -1,10 +1,12 @@
 """CloudWatch alarms (all to the alert topic) and the memstack dashboard.
 
 Custom metrics come from Powertools Metrics (EMF) in namespace ``memstack``
-with a ``service`` dimension equal to each function's POWERTOOLS_SERVICE_NAME
-(``<service_name>-api`` etc.). The per-stage timings are not metrics: the
-retrieval pipeline logs one ``memory_retrieval`` line per search with
-``stage_durations``, which a Logs Insights widget aggregates.
+with a ``service`` dimension equal to each function's POWERTOOLS_SERVICE_NAME,
+which the functions take from their environment and this module from the
+same ``compute.service_name`` (``<service_name>-api``, ``-extraction``, ...).
+The per-stage timings are not metrics: the retrieval pipeline logs one
+``memory_retrieval`` line per search with ``stage_durations``, which a Logs
+Insights widget aggregates.
 """
 
 from __future__ import annotations
@@ -17,15 +19,15 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from stacks.config import StackConfig
+from stacks.constructs.compute import service_name
 from stacks.constructs.queues import Queues
 from stacks.constructs.search import SearchBackend, SearchDomain
 
 NAMESPACE = "memstack"
 RETRIEVAL_LATENCY = "RetrievalLatency"
-# Dashboard-only counters. The API's metrics carry service=<service_name>-api; the queue workers'
-# carry service=<service_name>-worker (layers/memstack/workers). JobsSucceeded/JobsFailed are emitted
-# by the SQS batch worker; MessagesIngested (API) and ExtractionOperations (extraction, one dimension
-# "operation" = ADD/UPDATE/DELETE/NONE) are the names this dashboard expects ingest/extraction to emit.
+# Dashboard-only counters: JobsSucceeded/JobsFailed from each SQS batch worker (extraction and
+# consolidation), MessagesIngested from the API, ExtractionOperations from the extraction worker (one
+# more dimension, "operation" = ADD/UPDATE/DELETE/NONE).
 MESSAGES_INGESTED = "MessagesIngested"
 EXTRACTION_OPERATIONS = "ExtractionOperations"
 WORKER_JOBS = ("JobsSucceeded", "JobsFailed")
@@ -41,7 +43,7 @@ def retrieval_latency(config: StackConfig, statistic: str = "p95", label: str | 
     return cw.Metric(
         namespace=NAMESPACE,
         metric_name=RETRIEVAL_LATENCY,
-        dimensions_map={"service": f"{config.service_name}-api"},
+        dimensions_map={"service": service_name(config, "api")},
         statistic=statistic,
         period=Duration.minutes(5),
         label=label,
@@ -235,7 +237,7 @@ class Observability(Construct):
                 cw.Metric(
                     namespace=NAMESPACE,
                     metric_name=MESSAGES_INGESTED,
-                    dimensions_map={"service": f"{config.service_name}-api"},
+                    dimensions_map={"service": service_name(config, "api")},
                     statistic="Sum",
                     period=five,
                     label="messages ingested",
@@ -244,11 +246,12 @@ class Observability(Construct):
                     cw.Metric(
                         namespace=NAMESPACE,
                         metric_name=name,
-                        dimensions_map={"service": f"{config.service_name}-worker"},
+                        dimensions_map={"service": service_name(config, worker)},
                         statistic="Sum",
                         period=five,
-                        label=f"queue jobs: {name[4:].lower()}",
+                        label=f"{worker.split('_')[0]} jobs: {name[4:].lower()}",
                     )
+                    for worker in ("extraction_worker", "consolidation_worker")
                     for name in WORKER_JOBS
                 ),
             ],
@@ -256,7 +259,7 @@ class Observability(Construct):
                 cw.Metric(
                     namespace=NAMESPACE,
                     metric_name=EXTRACTION_OPERATIONS,
-                    dimensions_map={"service": f"{config.service_name}-worker", "operation": op},
+                    dimensions_map={"service": service_name(config, "extraction_worker"), "operation": op},
                     statistic="Sum",
                     period=five,
                     label=op,

@@ -2,7 +2,8 @@
 
 Managed domain: encryption at rest, node-to-node encryption, HTTPS only with
 TLS 1.2+, fine-grained access control (the data-plane Lambda roles are
-mapped in by stacks/constructs/search_access.py), zone awareness, dedicated
+mapped in by the custom resource in stacks/handlers/opensearch_role_mapping,
+with exactly the permissions the adapter's calls need), zone awareness, dedicated
 masters when the tier asks for them, application/slow/audit logs published
 to CloudWatch. Serverless (``opensearch_serverless=true``): a VECTORSEARCH
 collection with its encryption, network and data-access policies.
