@@ -89,6 +89,8 @@ class StackConfig:
     opensearch_volume_gb: int = 50
     opensearch_master_nodes: int = 0
     opensearch_master_instance_type: str = "m7g.large.search"
+    # IAM roles of operators who reindex (memstack opensearch reindex): mapped to memstack_maintenance
+    opensearch_maintenance_role_arns: tuple[str, ...] = ()
 
     @property
     def uses_opensearch(self) -> bool:
@@ -173,7 +175,7 @@ def _coerce(name: str, raw: Any, hint: Any) -> Any:
         if hint == tuple[str, ...]:
             if isinstance(raw, str):
                 raw = json.loads(raw) if raw.startswith("[") else raw.split(",")
-            return tuple(str(x) for x in raw)
+            return tuple(str(x) for x in raw if str(x))
         return str(raw)
     except (TypeError, ValueError) as exc:
         raise ConfigError(

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from memstack.adapters.opensearch.permissions import collection_rules, domain_role
 
 from tests.infra.conftest import Synth, synth
 
@@ -93,12 +94,19 @@ def test_functions_use_opensearch_and_no_memories_table(medium: Synth) -> None:
 
 def test_data_plane_roles_are_mapped_into_fine_grained_access_control(medium: Synth) -> None:
     [mapping] = medium.props("Custom::OpenSearchRoleMapping")
-    roles = {r["Fn::GetAtt"][0] for r in mapping["RoleArns"]}
+    app, maintenance = mapping["Roles"]
+    roles = {r["Fn::GetAtt"][0] for r in app["BackendRoles"]}
     assert len(roles) == 3
     assert all(
         r.startswith(("ComputeApi", "ComputeExtractionWorker", "ComputeConsolidationWorker")) for r in roles
     )
-    assert mapping["IndexPattern"] == "memstack-*"
+    # Item 1: exactly the permissions of the calls the store makes (permissions.CALLS), template included.
+    expected = domain_role("runtime", "memstack-*")
+    assert app["ClusterPermissions"] == expected["cluster_permissions"]
+    assert "indices:admin/index_template/put" in app["ClusterPermissions"]
+    assert app["IndexPatterns"] == ["memstack-*"]
+    assert app["IndexPermissions"] == expected["index_permissions"][0]["allowed_actions"]  # type: ignore[index]
+    assert maintenance["Name"] == "memstack_maintenance" and maintenance["BackendRoles"] == []
     # The mapping function runs as the FGAC master user.
     master = _domain(medium)["AdvancedSecurityOptions"]["MasterUserOptions"]["MasterUserARN"]
     [fn] = [
@@ -145,6 +153,10 @@ def test_serverless_collection_with_its_policies(serverless: Synth) -> None:
     ]
     [access] = serverless.props("AWS::OpenSearchServerless::AccessPolicy")
     rendered = json.dumps(access["Policy"])
+    text = "".join(p for p in access["Policy"]["Fn::Join"][1] if isinstance(p, str))
+    for rule in collection_rules("runtime", "memstack-medium"):
+        # the store's calls' permissions, on serverless (the principals are tokens in between)
+        assert json.dumps(rule["Permission"], separators=(",", ":")) in text
     for role in ("ComputeApi", "ComputeExtractionWorker", "ComputeConsolidationWorker"):
         assert role in rendered
     assert "ComputeCostReport" not in rendered
