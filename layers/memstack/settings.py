@@ -127,7 +127,12 @@ class Settings(BaseSettings):
     opensearch_engine: Literal["faiss", "lucene"] = "faiss"
     opensearch_hnsw_m: int = Field(16, ge=2)
     opensearch_hnsw_ef_construction: int = Field(128, ge=2)
-    opensearch_refresh: Literal["false", "true", "wait_for"] = "wait_for"
+    opensearch_refresh: Literal["false", "true", "wait_for"] = Field(
+        "wait_for", description="managed domains only: serverless collections refuse the parameter"
+    )
+    opensearch_visibility_seconds: float = Field(
+        15.0, ge=0, description="serverless: how long a write takes to become searchable (erase waits it)"
+    )
     bedrock_extraction_model: str = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
     bedrock_synthesis_model: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     bedrock_embedding_model: str = "amazon.titan-embed-text-v2:0"

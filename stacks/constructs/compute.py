@@ -64,8 +64,6 @@ def stack_resources(
     if search is not None:
         resources["opensearch_endpoint"] = search.endpoint
         resources["opensearch_service"] = search.service
-        if search.service == "aoss":
-            resources["opensearch_refresh"] = "false"  # serverless collections refuse the refresh parameter
     return resources
 
 

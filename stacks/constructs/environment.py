@@ -86,6 +86,7 @@ OPENSEARCH_STORE = (
     "opensearch_hnsw_m",
     "opensearch_hnsw_ef_construction",
     "opensearch_refresh",
+    "opensearch_visibility_seconds",
 )
 API = (
     "max_message_chars",

@@ -52,8 +52,12 @@ def test_maintenance_calls_are_not_granted_to_the_functions() -> None:
 
 
 def test_serverless_rules_come_from_the_same_table() -> None:
-    index_rule, collection_rule = collection_rules("runtime", "memstack-medium")
+    [index_rule] = collection_rules("runtime", "memstack-medium")
     assert index_rule["Resource"] == ["index/memstack-medium/*"]
-    # The index template is a collection item on serverless: without this the first call is a 403 there too.
-    assert "aoss:CreateCollectionItems" in collection_rule["Permission"]
-    assert set(index_rule["Permission"]) >= {"aoss:CreateIndex", "aoss:ReadDocument", "aoss:WriteDocument"}
+    # HEAD <index> first (DescribeIndex), then create, bulk, search: exactly those.
+    assert index_rule["Permission"] == [
+        "aoss:CreateIndex",
+        "aoss:DescribeIndex",
+        "aoss:ReadDocument",
+        "aoss:WriteDocument",
+    ]

@@ -31,6 +31,8 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
+from stacks.constructs.compute import service_name
+from stacks.constructs.observability import EMITTED_METRICS
 from tests.api.conftest import EVENT_TEMPLATE
 from tests.infra.conftest import Synth
 from tests.infra.deployed import REGION, DeployedStack
@@ -212,7 +214,24 @@ def _cost_explorer(day: datetime) -> tuple[Any, Stubber]:
     return ce, stub
 
 
-def test_a_message_travels_the_deployed_small_tier(deployment: Deployment, small: Synth) -> None:
+def emitted_series(stdout: str) -> set[tuple[str, str, tuple[tuple[str, str], ...]]]:
+    """(service, metric, other dimensions) of every EMF line the handlers printed."""
+    series = set()
+    for line in stdout.splitlines():
+        if not (line.startswith("{") and '"_aws"' in line):
+            continue
+        blob = json.loads(line)
+        for directive in blob["_aws"]["CloudWatchMetrics"]:
+            dims = tuple(sorted((d, str(blob[d])) for group in directive["Dimensions"] for d in group))
+            extra = tuple((d, v) for d, v in dims if d != "service")
+            for metric in directive["Metrics"]:
+                series.add((str(blob["service"]), metric["Name"], extra))
+    return series
+
+
+def test_a_message_travels_the_deployed_small_tier(
+    deployment: Deployment, small: Synth, capsys: pytest.CaptureFixture[str]
+) -> None:
     stage = _stage(small)
     turn = {"id": "turn-1", "role": "user", "speaker": "Maya", "content": "I moved to Lisbon in March."}
     status, added = _post(deployment, stage, "/v1/memories", {"user_id": "maya", "messages": [turn]})
@@ -260,10 +279,19 @@ def test_a_message_travels_the_deployed_small_tier(deployment: Deployment, small
     calls = set(deployment.bedrock.operations())
     assert calls == {"InvokeModel", "Converse", "Rerank"}
 
+    # Every metric series the handlers emitted is one the stack knows of (and bills, docs/deploy.md),
+    # under the service name its alarms and dashboard read.
+    declared = {
+        (service_name(small.stack.config, fn), name, extra)
+        for fn, metrics in EMITTED_METRICS.items()
+        for name, extra in metrics
+    }
+    emitted = emitted_series(capsys.readouterr().out)
+    assert emitted and emitted <= declared, emitted - declared
+    assert ("memstack-api", "RetrievalLatency", ()) in emitted  # what the latency alarm watches
+
     # Item 4: every MEMSTACK_* setting a function read on the way is in its environment.
     assert len(deployment.reads) == 5
-    for lid, read in deployment.reads.items():
-        print("READS", lid, sorted(read))
     for lid, read in deployment.reads.items():
         missing = read - set(deployment.stack.environment(lid))
         assert not missing, f"{lid} reads {sorted(missing)} but the stack does not set them"

@@ -162,3 +162,20 @@ def test_serverless_collection_with_its_policies(serverless: Synth) -> None:
     assert "ComputeCostReport" not in rendered
     env = _env(serverless, "memstack-api")
     assert env["MEMSTACK_OPENSEARCH_SERVICE"] == "aoss"
+
+
+def test_serverless_collection_has_alarms_like_the_domains(serverless: Synth) -> None:
+    """Item 2: failing requests, slow searches and capacity, each to the alert topic."""
+    alarms = {a["MetricName"]: a for a in serverless.props("AWS::CloudWatch::Alarm") if "MetricName" in a}
+    for name in ("SearchRequestErrors", "IngestionRequestErrors", "IngestionDocumentErrors"):
+        alarm = alarms[name]
+        assert alarm["Namespace"] == "AWS/AOSS" and alarm["Threshold"] == 0
+        dims = {d["Name"] for d in alarm["Dimensions"]}
+        assert dims == {"CollectionId", "CollectionName", "ClientId"}
+        assert alarm["AlarmActions"]
+    assert alarms["SearchLatency"]["Threshold"] == 1000
+    for name in ("SearchOCU", "IndexingOCU"):
+        assert alarms[name]["Threshold"] == 8 and [d["Name"] for d in alarms[name]["Dimensions"]] == [
+            "ClientId"
+        ]
+    assert "ClusterStatus.red" not in alarms  # no domain, no domain alarms

@@ -26,35 +26,39 @@ from dataclasses import dataclass
 from typing import Literal
 
 Use = Literal["runtime", "maintenance"]
+Engine = Literal["es", "aoss"]
+BOTH: tuple[Engine, ...] = ("es", "aoss")
+DOMAIN: tuple[Engine, ...] = ("es",)
+SERVERLESS: tuple[Engine, ...] = ("aoss",)
 
 
 @dataclass(frozen=True)
 class Permission:
     use: Use
+    engines: tuple[Engine, ...]  # which store makes the call: managed domain (es), serverless (aoss)
     cluster: tuple[str, ...] = ()  # security plugin cluster actions (managed domain)
     index: tuple[str, ...] = ()  # security plugin index actions on the memstack index pattern
-    collection: tuple[str, ...] = ()  # serverless: data access permissions on the collection
-    aoss_index: tuple[str, ...] = ()  # serverless: data access permissions on its indexes
+    aoss_index: tuple[str, ...] = ()  # serverless: data access permissions on the collection's indexes
 
 
-#: client method (as called on the opensearch-py client) -> what it needs
+#: client method (as called on the opensearch-py client) -> who calls it and what it needs
 CALLS: dict[str, Permission] = {
+    # managed domain: an index template + <alias>-v<N> indices behind an alias (store.py, index.py)
     "indices.put_index_template": Permission(
-        "runtime",
-        cluster=("indices:admin/index_template/put",),
-        collection=("aoss:CreateCollectionItems", "aoss:UpdateCollectionItems"),
+        "runtime", DOMAIN, cluster=("indices:admin/index_template/put",)
     ),
-    "indices.exists_alias": Permission(
-        "runtime", index=("indices:admin/aliases/get",), collection=("aoss:DescribeCollectionItems",)
-    ),
+    "indices.exists_alias": Permission("runtime", DOMAIN, index=("indices:admin/aliases/get",)),
+    # serverless: one index created with its mappings (serverless.py)
+    "indices.exists": Permission("runtime", SERVERLESS, aoss_index=("aoss:DescribeIndex",)),
     "indices.create": Permission(
         "runtime",
+        BOTH,
         index=("indices:admin/create", "indices:admin/mapping/put", "indices:admin/aliases"),
         aoss_index=("aoss:CreateIndex",),
-        collection=("aoss:CreateCollectionItems",),  # the alias created with the index
     ),
     "bulk": Permission(
         "runtime",
+        BOTH,
         cluster=("indices:data/write/bulk",),
         index=(
             "indices:data/write/bulk*",
@@ -64,16 +68,16 @@ CALLS: dict[str, Permission] = {
         ),
         aoss_index=("aoss:WriteDocument",),
     ),
-    "get": Permission("runtime", index=("indices:data/read/get",), aoss_index=("aoss:ReadDocument",)),
+    "get": Permission("runtime", DOMAIN, index=("indices:data/read/get",)),
     "mget": Permission(
-        "runtime",
-        cluster=("indices:data/read/mget",),
-        index=("indices:data/read/mget*",),
-        aoss_index=("aoss:ReadDocument",),
+        "runtime", DOMAIN, cluster=("indices:data/read/mget",), index=("indices:data/read/mget*",)
     ),
-    "search": Permission("runtime", index=("indices:data/read/search",), aoss_index=("aoss:ReadDocument",)),
+    "search": Permission(
+        "runtime", BOTH, index=("indices:data/read/search",), aoss_index=("aoss:ReadDocument",)
+    ),
     "msearch": Permission(
         "runtime",
+        BOTH,
         cluster=("indices:data/read/msearch",),
         index=("indices:data/read/search",),
         aoss_index=("aoss:ReadDocument",),
@@ -81,33 +85,25 @@ CALLS: dict[str, Permission] = {
     # A managed domain's erase; serverless collections have no delete-by-query (search + bulk delete).
     "delete_by_query": Permission(
         "runtime",
+        DOMAIN,
         cluster=("indices:data/read/scroll", "indices:data/read/scroll/clear"),
         index=("indices:data/write/delete/byquery", "indices:data/read/search"),
     ),
-    "indices.get_alias": Permission(
-        "maintenance", index=("indices:admin/aliases/get",), collection=("aoss:DescribeCollectionItems",)
-    ),
+    "indices.get_alias": Permission("maintenance", DOMAIN, index=("indices:admin/aliases/get",)),
     "reindex": Permission(
         "maintenance",
+        DOMAIN,
         cluster=("indices:data/write/reindex",),
         index=("indices:data/read/search", "indices:data/write/index", "indices:data/write/bulk*"),
     ),
-    "indices.update_aliases": Permission(
-        "maintenance", index=("indices:admin/aliases",), collection=("aoss:UpdateCollectionItems",)
-    ),
+    "indices.update_aliases": Permission("maintenance", DOMAIN, index=("indices:admin/aliases",)),
     "indices.delete": Permission(
-        "maintenance", index=("indices:admin/delete",), aoss_index=("aoss:DeleteIndex",)
+        "maintenance", BOTH, index=("indices:admin/delete",), aoss_index=("aoss:DeleteIndex",)
     ),
     "indices.delete_index_template": Permission(
-        "maintenance",
-        cluster=("indices:admin/index_template/delete",),
-        collection=("aoss:DeleteCollectionItems",),
+        "maintenance", DOMAIN, cluster=("indices:admin/index_template/delete",)
     ),
 }
-
-
-def _union(uses: tuple[Use, ...], attr: str) -> list[str]:
-    return sorted({a for p in CALLS.values() if p.use in uses for a in getattr(p, attr)})
 
 
 def uses_for(role: Use) -> tuple[Use, ...]:
@@ -115,27 +111,31 @@ def uses_for(role: Use) -> tuple[Use, ...]:
     return ("runtime",) if role == "runtime" else ("runtime", "maintenance")
 
 
+def calls(role: Use, engine: Engine) -> list[str]:
+    """The calls a role makes on an engine."""
+    return sorted(name for name, p in CALLS.items() if p.use in uses_for(role) and engine in p.engines)
+
+
+def _union(role: Use, engine: Engine, attr: str) -> list[str]:
+    return sorted({a for name in calls(role, engine) for a in getattr(CALLS[name], attr)})
+
+
 def domain_role(role: Use, index_pattern: str) -> dict[str, object]:
     """The security plugin role body (``PUT _plugins/_security/api/roles/<name>``) for a managed domain."""
-    uses = uses_for(role)
     return {
-        "cluster_permissions": _union(uses, "cluster"),
-        "index_permissions": [{"index_patterns": [index_pattern], "allowed_actions": _union(uses, "index")}],
+        "cluster_permissions": _union(role, "es", "cluster"),
+        "index_permissions": [
+            {"index_patterns": [index_pattern], "allowed_actions": _union(role, "es", "index")}
+        ],
     }
 
 
 def collection_rules(role: Use, collection: str) -> list[dict[str, object]]:
-    """The rules of a serverless data access policy for one collection."""
-    uses = uses_for(role)
+    """The rules of a serverless data access policy for one collection (the store needs only index rights)."""
     return [
         {
             "ResourceType": "index",
             "Resource": [f"index/{collection}/*"],
-            "Permission": _union(uses, "aoss_index"),
-        },
-        {
-            "ResourceType": "collection",
-            "Resource": [f"collection/{collection}"],
-            "Permission": _union(uses, "collection"),
-        },
+            "Permission": _union(role, "aoss", "aoss_index"),
+        }
     ]
