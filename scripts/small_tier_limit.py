@@ -107,8 +107,8 @@ def main() -> int:
     parser = create_parser("json")
     query = np.ones(args.coarse, dtype=np.float32) / np.sqrt(args.coarse)
     print(
-        f"| memories | partition MB (billed) | pages read | RRU per rebuild | in-function s | floor s | ratio | "
-        f"est. rebuild s (+{PAGE_LATENCY_S * 1000:.0f} ms/page) | warm search s |"
+        "| memories | partition MB (billed) | pages read | RRU per rebuild | in-function s | floor s "
+        f"| ratio | est. rebuild s (+{PAGE_LATENCY_S * 1000:.0f} ms/page) | warm search s |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for n in (int(s) for s in args.sizes.split(",")):
