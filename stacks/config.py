@@ -46,7 +46,7 @@ class StackConfig:
     cost_report_schedule: str = "cron(0 6 * * ? *)"
     cost_report_threshold: float = 10.0
     cost_anomaly_threshold: float = 10.0
-    monthly_budget: float = 25.0
+    monthly_budget: float = 30.0
     retrieval_latency_p95_ms: float = 500.0
     bedrock_hourly_input_tokens: float = 2_000_000.0
     retrieval_stages: tuple[str, ...] = (

@@ -68,6 +68,12 @@ class MemstackStack(Stack):
         CfnOutput(self, "ApiUrl", value=self.api.url)
         CfnOutput(self, "AlertTopicArn", value=self.alerts.topic.topic_arn)
         CfnOutput(self, "StmTableName", value=self.storage.stm_table.table_name)
+        if self.storage.memories_table is not None:
+            CfnOutput(self, "MemoriesTableName", value=self.storage.memories_table.table_name)
+        CfnOutput(self, "ApiFunctionName", value=self.compute.api.function_name)
+        for work in self.queues.all():
+            CfnOutput(self, f"{work.node.id}QueueUrl", value=work.queue.queue_url)
+            CfnOutput(self, f"{work.node.id}DlqUrl", value=work.dlq.queue_url)
         if self.search is not None:
             CfnOutput(self, "OpenSearchEndpoint", value=self.search.endpoint)
         acknowledge_findings(self)

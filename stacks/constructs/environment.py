@@ -171,10 +171,14 @@ def deployment_settings(config: StackConfig, resources: dict[str, str]) -> Setti
         "cost_report_threshold": config.cost_report_threshold,
         "project_tag": config.service_name,
         "tier_tag": config.tier,
-        **resources,
         **config.settings,
+        **resources,
     }
     validate_overrides(config.settings)
+    # The stack's own resources cannot be overridden: IAM is granted on them, not on a name from context.
+    clash = sorted(set(config.settings) & set(resources))
+    if clash:
+        raise ConfigError(f"context 'settings' cannot set {', '.join(clash)}: the stack creates those")
     return _validated(values)
 
 

@@ -215,8 +215,8 @@ class SearchCollection(SearchBackend):
             standby_replicas="ENABLED",
             description="memstack memories (BM25 + k-NN)",
         )
-        self.collection.add_dependency(encryption)
-        self.collection.add_dependency(network)
+        self.collection.node.add_dependency(encryption)
+        self.collection.node.add_dependency(network)
         self.endpoint = self.collection.attr_collection_endpoint
 
     def grant_read_write(self, fn: lambda_.Function) -> None:

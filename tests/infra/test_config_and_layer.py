@@ -121,3 +121,10 @@ def test_function_settings_ignore_the_synth_machines_environment(monkeypatch: py
 
     monkeypatch.setenv("MEMSTACK_RRF_K", "99")
     assert deployment_settings(_config(), {}).rrf_k != 99
+
+
+def test_settings_cannot_point_functions_at_a_table_the_stack_did_not_grant() -> None:
+    from stacks.constructs.environment import deployment_settings
+
+    with pytest.raises(ConfigError, match="memories_table"):
+        deployment_settings(_config(settings='{"memories_table": "elsewhere"}'), {"memories_table": "t"})

@@ -134,7 +134,7 @@ def test_opensearch_alarms(medium: Synth) -> None:
 def test_tier_budget_and_throttles(medium: Synth, large: Synth) -> None:
     [mb] = medium.props("AWS::Budgets::Budget")
     [lb] = large.props("AWS::Budgets::Budget")
-    assert mb["Budget"]["BudgetLimit"]["Amount"] == 400 and lb["Budget"]["BudgetLimit"]["Amount"] == 3000
+    assert mb["Budget"]["BudgetLimit"]["Amount"] == 1200 and lb["Budget"]["BudgetLimit"]["Amount"] == 10000
     [stage] = large.props("AWS::ApiGateway::Stage")
     assert stage["MethodSettings"][0]["ThrottlingRateLimit"] == 200
     for tpl, tier in ((medium, "medium"), (large, "large")):
