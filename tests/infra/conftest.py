@@ -69,3 +69,19 @@ SMALL_CONTEXT = {
 def small(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """One synth of the small tier for every test in the session (its properties and the deployed flow)."""
     return synth("small", layer_dir, tmp_path_factory.mktemp("cdk-small"), **SMALL_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def medium(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synth("medium", layer_dir, tmp_path_factory.mktemp("cdk-medium"))
+
+
+@pytest.fixture(scope="session")
+def large(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synth("large", layer_dir, tmp_path_factory.mktemp("cdk-large"))
+
+
+@pytest.fixture(scope="session")
+def serverless(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The medium tier on an OpenSearch Serverless collection instead of a domain."""
+    return synth("medium", layer_dir, tmp_path_factory.mktemp("cdk-aoss"), opensearch_serverless="true")

@@ -3,30 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from memstack.adapters.opensearch.permissions import collection_rules, domain_role
 
-from tests.infra.conftest import Synth, synth
+from tests.infra.conftest import Synth
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def medium(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return synth("medium", layer_dir, tmp_path_factory.mktemp("cdk-medium"))
-
-
-@pytest.fixture(scope="module")
-def large(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return synth("large", layer_dir, tmp_path_factory.mktemp("cdk-large"))
-
-
-@pytest.fixture(scope="module")
-def serverless(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return synth("medium", layer_dir, tmp_path_factory.mktemp("cdk-aoss"), opensearch_serverless="true")
 
 
 def _domain(s: Synth) -> dict[str, Any]:
