@@ -331,3 +331,12 @@ def test_dashboard_shows_latency_stages_counts_tokens_and_dlqs(small: Synth) -> 
         "ApproximateNumberOfMessagesVisible",
     ):
         assert name in body, name
+
+
+def test_every_environment_fits_lambdas_4_kb_limit(small: Synth) -> None:
+    """Every setting a function reads is in its environment, which Lambda caps at 4 KB in all."""
+    for fn in small.props("AWS::Lambda::Function"):
+        env = fn.get("Environment", {}).get("Variables", {})
+        # a token (table name, queue URL, ARN) resolves to at most ~128 characters
+        size = sum(len(k) + (len(v) if isinstance(v, str) else 128) for k, v in env.items())
+        assert size < 4096, (fn.get("Description"), size)

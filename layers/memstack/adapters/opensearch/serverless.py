@@ -163,9 +163,8 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
             raise Conflict("the same memory id appears twice in one write")
         self._ensure()
         for tenant, user_id in {(r.tenant, r.user_id) for r in records}:
-            taken = self._copies(
-                tenant, user_id, [r.id for r in records if r.user_id == user_id], vectors=False
-            )
+            mine = [r.id for r in records if (r.tenant, r.user_id) == (tenant, user_id)]
+            taken = self._copies(tenant, user_id, mine, vectors=False)
             if taken:
                 raise Conflict(f"memory {next(iter(taken))} already exists")
         revision = self._revision()
