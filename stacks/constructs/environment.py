@@ -37,6 +37,7 @@ SERVICE = (
     "aws_region",
     "embedding_dim",
     "coarse_dim",
+    "blas_threads",
     "bedrock_extraction_model",
     "bedrock_synthesis_model",
     "bedrock_embedding_model",
