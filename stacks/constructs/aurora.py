@@ -16,7 +16,7 @@
   (``CREATE EXTENSION vector``), which runs when a function first opens the
   store, or from a laptop with ``memstack migrate``.
 - Alarms (ACU utilisation, connections, deadlocks) go to the alert topic and
-  onto the dashboard (``widgets``).
+  onto the dashboard (``widgets``); docs/operations.md says what to do about each.
 """
 
 from __future__ import annotations
@@ -116,13 +116,13 @@ class MemoryDatabase(Construct):
         self._acknowledge(config)
 
     # --------------------------------------------------------------- the functions' side
-    def environment(self) -> dict[str, str]:
-        """What the adapter reads (``MEMSTACK_POSTGRES_*`` in layers/memstack/settings.py)."""
+    def settings(self) -> dict[str, str]:
+        """The functions' settings for this database (``postgres_*`` in layers/memstack/settings.py)."""
         return {
-            "MEMSTACK_POSTGRES_EXECUTOR": "data-api",
-            "MEMSTACK_POSTGRES_CLUSTER_ARN": self.cluster.cluster_arn,
-            "MEMSTACK_POSTGRES_SECRET_ARN": self.secret.secret_arn,
-            "MEMSTACK_POSTGRES_DATABASE": DATABASE_NAME,
+            "postgres_executor": "data-api",
+            "postgres_cluster_arn": self.cluster.cluster_arn,
+            "postgres_secret_arn": self.secret.secret_arn,
+            "postgres_database": DATABASE_NAME,
         }
 
     def grant_data_api(self, grantee: iam.IGrantable) -> None:
@@ -134,7 +134,7 @@ class MemoryDatabase(Construct):
         five = Duration.minutes(5)
         specs = [
             (
-                "AcuUtilisation",
+                "AuroraAcuUtilisation",
                 self.cluster.metric_acu_utilization(period=five, statistic="Average"),
                 ACU_UTILISATION_PERCENT,
                 3,
@@ -142,14 +142,14 @@ class MemoryDatabase(Construct):
                 "for 15 minutes: raise aurora_max_acu",
             ),
             (
-                "Connections",
+                "AuroraConnections",
                 self.cluster.metric_database_connections(period=five, statistic="Maximum"),
                 config.aurora_connections_alarm,
                 2,
                 f"more than {config.aurora_connections_alarm} database connections",
             ),
             (
-                "Deadlocks",
+                "AuroraDeadlocks",
                 self.cluster.metric_deadlocks(period=five, statistic="Sum"),
                 0,
                 1,

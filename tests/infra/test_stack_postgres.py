@@ -130,3 +130,10 @@ def test_bad_aurora_settings_stop_synth_with_the_reason(changes: dict[str, Any],
     config = StackConfig(store_backend="postgres").replace(**changes)
     with pytest.raises(ConfigError, match=message):
         config.validate()
+
+
+def test_every_aurora_alarm_has_its_runbook_entry(aurora: Synth) -> None:
+    runbook = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+    alarms = [a.node.id for a in aurora.stack.database.alarms]
+    assert len(alarms) == 3
+    assert all(f"`{a}`" in runbook for a in alarms), alarms

@@ -13,6 +13,7 @@ from memstack.cli import (
     memories,
     migrate,
     openapi,
+    opensearch,
     search,
     serve,
     transfer,
@@ -33,6 +34,7 @@ for module in (
     consolidate,
     dlq,
     worker,
+    opensearch,
     transfer,
     migrate,
 ):

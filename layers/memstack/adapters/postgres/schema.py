@@ -164,6 +164,11 @@ def migrate(executor: SqlExecutor, schema: str, coarse_dim: int, *, target: int 
         raise SettingsError(
             f"MEMSTACK_COARSE_DIM: pgvector's HNSW index takes at most {MAX_HNSW_DIM} dimensions"
         )
+    wanted = {m.version for m in MIGRATIONS if m.version <= target}
+    if wanted <= set(applied_versions(executor, schema)):
+        # The usual start-up (every Lambda cold start): one read, no lock, no transaction.
+        check_coarse_dim(executor, schema, coarse_dim)
+        return []
     done: list[Migration] = []
     with executor.transaction() as tx:
         tx.query("SELECT pg_advisory_xact_lock(hashtext(:key)) IS NULL AS locked", {"key": MIGRATION_LOCK})
