@@ -187,19 +187,6 @@ class Settings(BaseSettings):
             raise ValueError("coarse_dim must not exceed embedding_dim")
         if self.weight_vector + self.weight_bm25 <= 0:
             raise ValueError("weight_vector + weight_bm25 must be positive")
-        if self.store_backend == "postgres":
-            if self.postgres_executor == "psycopg" and not self.postgres_dsn:
-                raise ValueError(
-                    "MEMSTACK_STORE_BACKEND=postgres needs MEMSTACK_POSTGRES_DSN "
-                    "(or MEMSTACK_POSTGRES_EXECUTOR=data-api)"
-                )
-            if self.postgres_executor == "data-api" and not (
-                self.postgres_cluster_arn and self.postgres_secret_arn
-            ):
-                raise ValueError(
-                    "MEMSTACK_POSTGRES_EXECUTOR=data-api needs MEMSTACK_POSTGRES_CLUSTER_ARN "
-                    "and MEMSTACK_POSTGRES_SECRET_ARN"
-                )
         return self
 
     @property

@@ -30,6 +30,7 @@ def executor(request: pytest.FixtureRequest, postgres_server: Any, postgres_sche
     else:
         emulator = DataApiEmulator(postgres_server.dsn)
         ex = DataApiExecutor(CLUSTER_ARN, SECRET_ARN, "postgres", client=emulator)
+    ex.query("CREATE EXTENSION IF NOT EXISTS vector")  # what migration 1 does; no test may rely on order
     ex.query(f"CREATE SCHEMA {postgres_schema}")
     ex.query(f"CREATE TABLE {postgres_schema}.t (k text PRIMARY KEY, n bigint)")
     ex.schema = postgres_schema  # type: ignore[attr-defined]
@@ -112,3 +113,26 @@ def test_data_api_limits_split_writes_in_one_transaction_and_reads_in_chunks(
     finally:
         store.close()
         emulator.close()
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({}, "needs MEMSTACK_POSTGRES_DSN"),
+        (
+            {"postgres_executor": "data-api"},
+            "needs MEMSTACK_POSTGRES_CLUSTER_ARN and MEMSTACK_POSTGRES_SECRET_ARN",
+        ),
+    ],
+)
+def test_a_postgres_store_without_its_connection_settings_is_refused_by_name(
+    tmp_path: Any, settings: dict[str, str], message: str
+) -> None:
+    from memstack.errors import SettingsError
+    from memstack.factory import build_service
+    from memstack.settings import load_settings
+
+    with pytest.raises(SettingsError, match=message):
+        build_service(
+            load_settings(data_dir=tmp_path, embedder="hashing", store_backend="postgres", **settings)
+        )

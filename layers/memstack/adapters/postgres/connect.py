@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memstack.adapters.postgres.executor import SqlExecutor
+from memstack.errors import SettingsError
 from memstack.settings import Settings
 
 #: set on every direct connection: iterative HNSW scans (migration 3 also makes
@@ -13,7 +14,13 @@ SESSION_SETTINGS = {"hnsw.iterative_scan": "relaxed_order"}
 
 
 def build_executor(settings: Settings, rds_data_client: Any | None = None) -> SqlExecutor:
+    """The executor, or a ``SettingsError`` naming the variables the choice needs."""
     if settings.postgres_executor == "data-api":
+        if not (settings.postgres_cluster_arn and settings.postgres_secret_arn):
+            raise SettingsError(
+                "MEMSTACK_POSTGRES_EXECUTOR=data-api needs MEMSTACK_POSTGRES_CLUSTER_ARN "
+                "and MEMSTACK_POSTGRES_SECRET_ARN"
+            )
         from memstack.adapters.postgres.data_api_executor import DataApiExecutor
 
         return DataApiExecutor(
@@ -22,6 +29,11 @@ def build_executor(settings: Settings, rds_data_client: Any | None = None) -> Sq
             settings.postgres_database,
             client=rds_data_client,
             region=settings.aws_region,
+        )
+    if not settings.postgres_dsn:
+        raise SettingsError(
+            "MEMSTACK_STORE_BACKEND=postgres needs MEMSTACK_POSTGRES_DSN "
+            "(or MEMSTACK_POSTGRES_EXECUTOR=data-api with the cluster and secret ARNs)"
         )
     from memstack.adapters.postgres.psycopg_executor import PsycopgExecutor
 
