@@ -148,7 +148,7 @@ class Settings(BaseSettings):
     postgres_connect_timeout: float = Field(10.0, gt=0)
     postgres_migrate_on_start: bool = Field(True, description="apply pending migrations when the store opens")
     postgres_exact_search_below: int = Field(
-        5000, ge=0, description="rows per user below which vector search scans exactly instead of HNSW"
+        2000, ge=0, description="rows per user below which vector search scans exactly instead of HNSW"
     )
     opensearch_endpoint: str | None = None
     opensearch_index: str = "memstack-memories"

@@ -103,6 +103,24 @@ class HybridCandidates(Protocol):
 
 
 @runtime_checkable
+class CandidateVectors(Protocol):
+    """Optional extra of a store: the coarse candidates and their full vectors in one read.
+
+    The rescoring pass always wants the full vectors of the coarse pass's
+    candidates; a remote store (PostgreSQL) returns them with the candidates
+    instead of in a second round trip. The pipeline uses it when
+    ``isinstance(store, CandidateVectors)``; the results are the same as
+    ``vector_search`` followed by ``embeddings``.
+    """
+
+    def vector_candidates(
+        self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
+    ) -> tuple[builtins.list[ScoredId], dict[str, np.ndarray]]:
+        """(``vector_search``'s hits, the full vectors of those hits that have one)."""
+        ...
+
+
+@runtime_checkable
 class ReadView(Protocol):
     """Optional extra of a store: the reads of one search, on one state of the user's memories.
 

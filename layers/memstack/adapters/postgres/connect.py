@@ -8,9 +8,11 @@ from memstack.adapters.postgres.executor import SqlExecutor
 from memstack.errors import SettingsError
 from memstack.settings import Settings
 
-#: set on every direct connection: iterative HNSW scans (migration 3 also makes
-#: them the role's default, which is what Data API sessions get)
-SESSION_SETTINGS = {"hnsw.iterative_scan": "relaxed_order"}
+#: set on every direct connection: iterative HNSW scans, and a candidate list
+#: about half the ~200 candidates a search asks for, so few iterations are
+#: needed (migration 3 makes the same the role's default, which is what Data
+#: API sessions get)
+SESSION_SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100"}
 
 
 def build_executor(settings: Settings, rds_data_client: Any | None = None) -> SqlExecutor:

@@ -134,6 +134,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             """DO $$ BEGIN
                 EXECUTE format('ALTER ROLE CURRENT_USER IN DATABASE %I SET hnsw.iterative_scan = %L',
                                current_database(), 'relaxed_order');
+                EXECUTE format('ALTER ROLE CURRENT_USER IN DATABASE %I SET hnsw.ef_search = %L',
+                               current_database(), '100');
             END $$""",
         ),
     ),

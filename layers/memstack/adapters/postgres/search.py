@@ -81,10 +81,30 @@ LIMIT :k"""
     return sql, {"terms": " ".join(terms), "k": k, **params}
 
 
+def _ids_only() -> str:
+    return "SELECT id, 1 - dist AS score FROM found ORDER BY dist, id LIMIT :k"
+
+
+def _with_full_vectors(schema: str) -> str:
+    return f"""SELECT f.id, 1 - f.dist AS score, vector_send(m.embedding_full) AS embedding
+FROM (SELECT id, dist FROM found ORDER BY dist, id LIMIT :k) f
+JOIN {schema}.memories m ON {OWNER} AND m.id = f.id
+ORDER BY f.dist, f.id"""
+
+
 def vector_sql(
-    schema: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters, exact_below: int
+    schema: str,
+    query_coarse: np.ndarray,
+    k: int,
+    filters: MemoryFilters,
+    exact_below: int,
+    *,
+    with_full: bool = False,
 ) -> tuple[str, dict[str, Any]]:
-    """The statement and its parameters: ids with their coarse cosine similarity, best first."""
+    """The statement and its parameters: ids with their coarse cosine similarity, best first.
+
+    ``with_full`` adds each hit's full vector (``embedding``, pgvector's binary form).
+    """
     where, params = filter_sql(filters, search=True)
     candidates = f"{OWNER} AND m.embedding_coarse IS NOT NULL{where}"
     sql = f"""
@@ -110,5 +130,5 @@ found AS (
      ORDER BY dist, id
      LIMIT :k)
 )
-SELECT id, 1 - dist AS score FROM found ORDER BY dist, id LIMIT :k"""
+{_with_full_vectors(schema) if with_full else _ids_only()}"""
     return sql, {"q": vector_text(query_coarse), "k": k, "exact_below": exact_below, **params}

@@ -54,7 +54,7 @@ class PostgresMemoryStore:
         schema: str = "memstack",
         coarse_dim: int = 128,
         embedding_dim: int = 384,
-        exact_below: int = 5000,
+        exact_below: int = 2000,
         migrate_on_start: bool = True,
     ) -> None:
         self.executor = executor
@@ -234,6 +234,24 @@ SELECT count(*) AS memories FROM gone""",
         sql, params = search.vector_sql(self.schema, query_coarse, k, filters, self.exact_below)
         rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
         return [ScoredId(id=r["id"], score=float(r["score"])) for r in rows]
+
+    def vector_candidates(
+        self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
+    ) -> tuple[builtins.list[ScoredId], dict[str, np.ndarray]]:
+        """The coarse hits and their full vectors in one statement (``ports.store.CandidateVectors``)."""
+        if self.executor.max_result_bytes is not None and k * (4 * self.embedding_dim + 64) > (
+            self.executor.max_result_bytes
+        ):
+            # Too many vectors for one answer (the Data API's 1 MB): two reads instead.
+            hits = self.vector_search(tenant, user_id, query_coarse, k, filters)
+            return hits, self.embeddings(tenant, user_id, [h.id for h in hits])
+        sql, params = search.vector_sql(
+            self.schema, query_coarse, k, filters, self.exact_below, with_full=True
+        )
+        rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
+        hits = [ScoredId(id=r["id"], score=float(r["score"])) for r in rows]
+        full = {r["id"]: v for r in rows if (v := vector_from_binary(r["embedding"])) is not None}
+        return hits, full
 
     def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}

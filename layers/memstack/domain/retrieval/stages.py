@@ -13,7 +13,7 @@ from memstack.domain.retrieval.types import SearchHit, SearchRequest
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier
 from memstack.ports.reranker import Reranker
-from memstack.ports.store import MemoryStore
+from memstack.ports.store import CandidateVectors, MemoryStore
 
 
 def vector_search(
@@ -29,10 +29,13 @@ def vector_search(
     Returns the rescored ranking and the full vectors it loaded (stage 6 reuses them).
     """
     coarse = coarse_prefix(query_vec, coarse_dim)
-    found = store.vector_search(req.tenant, req.user_id, coarse, candidates, filters)
+    if isinstance(store, CandidateVectors):  # both in one read (ports.store)
+        found, full = store.vector_candidates(req.tenant, req.user_id, coarse, candidates, filters)
+    else:
+        found = store.vector_search(req.tenant, req.user_id, coarse, candidates, filters)
+        full = store.embeddings(req.tenant, req.user_id, [c.id for c in found]) if found else {}
     if not found:
         return [], {}
-    full = store.embeddings(req.tenant, req.user_id, [c.id for c in found])
     ids = [c.id for c in found if c.id in full]
     if not ids:
         return [], full
