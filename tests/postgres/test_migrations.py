@@ -7,12 +7,24 @@ from typing import Any
 
 import pytest
 from memstack.adapters.postgres import schema as pg_schema
+from memstack.adapters.postgres.records import INSERT_COLUMNS, INSERT_VALUES, RECORDSET_TYPES, records_json
 from memstack.adapters.postgres.schema import LATEST, Migration, applied_versions, migrate
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import SettingsError
 from memstack.models import MemoryFilters
 
 from .conftest import COARSE_DIM, EMB, record
+
+
+def _insert_before_v4(schema: str) -> str:
+    """The insert of the store before migration 4 (no statistics), which names only v1 columns."""
+    return f"""
+WITH r AS (SELECT * FROM jsonb_to_recordset(CAST(:records AS jsonb)) AS r({RECORDSET_TYPES})),
+ins AS (INSERT INTO {schema}.memories ({INSERT_COLUMNS}) SELECT {INSERT_VALUES} FROM r RETURNING id),
+src AS (
+    INSERT INTO {schema}.memory_sources (tenant, user_id, source_id, memory_id)
+    SELECT DISTINCT r.tenant, r.user_id, s.value, r.id FROM r, jsonb_array_elements_text(r.source_ids) s)
+SELECT count(*) AS inserted FROM ins"""
 
 
 def _executor(postgres_server: Any) -> Any:
@@ -53,13 +65,12 @@ def test_from_a_previous_schema_the_data_stays_and_becomes_searchable(
     try:
         migrate(executor, postgres_schema, COARSE_DIM, target=previous)
         assert applied_versions(executor, postgres_schema) == list(range(1, previous + 1))
-        # Rows written by a store on the older schema (inserts name no later column).
-        old = make_store(migrate_on_start=False)
+        # Rows written the way the store wrote them before text_stats existed.
         kept = [
             record("the golden retriever is called Biscuit", source_ids=["m1"]),
             record("ramen with extra garlic", source_ids=["m1"]),
         ]
-        old.put(kept)
+        executor.query(_insert_before_v4(postgres_schema), {"records": records_json(kept)})
         applied = migrate(executor, postgres_schema, COARSE_DIM)
         assert [m.version for m in applied] == list(range(previous + 1, LATEST + 1))
     finally:
@@ -72,6 +83,11 @@ def test_from_a_previous_schema_the_data_stays_and_becomes_searchable(
     query = coarse_prefix(EMB.embed(["ramen with extra garlic"])[0], COARSE_DIM)
     assert store.vector_search("t1", "u1", query, 1, MemoryFilters())[0].id == kept[1].id
     assert [r.id for r in store.find_by_source("t1", "u1", "m1")] == [kept[0].id, kept[1].id]
+    # The statistics were counted from the rows already there, and writes keep them exact.
+    stats = store.executor.query(f"SELECT docs, total_len FROM {postgres_schema}.text_stats")
+    assert stats[0]["docs"] == 2
+    store.put([record("a third memory")])
+    assert store.executor.query(f"SELECT docs FROM {postgres_schema}.text_stats")[0]["docs"] == 3
 
 
 def test_a_failing_migration_changes_nothing(

@@ -139,6 +139,24 @@ MIGRATIONS: tuple[Migration, ...] = (
             END $$""",
         ),
     ),
+    Migration(
+        4,
+        "BM25 corpus statistics per user, kept by every write",
+        (
+            """CREATE TABLE {schema}.text_stats (
+                tenant text NOT NULL,
+                user_id text NOT NULL,
+                docs bigint NOT NULL,
+                total_len bigint NOT NULL,
+                PRIMARY KEY (tenant, user_id)
+            )""",
+            """INSERT INTO {schema}.text_stats (tenant, user_id, docs, total_len)
+                SELECT tenant, user_id, count(*), coalesce(sum(doc_len), 0) FROM {schema}.memories
+                WHERE is_current AND NOT deleted GROUP BY tenant, user_id""",
+            # Searches no longer count the user's documents.
+            """DROP INDEX {schema}.memories_text_stats""",
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -8,8 +8,8 @@ least 1e-6): the GIN index finds the user's documents containing any query
 term; their term frequencies come from the tsvector positions; a term's
 document frequency is the number of those documents that contain it (the
 documents with any query term are exactly those that can contain it); ``N``
-and the mean length come from a covering index of the user's current
-documents. User text never reaches a query parser: it is tokenised by
+and the mean length are the user's row of ``text_stats``, which every write
+keeps exact (``writes``). User text never reaches a query parser: it is tokenised by
 ``to_tsvector`` (which accepts any text) and the resulting lexemes are quoted
 into the ``tsquery``.
 
@@ -60,8 +60,9 @@ WITH q AS (
           AS lexemes) t
 ),
 stats AS MATERIALIZED (
-    SELECT count(*)::float8 AS n, coalesce(avg(m.doc_len), 0)::float8 AS avgdl
-    FROM {schema}.memories m WHERE {OWNER} AND NOT m.deleted AND m.is_current
+    SELECT coalesce(max(m.docs), 0)::float8 AS n,
+           coalesce(max(m.total_len)::float8 / nullif(max(m.docs), 0), 0)::float8 AS avgdl
+    FROM {schema}.text_stats m WHERE {OWNER}
 ),
 tf AS MATERIALIZED (
     -- One pass over the matching rows. setweight + ts_filter keep only the

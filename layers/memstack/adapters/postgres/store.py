@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from memstack.adapters.postgres import search
+from memstack.adapters.postgres import search, writes
 from memstack.adapters.postgres.connect import build_executor
 from memstack.adapters.postgres.executor import (
     DuplicateKey,
@@ -28,10 +28,7 @@ from memstack.adapters.postgres.executor import (
 )
 from memstack.adapters.postgres.filters import OWNER, filter_sql
 from memstack.adapters.postgres.records import (
-    INSERT_COLUMNS,
-    INSERT_VALUES,
     RECORD_COLUMNS,
-    RECORDSET_TYPES,
     micros,
     micros_sql,
     record_batches,
@@ -64,28 +61,8 @@ class PostgresMemoryStore:
         self.exact_below = exact_below
         if migrate_on_start:
             migrate(executor, self.schema, coarse_dim)
-        s = self.schema
-        self._insert_sql = f"""
-WITH r AS (SELECT * FROM jsonb_to_recordset(CAST(:records AS jsonb)) AS r({RECORDSET_TYPES})),
-ins AS (INSERT INTO {s}.memories ({INSERT_COLUMNS}) SELECT {INSERT_VALUES} FROM r RETURNING id),
-src AS (
-    INSERT INTO {s}.memory_sources (tenant, user_id, source_id, memory_id)
-    SELECT DISTINCT r.tenant, r.user_id, src.value, r.id FROM r, jsonb_array_elements_text(r.source_ids) src
-    ON CONFLICT DO NOTHING)
-SELECT count(*) AS inserted FROM ins"""
-        self._supersede_sql = f"""
-WITH old AS (
-    UPDATE {s}.memories m SET is_current = false, superseded_at = {micros_sql(":superseded_at")}
-    WHERE {OWNER} AND m.id = :old_id AND m.is_current
-    RETURNING m.id),
-r AS (SELECT * FROM jsonb_to_recordset(CAST(:records AS jsonb)) AS r({RECORDSET_TYPES})
-      WHERE EXISTS (SELECT 1 FROM old)),
-ins AS (INSERT INTO {s}.memories ({INSERT_COLUMNS}) SELECT {INSERT_VALUES} FROM r RETURNING id),
-src AS (
-    INSERT INTO {s}.memory_sources (tenant, user_id, source_id, memory_id)
-    SELECT DISTINCT r.tenant, r.user_id, src.value, r.id FROM r, jsonb_array_elements_text(r.source_ids) src
-    ON CONFLICT DO NOTHING)
-SELECT (SELECT count(*) FROM old) AS retired, (SELECT count(*) FROM ins) AS inserted"""
+        self._insert_sql = writes.insert_sql(self.schema)
+        self._supersede_sql = writes.supersede_sql(self.schema)
 
     @classmethod
     def from_settings(cls, settings: Settings, rds_data_client: Any | None = None) -> PostgresMemoryStore:
@@ -138,22 +115,14 @@ SELECT (SELECT count(*) FROM old) AS retired, (SELECT count(*) FROM ins) AS inse
             return 0
         # Only rows where some field differs change (what the embedded store counts).
         rows = self.executor.query(
-            f"""
-UPDATE {self.schema}.memories m SET metadata = m.metadata || CAST(:patch AS jsonb)
-WHERE {OWNER} AND m.id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))
-  AND (SELECT jsonb_object_agg(key, m.metadata -> key) FROM jsonb_object_keys(CAST(:patch AS jsonb)) key)
-      IS DISTINCT FROM CAST(:patch AS jsonb)
-RETURNING m.id""",
+            writes.mark_sql(self.schema),
             {"tenant": tenant, "user_id": user_id, "ids": json_text(ids), "patch": json_text(fields)},
         )
         return len(rows)
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
         rows = self.executor.query(
-            f"""
-WITH gone AS (DELETE FROM {self.schema}.memories m WHERE {OWNER} RETURNING 1),
-sources AS (DELETE FROM {self.schema}.memory_sources m WHERE {OWNER})
-SELECT count(*) AS memories FROM gone""",
+            writes.erase_sql(self.schema),
             {"tenant": tenant, "user_id": user_id},
         )
         return {"memories": int(rows[0]["memories"]) if rows else 0}
