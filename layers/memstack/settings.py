@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstack.errors import SettingsError
@@ -20,7 +20,8 @@ StmBackend = Literal["embedded", "dynamodb"]
 QueueBackend = Literal["local", "sqs"]
 EmbedderName = Literal["hashing", "minilm", "bedrock-titan", "bedrock-cohere"]
 RerankerName = Literal["none", "bedrock"]
-LlmName = Literal["local", "bedrock"]
+LlmName = Literal["local", "bedrock", "openai"]
+StructuredOutput = Literal["auto", "tools", "json_schema"]
 
 
 class Settings(BaseSettings):
@@ -130,7 +131,20 @@ class Settings(BaseSettings):
     bedrock_embedding_model: str = "amazon.titan-embed-text-v2:0"
     bedrock_rerank_model_arn: str | None = None
     bedrock_max_tokens: int = Field(1024, ge=1)
+    bedrock_prompt_cache: bool = Field(
+        True, description="cache points after the fixed system prompt and tool schema (Converse)"
+    )
     bedrock_temperature: float = Field(0.0, ge=0.0, le=1.0)
+    # --- OpenAI-compatible LLM server (MEMSTACK_LLM=openai: OpenAI, vLLM, Ollama, llama.cpp, LM Studio)
+    openai_base_url: str = Field("http://127.0.0.1:8080/v1", description="the server's /v1 root")
+    openai_model: str = Field("gpt-4o-mini", min_length=1, description="extraction model")
+    openai_synthesis_model: str | None = Field(None, description="consolidation model (default: the same)")
+    openai_api_key: SecretStr | None = Field(None, description="sent as a Bearer token when set")
+    openai_structured_output: StructuredOutput = Field(
+        "auto", description="tools, response_format json_schema, or auto (tools, then json_schema)"
+    )
+    openai_timeout_seconds: float = Field(60.0, gt=0)
+    openai_max_tokens: int = Field(1024, ge=1)
     cost_report_threshold: float = Field(10.0, ge=0.0)
     alert_topic_arn: str | None = None
     project_tag: str = "memstack"
