@@ -104,7 +104,12 @@ def test_extraction_is_deterministic() -> None:
     text = "Hi! I'm vegetarian. I love hiking on weekends and I'm learning Rust."
     first = extractor.extract(msg(text), [], [])
     assert first == extractor.extract(msg(text), [], [])
-    assert len(first) == 2
+    # One memory per first-person clause: vegetarian, hiking, Rust.
+    assert [o.content for o in first] == [
+        "Maya is vegetarian.",
+        "Maya loves hiking on weekends.",
+        "Maya is learning Rust.",
+    ]
 
 
 CATEGORY_EXAMPLES = {

@@ -131,8 +131,9 @@ LEXICON: dict[Category, tuple[str, ...]] = {
         "every year",
     ),
     Category.COMMUNICATION_STYLE: _terms(
-        "answers replies reply bullet bullet-point concise tone formal informal emoji emojis verbose "
-        "respond responses summaries explain explanations wording jargon",
+        "answer answers replies reply bullet bullet-point concise tone formal informal emoji emojis verbose "
+        "respond responses summaries explain explanations wording jargon paragraph paragraphs",
+        "bullet points",
         "short answers",
         "long essays",
         "call me",
