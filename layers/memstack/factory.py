@@ -105,6 +105,7 @@ def build_summariser(settings: Settings, client: Any | None = None) -> Summarise
             client=client,
             region=settings.aws_region,
             temperature=settings.bedrock_temperature,
+            prompt_cache=settings.bedrock_prompt_cache,
         )
     from memstack.adapters.llm.extractive_summariser import ExtractiveSummariser
 

@@ -94,7 +94,7 @@ def test_bedrock_summariser_forces_its_tool_and_bounds_the_answer() -> None:
                 "system": ANY,
                 "messages": ANY,
                 "inferenceConfig": {"maxTokens": 64, "temperature": 0.0},
-                "toolConfig": SUMMARY_TOOL.config(),
+                "toolConfig": SUMMARY_TOOL.config(cache=True),
             },
         )
         long_memories = ["Sam mainly uses PyTorch.", " ".join(["very"] * 100) + " long"]

@@ -1,0 +1,306 @@
+"""The model-backed extractor and summariser, on any ``ToolChat`` (Bedrock Converse, OpenAI-compatible).
+
+Extraction: the model answers through a tool (``record_memory_operations``)
+whose input schema is the operation list, so nothing is parsed out of prose.
+The answer is validated with pydantic (ops, kinds, categories, and that
+UPDATE/DELETE name a memory that was shown). A malformed answer is sent back
+once with the validation error; if the retry is malformed too, the fact is
+kept anyway as an ADD of the raw message (categorised by the lexicon), so
+nothing the user said is dropped.
+
+Summaries: ``summarise`` asks for one summary of a group of turns;
+``synthesise`` for the few higher-level statements a set of related summaries
+and existing memories support. Both are bounded twice: the token budget in
+the request, and the returned text trimmed to it.
+
+The system prompts and tool schemas are fixed strings, first in every
+request, so a provider with prompt caching (Bedrock cache points, OpenAI's
+automatic prefix cache) reads them from cache after the first call.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from memstack.adapters.llm.extractive_summariser import estimate_tokens, truncate
+from memstack.adapters.llm.lexicon import categorise
+from memstack.adapters.llm.tools import Tool, ToolAnswer, ToolChat, default_metrics
+from memstack.errors import DependencyFailed
+from memstack.models import Category, Kind, MemoryRecord, Message, Role
+from memstack.ports.llm import ExtractionOp
+
+logger = Logger(service="memstack", child=True)
+
+EXTRACTION_PROMPT = """You maintain the long-term memory of an AI assistant about one user.
+You receive one new message from the conversation (with its speaker and time), the turns just
+before it, and the existing memories most similar to it (each with an id).
+Decide what the new message changes, and answer only by calling the tool:
+- ADD: a new, durable fact, event or preference about the user (or people and things in their
+  life). Write it as a short third-person sentence that names the user, with absolute dates
+  (never "yesterday" or "next month": use the message time).
+- UPDATE: an existing memory is no longer accurate because the message gives a new value for the
+  same thing (moved city, new job, changed preference, a correction, a plan that changed, a goal
+  that was reached). Give its target_id and the full new text.
+- DELETE: the message says an existing memory is no longer true ("I don't have a dog anymore",
+  "forget that ...").
+- NONE: the message restates what a memory already says, or holds nothing worth remembering
+  (greetings, thanks, questions, requests to the assistant, hypotheticals).
+Each ADD/UPDATE has a kind (fact, event, preference), one category, and an event_time
+(ISO 8601) when it is about something that happens at a particular time.
+Return an empty list when nothing should change."""
+
+EXTRACTION_TOOL = Tool(
+    name="record_memory_operations",
+    description="Record the memory operations the new message implies.",
+    schema={
+        "type": "object",
+        "properties": {
+            "operations": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "op": {"type": "string", "enum": ["ADD", "UPDATE", "DELETE", "NONE"]},
+                        "target_id": {
+                            "type": "string",
+                            "description": "id of the memory UPDATE/DELETE act on",
+                        },
+                        "content": {"type": "string", "description": "memory text for ADD/UPDATE"},
+                        "kind": {"type": "string", "enum": [k.value for k in Kind]},
+                        "category": {"type": "string", "enum": [c.value for c in Category]},
+                        "event_time": {"type": "string", "description": "ISO 8601 date or time, if any"},
+                    },
+                    "required": ["op"],
+                },
+            }
+        },
+        "required": ["operations"],
+    },
+)
+
+SUMMARY_PROMPT = (
+    "You maintain long-term memory about one user of an AI assistant. Use only what the input says; "
+    "write in the third person about the user; keep dates and names exact; never invent facts."
+)
+SUMMARY_TOOL = Tool(
+    name="record_summary",
+    description="Record the summary of a batch of conversation turns.",
+    schema={
+        "type": "object",
+        "properties": {"summary": {"type": "string", "description": "what the turns say about the user"}},
+        "required": ["summary"],
+    },
+)
+SYNTHESIS_TOOL = Tool(
+    name="record_memories",
+    description="Record higher-level memories that the summaries and existing memories support together.",
+    schema={
+        "type": "object",
+        "properties": {
+            "memories": {
+                "type": "array",
+                "items": {"type": "string"},
+                "maxItems": 5,
+                "description": "one self-contained statement each",
+            },
+        },
+        "required": ["memories"],
+    },
+)
+
+
+class _Op(BaseModel):
+    """One operation as the model must give it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    op: Literal["ADD", "UPDATE", "DELETE", "NONE"]
+    target_id: str | None = None
+    content: str | None = Field(default=None, max_length=2000)
+    kind: Kind = Kind.FACT
+    category: Category | None = None
+    event_time: datetime | None = None
+
+    @field_validator("event_time", mode="before")
+    @classmethod
+    def _time(cls, value: Any) -> Any:
+        if value in (None, ""):
+            return None
+        from memstack.domain.extraction.timeparse import parse_timestamp
+
+        return parse_timestamp(value)
+
+    @model_validator(mode="after")
+    def _complete(self) -> _Op:
+        if self.op in ("ADD", "UPDATE") and not (self.content or "").strip():
+            raise ValueError(f"{self.op} needs a non-empty content")
+        if self.op in ("UPDATE", "DELETE") and not self.target_id:
+            raise ValueError(f"{self.op} needs the target_id of an existing memory")
+        return self
+
+
+class _Answer(BaseModel):
+    operations: list[_Op]
+
+
+def render_request(message: Message, context: list[Message], neighbours: list[MemoryRecord]) -> str:
+    """The user turn sent to the model: JSON, so ids and times are unambiguous."""
+
+    def turn(m: Message) -> dict[str, Any]:
+        return {
+            "speaker": m.speaker or str(m.role),
+            "role": str(m.role),
+            "time": m.timestamp.isoformat() if m.timestamp else None,
+            "text": m.content,
+        }
+
+    memories = [
+        {
+            "id": n.id,
+            "text": n.content,
+            "kind": str(n.kind),
+            "category": str(n.category or ""),
+            "event_time": n.event_time.isoformat() if n.event_time else None,
+        }
+        for n in neighbours
+    ]
+    body = {
+        "new_message": turn(message),
+        "previous_turns": [turn(m) for m in context],
+        "existing_memories": memories,
+    }
+    return json.dumps(body, ensure_ascii=False, indent=1)
+
+
+def validate_operations(answer: ToolAnswer, message: Message, known: set[str]) -> list[ExtractionOp]:
+    """The answer as operations, or ``ValueError``/``ValidationError`` saying what is wrong with it."""
+    if answer.input is None:
+        raise ValueError(answer.problem or f"the answer must be a call of the {EXTRACTION_TOOL.name} tool")
+    parsed = _Answer.model_validate(answer.input)
+    ops = []
+    for i, op in enumerate(parsed.operations):
+        if op.op in ("UPDATE", "DELETE") and op.target_id not in known:
+            raise ValueError(
+                f"operations[{i}].target_id {op.target_id!r} is not one of the existing memories"
+            )
+        ops.append(
+            ExtractionOp(
+                op=op.op,
+                target_id=op.target_id,
+                content=op.content,
+                kind=op.kind,
+                category=op.category,
+                event_time=op.event_time,
+                source_ids=[message.id],
+            )
+        )
+    return ops
+
+
+class StructuredExtractor:
+    """``Extractor`` on a model: a forced tool call, validated, one corrected retry, then a safe fallback."""
+
+    def __init__(
+        self, chat: ToolChat, *, name: str, max_tokens: int = 1024, metrics: Metrics | None = None
+    ) -> None:
+        self.chat = chat
+        self.name = name
+        self.max_tokens = max_tokens
+        self.metrics = metrics if metrics is not None else default_metrics()
+
+    @property
+    def model_calls(self) -> int:
+        """Requests made to the model (the evaluation reports them per message)."""
+        return self.chat.calls
+
+    def extract(
+        self, message: Message, context: list[Message], neighbours: list[MemoryRecord]
+    ) -> list[ExtractionOp]:
+        if message.role != Role.USER:
+            return []  # memories are about the user; assistant turns are context only
+        known = {n.id for n in neighbours}
+        prompt = render_request(message, context, neighbours)
+        answer = self.chat.ask(EXTRACTION_PROMPT, prompt, EXTRACTION_TOOL, self.max_tokens, "Extraction")
+        try:
+            return validate_operations(answer, message, known)
+        except (ValidationError, ValueError) as exc:
+            error = str(exc)
+        # One retry, telling the model exactly what was wrong.
+        feedback = f"Invalid input: {error}\nCall {EXTRACTION_TOOL.name} again with corrected input."
+        retry = self.chat.correct(
+            EXTRACTION_PROMPT, answer, feedback, EXTRACTION_TOOL, self.max_tokens, "Extraction"
+        )
+        try:
+            return validate_operations(retry, message, known)
+        except (ValidationError, ValueError) as exc:
+            logger.warning(
+                {"event": "extraction_fallback", "message_id": message.id, "error": type(exc).__name__}
+            )
+            self.metrics.add_metric(name="ExtractionFallbacks", unit=MetricUnit.Count, value=1)
+        return [
+            ExtractionOp(
+                op="ADD",
+                content=message.content,
+                kind=Kind.FACT,
+                category=categorise(message.content) or Category.PERSONAL_DETAILS,
+                source_ids=[message.id],
+            )
+        ]
+
+
+class StructuredSummariser:
+    """``Summariser`` on a model: each answer is one forced tool call, trimmed to its token budget."""
+
+    def __init__(self, chat: ToolChat, *, name: str) -> None:
+        self.chat = chat
+        self.name = name
+        #: token usage of every call, summed (tests and logs read it; metrics carry it to CloudWatch)
+        self.usage = {"inputTokens": 0, "outputTokens": 0}
+
+    @property
+    def model_calls(self) -> int:
+        return self.chat.calls
+
+    def _call(self, tool: Tool, prompt: str, max_tokens: int) -> dict[str, Any]:
+        answer = self.chat.ask(SUMMARY_PROMPT, prompt, tool, max_tokens, "Consolidation")
+        for key in self.usage:
+            self.usage[key] += int(answer.usage.get(key, 0))
+        if answer.input is None:
+            why = f"stop reason {answer.stop_reason}"
+            raise DependencyFailed(f"{self.chat.provider} answered without calling {tool.name} ({why})")
+        return answer.input
+
+    def summarise(self, texts: list[str], max_tokens: int) -> str:
+        turns = "\n".join(f"- {t}" for t in texts)
+        prompt = (
+            f"Summarise these conversation turns in at most {max_tokens} tokens. Keep every fact, preference "
+            f"and event about the user; drop small talk.\n\n{turns}"
+        )
+        out = self._call(SUMMARY_TOOL, prompt, max_tokens)
+        return truncate(str(out.get("summary", "")).strip(), max_tokens)
+
+    def synthesise(self, summaries: list[str], existing: list[MemoryRecord], max_tokens: int) -> list[str]:
+        known = "\n".join(f"- {r.content}" for r in existing if not r.deleted) or "- (none)"
+        new = "\n".join(f"- {s}" for s in summaries)
+        prompt = (
+            "New summaries:\n" + new + "\n\nExisting memories:\n" + known + "\n\n"
+            f"State the higher-level memories these support together, in at most {max_tokens} tokens in all. "
+            "Merge what overlaps; when new information changes an existing memory, state the current truth."
+        )
+        out = self._call(SYNTHESIS_TOOL, prompt, max_tokens)
+        raw = out.get("memories", [])
+        memories = [str(m).strip() for m in (raw if isinstance(raw, list) else []) if str(m).strip()]
+        budget, kept = max_tokens, []
+        for m in memories:  # the budget bounds all statements together
+            text = truncate(m, budget)
+            if not text.strip(" …"):
+                break
+            kept.append(text)
+            budget -= estimate_tokens(text)
+        return kept
