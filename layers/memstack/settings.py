@@ -144,6 +144,7 @@ class Settings(BaseSettings):
         "auto", description="tools, response_format json_schema, or auto (tools, then json_schema)"
     )
     openai_timeout_seconds: float = Field(60.0, gt=0)
+    openai_temperature: float = Field(0.0, ge=0.0, le=2.0)
     openai_max_tokens: int = Field(1024, ge=1)
     cost_report_threshold: float = Field(10.0, ge=0.0)
     alert_topic_arn: str | None = None

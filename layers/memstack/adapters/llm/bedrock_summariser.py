@@ -53,6 +53,5 @@ class BedrockSummariser(StructuredSummariser):
             sleep=sleep,
             cache=prompt_cache,
         )
-        super().__init__(chat, name="bedrock-converse")
+        super().__init__(chat, name="bedrock-converse", metrics=chat.metrics)
         self.model_id = model_id
-        self.metrics = chat.metrics

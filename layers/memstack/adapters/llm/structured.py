@@ -11,7 +11,10 @@ nothing the user said is dropped.
 Summaries: ``summarise`` asks for one summary of a group of turns;
 ``synthesise`` for the few higher-level statements a set of related summaries
 and existing memories support. Both are bounded twice: the token budget in
-the request, and the returned text trimmed to it.
+the request (plus room for the JSON around the text), and the returned text
+trimmed to it. A malformed answer is sent back once with what was wrong; a
+second one falls back to the offline extractive summariser, so consolidation
+still folds the turns in (``ConsolidationFallbacks`` counts it).
 
 The system prompts and tool schemas are fixed strings, first in every
 request, so a provider with prompt caching (Bedrock cache points, OpenAI's
@@ -28,10 +31,9 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from memstack.adapters.llm.extractive_summariser import estimate_tokens, truncate
+from memstack.adapters.llm.extractive_summariser import ExtractiveSummariser, estimate_tokens, truncate
 from memstack.adapters.llm.lexicon import categorise
 from memstack.adapters.llm.tools import Tool, ToolAnswer, ToolChat, default_metrics
-from memstack.errors import DependencyFailed
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
 from memstack.ports.llm import ExtractionOp
 
@@ -254,12 +256,18 @@ class StructuredExtractor:
         ]
 
 
+# What each summary tool's answer field must be.
+SUMMARY_TYPES: dict[str, type] = {"summary": str, "memories": list}
+_JSON_ROOM = 64
+
+
 class StructuredSummariser:
     """``Summariser`` on a model: each answer is one forced tool call, trimmed to its token budget."""
 
-    def __init__(self, chat: ToolChat, *, name: str) -> None:
+    def __init__(self, chat: ToolChat, *, name: str, metrics: Metrics | None = None) -> None:
         self.chat = chat
         self.name = name
+        self.metrics = metrics if metrics is not None else default_metrics()
         #: token usage of every call, summed (tests and logs read it; metrics carry it to CloudWatch)
         self.usage = {"inputTokens": 0, "outputTokens": 0}
 
@@ -267,14 +275,31 @@ class StructuredSummariser:
     def model_calls(self) -> int:
         return self.chat.calls
 
-    def _call(self, tool: Tool, prompt: str, max_tokens: int) -> dict[str, Any]:
-        answer = self.chat.ask(SUMMARY_PROMPT, prompt, tool, max_tokens, "Consolidation")
-        for key in self.usage:
-            self.usage[key] += int(answer.usage.get(key, 0))
-        if answer.input is None:
-            why = f"stop reason {answer.stop_reason}"
-            raise DependencyFailed(f"{self.chat.provider} answered without calling {tool.name} ({why})")
-        return answer.input
+    def _call(self, tool: Tool, prompt: str, max_tokens: int, key: str) -> Any | None:
+        """The tool input's ``key``, from the first answer or the corrected retry; None if both were bad."""
+        # The budget bounds the text; the JSON around it needs room too, or the answer is cut mid-object.
+        room = max_tokens + _JSON_ROOM
+        answer = self.chat.ask(SUMMARY_PROMPT, prompt, tool, room, "Consolidation")
+        for attempt in range(2):
+            for k in self.usage:
+                self.usage[k] += int(answer.usage.get(k, 0))
+            value = (answer.input or {}).get(key)
+            if isinstance(value, SUMMARY_TYPES[key]):
+                return value
+            if attempt:
+                break
+            problem = answer.problem or (
+                f"the answer must be a call of {tool.name} with {key!r}"
+                if answer.input is None
+                else f"{key!r} is missing or not a {SUMMARY_TYPES[key].__name__}"
+            )
+            feedback = f"Invalid input: {problem}\nCall {tool.name} again with corrected input."
+            answer = self.chat.correct(SUMMARY_PROMPT, answer, feedback, tool, room, "Consolidation")
+        logger.warning(
+            {"event": "consolidation_fallback", "tool": tool.name, "stop_reason": answer.stop_reason}
+        )
+        self.metrics.add_metric(name="ConsolidationFallbacks", unit=MetricUnit.Count, value=1)
+        return None
 
     def summarise(self, texts: list[str], max_tokens: int) -> str:
         turns = "\n".join(f"- {t}" for t in texts)
@@ -282,8 +307,10 @@ class StructuredSummariser:
             f"Summarise these conversation turns in at most {max_tokens} tokens. Keep every fact, preference "
             f"and event about the user; drop small talk.\n\n{turns}"
         )
-        out = self._call(SUMMARY_TOOL, prompt, max_tokens)
-        return truncate(str(out.get("summary", "")).strip(), max_tokens)
+        out = self._call(SUMMARY_TOOL, prompt, max_tokens, "summary")
+        if out is None:  # the model failed twice: the offline summary keeps the turns anyway
+            return ExtractiveSummariser().summarise(texts, max_tokens)
+        return truncate(str(out).strip(), max_tokens)
 
     def synthesise(self, summaries: list[str], existing: list[MemoryRecord], max_tokens: int) -> list[str]:
         known = "\n".join(f"- {r.content}" for r in existing if not r.deleted) or "- (none)"
@@ -293,9 +320,10 @@ class StructuredSummariser:
             f"State the higher-level memories these support together, in at most {max_tokens} tokens in all. "
             "Merge what overlaps; when new information changes an existing memory, state the current truth."
         )
-        out = self._call(SYNTHESIS_TOOL, prompt, max_tokens)
-        raw = out.get("memories", [])
-        memories = [str(m).strip() for m in (raw if isinstance(raw, list) else []) if str(m).strip()]
+        out = self._call(SYNTHESIS_TOOL, prompt, max_tokens, "memories")
+        if out is None:
+            return ExtractiveSummariser().synthesise(summaries, existing, max_tokens)
+        memories = [str(m).strip() for m in out if str(m).strip()]
         budget, kept = max_tokens, []
         for m in memories:  # the budget bounds all statements together
             text = truncate(m, budget)
