@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install demo test lint typecheck check clean
+.PHONY: install demo test lint typecheck check clean test-live-llm eval-extraction
 
 install: $(STAMP)
 
@@ -25,6 +25,15 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest
+
+# The OpenAI-compatible provider against a live llama.cpp server (compiles llama.cpp: slow once).
+test-live-llm: install
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-live-llm.txt
+	MEMSTACK_LIVE_LLM=1 $(BIN)/python -m pytest tests/adapters/test_openai_live.py
+
+# Extraction quality on the change scenarios (README figures).
+eval-extraction: install
+	$(BIN)/memstack eval extraction examples/extraction/*.jsonl
 
 lint: install
 	$(BIN)/ruff check layers lambdas stacks tests scripts app.py

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from memstack.adapters.llm.lexicon import categorise
 from memstack.adapters.llm.local import LocalExtractor
+from memstack.domain.categories import categorise
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
 
 SAID = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

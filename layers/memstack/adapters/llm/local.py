@@ -34,9 +34,9 @@ from datetime import datetime
 
 from memstack.adapters.llm import cues, grammar
 from memstack.adapters.llm.attributes import AttributeValue, find_attributes, same_value
-from memstack.adapters.llm.lexicon import categorise, category_scores
 from memstack.adapters.llm.rewrite import is_first_person, subject_name, to_third_person
 from memstack.adapters.llm.targets import best_target, editable, same_category_preference, topic
+from memstack.domain.categories import categorise, category_scores
 from memstack.domain.extraction.relative import is_future, resolve_relative_dates
 from memstack.domain.text import STOPWORDS, words
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
@@ -267,8 +267,9 @@ class LocalExtractor:
 
     # ------------------------------------------------------------------ decisions
     def _news_about_known(self, said: _Said, turn: _Turn) -> bool:
-        """ "The team offsite moved to Porto": not first person, but it changes something known."""
-        return bool(cues.CHANGE.search(said.original)) and (
+        """ "The team offsite moved to Porto", "the Iceland trip is booked": news about something known."""
+        news = cues.CHANGE.search(said.original) or cues.COMPLETION.search(said.original)
+        return bool(news) and (
             best_target(said.text, turn.neighbours, turn.subject, min_shared=2) is not None
         )
 

@@ -32,8 +32,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memstack.adapters.llm.extractive_summariser import ExtractiveSummariser, estimate_tokens, truncate
-from memstack.adapters.llm.lexicon import categorise
 from memstack.adapters.llm.tools import Tool, ToolAnswer, ToolChat, default_metrics
+from memstack.domain.categories import categorise
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
 from memstack.ports.llm import ExtractionOp
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from memstack.adapters.llm.grammar import word_set
-from memstack.adapters.llm.lexicon import categorise
+from memstack.domain.categories import categorise
 from memstack.domain.text import STOPWORDS, words
 from memstack.models import Category, Kind, MemoryRecord
 

@@ -1,4 +1,4 @@
-"""Keyword lexicon for the 15 categories, used by the local extractor (and the Bedrock fallback).
+"""Keyword lexicon for the 15 categories: the local extractor, the LLM fallback and consolidation use it.
 
 Each category lists single words (matched with common inflections: "hike"
 matches "hiking", "hikes", "hiked") and multi-word phrases (matched literally,
