@@ -152,6 +152,7 @@ def extraction(
     llm: Annotated[str | None, typer.Option(help="local | bedrock | openai (overrides MEMSTACK_LLM)")] = None,
     embedder: Annotated[str | None, typer.Option(help="override MEMSTACK_EMBEDDER")] = None,
     failures: Annotated[bool, typer.Option(help="list each failed scenario and why")] = True,
+    limit: Annotated[int | None, typer.Option(help="only the first N scenarios (a slow model)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Run each scenario in a fresh store through the ingest path and check what memstack ends up knowing."""
@@ -160,6 +161,8 @@ def extraction(
         scenarios = load_scenarios(paths)
     except ScenarioFormatError as exc:
         raise UserError(str(exc)) from None
+    if limit is not None:
+        scenarios = scenarios[: max(limit, 1)]
     logging.getLogger("memstack").setLevel(logging.ERROR)
     with Progress(
         TextColumn("{task.description}"),
