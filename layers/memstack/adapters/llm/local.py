@@ -186,8 +186,7 @@ class LocalExtractor:
         if (
             sentence.endswith("?")
             or cues.SMALL_TALK.match(sentence)
-            or cues.REQUEST.match(sentence)
-            or cues.HYPOTHETICAL.match(sentence)
+            or cues.HYPOTHETICAL.match(sentence)  # the whole conditional, both its clauses
             or len(words(sentence)) < 2
         ):
             return
@@ -206,8 +205,8 @@ class LocalExtractor:
         _drop_announcements(turn, before)
 
     def _clause(self, clause: str, raw: str, turn: _Turn) -> None:
-        if len(words(clause)) < 2 or clause.endswith("?"):
-            return
+        if len(words(clause)) < 2 or clause.endswith("?") or cues.REQUEST.match(clause):
+            return  # "Book me a window seat, I always get airsick": the request is not a memory, the rest is
         name = _NAME.fullmatch(clause)
         if name:
             if name.group(1).casefold() == turn.subject.casefold():
