@@ -441,9 +441,10 @@ def _replace_phrase(text: str, old: str, new: str) -> str:
 def _attribute_op(
     turn: _Turn, n: MemoryRecord, old: AttributeValue, new: AttributeValue, said: _Said
 ) -> ExtractionOp:
-    if old.stative:
+    if old.stative and old.name != "job_title":
         # "lives in Tokyo with their partner" -> "lives in Osaka with their partner":
-        # the rest of what the memory says stays true.
+        # the rest of what the memory says stays true. Not for a job: "a barista at a cafe"
+        # does not become "a designer at a cafe" (the rest is usually the old employer).
         start, end = old.span
         content = n.content[:start] + new.value + n.content[end:]
         kept = _Said(said.original, content, n.kind, n.category or said.category, said.event_time)
