@@ -112,6 +112,7 @@ def build_summariser(
 
         return openai_summariser(settings, http_client)
     if settings.llm == "bedrock":
+        from memstack.adapters.llm.bedrock_converse import prompt_cache_enabled
         from memstack.adapters.llm.bedrock_summariser import BedrockSummariser
 
         return BedrockSummariser(
@@ -119,7 +120,9 @@ def build_summariser(
             client=client,
             region=settings.aws_region,
             temperature=settings.bedrock_temperature,
-            prompt_cache=settings.bedrock_prompt_cache,
+            prompt_cache=prompt_cache_enabled(
+                settings.bedrock_prompt_cache, settings.bedrock_synthesis_model
+            ),
         )
     from memstack.adapters.llm.extractive_summariser import ExtractiveSummariser
 

@@ -147,8 +147,9 @@ class Settings(BaseSettings):
     bedrock_embedding_model: str = "amazon.titan-embed-text-v2:0"
     bedrock_rerank_model_arn: str | None = None
     bedrock_max_tokens: int = Field(1024, ge=1)
-    bedrock_prompt_cache: bool = Field(
-        True, description="cache points after the fixed system prompt and tool schema (Converse)"
+    bedrock_prompt_cache: Literal["auto", "true", "false"] = Field(
+        "auto",
+        description="cache points after the fixed system prompt and tool schema (auto: models taking them)",
     )
     bedrock_temperature: float = Field(0.0, ge=0.0, le=1.0)
     # --- OpenAI-compatible LLM server (MEMSTACK_LLM=openai: OpenAI, vLLM, Ollama, llama.cpp, LM Studio)

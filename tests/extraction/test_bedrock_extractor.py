@@ -258,10 +258,16 @@ def test_extraction_and_consolidation_models_are_configured_apart(tmp_path: Any,
         llm="bedrock",
         bedrock_extraction_model="light-model",
         bedrock_synthesis_model="strong-model",
-        bedrock_prompt_cache=False,
+        bedrock_prompt_cache="auto",
     )
     extractor_ = build_extractor(settings, client)
     summariser = build_summariser(settings, client)
     assert extractor_.model_id == "light-model"  # type: ignore[attr-defined]
     assert summariser.model_id == "strong-model"  # type: ignore[attr-defined]
-    assert not extractor_.converse.cache  # type: ignore[attr-defined]
+    assert not extractor_.converse.cache  # type: ignore[attr-defined]  # auto: not a caching model
+    cached = load_settings(
+        data_dir=tmp_path, llm="bedrock", bedrock_extraction_model="us.amazon.nova-lite-v1:0"
+    )
+    assert build_extractor(cached, client).converse.cache  # type: ignore[attr-defined]
+    forced = load_settings(data_dir=tmp_path, llm="bedrock", bedrock_prompt_cache="true")
+    assert build_extractor(forced, client).converse.cache  # type: ignore[attr-defined]

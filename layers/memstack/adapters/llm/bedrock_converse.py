@@ -44,6 +44,7 @@ from memstack.adapters.llm.tools import (
 from memstack.errors import DependencyFailed
 
 __all__ = [
+    "CACHING_MODELS",
     "NAMESPACE",
     "THROTTLING_CODES",
     "ConverseChat",
@@ -53,6 +54,7 @@ __all__ = [
     "converse_tool",
     "converse_tool_call",
     "default_metrics",
+    "prompt_cache_enabled",
 ]
 
 THROTTLING_CODES = frozenset(
@@ -65,6 +67,25 @@ THROTTLING_CODES = frozenset(
 )
 #: the answer of one call (kept under its first name for callers of ``converse_tool_call``)
 ToolCall = ToolAnswer
+# Model families that take Converse cache points (Bedrock's prompt-caching list); others reject them.
+CACHING_MODELS = (
+    "anthropic.claude-3-5-haiku",
+    "anthropic.claude-3-7-sonnet",
+    "anthropic.claude-sonnet-4",
+    "anthropic.claude-opus-4",
+    "anthropic.claude-haiku-4",
+    "amazon.nova-",
+)
+
+
+def prompt_cache_enabled(setting: str, model_id: str) -> bool:
+    """``MEMSTACK_BEDROCK_PROMPT_CACHE``: true, false, or auto (on for the model families that take it)."""
+    if setting != "auto":
+        return setting == "true"
+    base = model_id.split("/")[-1]
+    for region in ("us.", "eu.", "apac.", "global.", "jp.", "au."):
+        base = base.removeprefix(region)  # cross-region inference profiles name the model after a prefix
+    return base.startswith(CACHING_MODELS)
 
 
 def bedrock_runtime_client(region: str | None = None) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 
 from aws_lambda_powertools import Metrics
 
-from memstack.adapters.llm.bedrock_converse import ConverseChat
+from memstack.adapters.llm.bedrock_converse import ConverseChat, prompt_cache_enabled
 from memstack.adapters.llm.structured import EXTRACTION_PROMPT, EXTRACTION_TOOL, StructuredExtractor
 from memstack.settings import Settings
 
@@ -56,7 +56,9 @@ class BedrockExtractor(StructuredExtractor):
             region=settings.aws_region,
             max_tokens=settings.bedrock_max_tokens,
             temperature=settings.bedrock_temperature,
-            prompt_cache=settings.bedrock_prompt_cache,
+            prompt_cache=prompt_cache_enabled(
+                settings.bedrock_prompt_cache, settings.bedrock_extraction_model
+            ),
         )
 
     @property

@@ -55,7 +55,35 @@ Decide what the new message changes, and answer only by calling the tool:
   (greetings, thanks, questions, requests to the assistant, hypotheticals).
 Each ADD/UPDATE has a kind (fact, event, preference), one category, and an event_time
 (ISO 8601) when it is about something that happens at a particular time.
-Return an empty list when nothing should change."""
+Return an empty list when nothing should change.
+
+Examples (memories shown as id: text; the speaker is Kim):
+1. "I moved to Osaka last month." with m1: Kim lives in Tokyo.
+   -> UPDATE m1 "Kim lives in Osaka." (fact, personal_details, event_time: the month)
+2. "Actually I prefer coffee over tea now." with m2: Kim prefers tea over coffee.
+   -> UPDATE m2 "Kim prefers coffee over tea." (preference, dietary)
+3. "Sorry, I meant Hannah, not Anna." with m3: Kim's sister is called Anna.
+   -> UPDATE m3 "Kim's sister is called Hannah." (fact, relationships)
+4. "Forget that I like jazz." with m4: Kim likes jazz.  -> DELETE m4
+5. "I don't have a car anymore." with m5: Kim owns a red Golf.  -> DELETE m5
+6. "I quit smoking in March!" with m6: Kim smokes five cigarettes a day.
+   -> UPDATE m6 "Kim quit smoking in March 2024." (event, health)
+7. "I finished the Rust book." with m7: Kim is trying to learn Rust.
+   -> UPDATE m7 "Kim finished the Rust book." (event, technical_skills)
+8. "We cancelled the Mexico trip." with m8: Kim is flying to Mexico in December.
+   -> UPDATE m8 "Kim cancelled the December trip to Mexico." (event, travel)
+9. "I got a job at a bank, I start Monday." with m9: Kim works for the city council.
+   -> UPDATE m9 "Kim works at a bank (started on 12 February 2024)." (fact, professional)
+10. "My brother Tim is a nurse in Leeds." with no related memory
+   -> ADD "Kim's brother Tim is a nurse in Leeds." (fact, relationships)
+11. "I'm moving to Lisbon next year." with m1: Kim lives in Osaka.
+   -> ADD "Kim plans to move to Lisbon in 2025." (event, personal_details); m1 stays: not moved yet
+12. "I live in Osaka." with m1: Kim lives in Osaka.  -> NONE m1
+13. "Thanks! Can you tell me a joke?"  -> [] (small talk and a request)
+14. "If I were rich I would buy a boat."  -> [] (a hypothetical, not a fact)
+15. "My friend Jake moved to Denver." with m1: Kim lives in Osaka.
+   -> ADD "Kim's friend Jake moved to Denver." (event, relationships); m1 is about Kim, not Jake
+Never UPDATE or DELETE a memory the message is not about, and never invent an id."""
 
 EXTRACTION_TOOL = Tool(
     name="record_memory_operations",
