@@ -182,6 +182,7 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
         dedup_by_source=settings.dedup_by_source,
         rerank_candidates=settings.rerank_candidates,
         history_max_versions=settings.history_max_versions,
+        superseded_turns_last=settings.superseded_turns_last,
     )
 
 

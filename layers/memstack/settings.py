@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     retrieval_pool: int = Field(
         100, ge=1, le=10_000, description="fused candidates carried into the temporal/dedup/rerank stages"
     )
+    superseded_turns_last: bool = Field(
+        True, description="rank raw turns whose memories were all replaced below current memories"
+    )
     history_max_versions: int = Field(
         20, ge=1, le=1000, description="versions per chain a history query shows"
     )

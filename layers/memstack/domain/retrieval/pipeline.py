@@ -186,7 +186,7 @@ class Retriever:
         with clock.stage("history"):
             # Raw turns whose memories were all replaced say so, and rank below what is current.
             hits, stale = mark_superseded_turns(
-                self.store, req, hits, window=2 * req.top_k, demote=not history
+                self.store, req, hits, window=2 * req.top_k, demote=cfg.superseded_turns_last and not history
             )
             hits = hits[: req.top_k]
             if history:
