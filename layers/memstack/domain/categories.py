@@ -80,10 +80,10 @@ LEXICON: dict[Category, tuple[str, ...]] = {
     Category.EDUCATIONAL: _terms(
         "school university college degree course class study student exam learn thesis phd graduated "
         "graduate lecture tutorial semester homework diploma masters bachelor certificate certification "
-        "textbook book",
+        "textbook",
     ),
     Category.TRAVEL: _terms(
-        "trip travel flight fly airport visit vacation holiday abroad hotel tour passport journey beach "
+        "trip travel flight fly airport visit vacation holiday abroad hotel tour passport journey beach booked "
         "temple sightseeing itinerary backpacking cruise overseas destination",
         "northern lights",
         "road trip",
