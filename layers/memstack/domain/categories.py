@@ -83,8 +83,8 @@ LEXICON: dict[Category, tuple[str, ...]] = {
         "textbook",
     ),
     Category.TRAVEL: _terms(
-        "trip travel flight fly airport visit vacation holiday abroad hotel tour passport journey beach booked "
-        "temple sightseeing itinerary backpacking cruise overseas destination",
+        "trip travel flight fly airport visit vacation holiday abroad hotel tour passport journey beach "
+        "booked temple sightseeing itinerary backpacking cruise overseas destination",
         "northern lights",
         "road trip",
     ),
