@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psycopg
 import pytest
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.store import EmbeddedMemoryStore
@@ -182,6 +183,12 @@ def test_the_cli_moves_a_user_between_backends(
     imported = run(postgres, "import", str(out), "--json")  # the store applies the schema first
     assert imported.returncode == 0, imported.stderr
     assert json.loads(imported.stdout) == {"imported": 6, "skipped_existing": 0, "reembedded": 0}
+    # ... and refreshed the planner's statistics (a never-analysed table has reltuples -1).
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
+        (tuples,) = conn.execute(
+            "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (f"{postgres_schema}.memories",)
+        ).fetchone()
+    assert tuples == 6
     status = run(postgres, "migrate", "--status", "--json")
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["pending"] == []

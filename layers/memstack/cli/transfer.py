@@ -64,6 +64,10 @@ def import_(
                 report = import_lines(
                     service.store, fh, service.embedder, settings.coarse_dim, tenant=tenant, user_id=user
                 )
+        # A bulk load leaves the planner's statistics behind (postgres): refresh them.
+        analyze = getattr(service.store, "analyze", None)
+        if report.imported and callable(analyze):
+            analyze()
     if as_json:
         print_json(report.as_dict())
         return

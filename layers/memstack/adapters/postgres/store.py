@@ -241,6 +241,15 @@ class PostgresMemoryStore:
                     out[r["id"]] = vector
         return out
 
+    def analyze(self) -> None:
+        """Refresh the planner's statistics now; worth it after a bulk load (autovacuum does it later).
+
+        Until then the planner may think the table is small and rank every row exactly
+        instead of using the HNSW index.
+        """
+        for table in ("memories", "memory_sources", "text_stats"):
+            self.executor.query(f"ANALYZE {self.schema}.{table}")
+
     def close(self) -> None:
         self.executor.close()
 
