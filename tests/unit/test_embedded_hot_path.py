@@ -208,7 +208,7 @@ def test_lookups_by_id_use_the_id_index_not_every_row_of_the_user(
     traced: list[str] = []
     conn.set_trace_callback(traced.append)
     store.get_many("t1", "u1", ids)
-    store.embeddings("t1", "u1", ids)
+    store._stored_embeddings("t1", "u1", ids)  # vectors of rows the index does not hold (tombstones)
     store.get("t1", "u1", ids[0])
     store.mark("t1", "u1", ids[:5], seen=True)
     conn.set_trace_callback(None)
@@ -269,6 +269,7 @@ def test_a_write_costs_the_next_search_only_the_rows_it_changed(store: EmbeddedM
     assert after.size == before.size + 1 and after.generation > before.generation
     reads = [sql for sql in traced if "FROM memories WHERE" in sql]
     assert reads and all("row_gen >" in sql for sql in reads)  # the delta, never the whole user
+    assert store.embeddings("t1", "u1", after.ids[-1:])  # the new row's full vector came with it
     assert before.size == 200 and before.ids[: before.size] == after.ids[:200]  # the old view is unchanged
 
 

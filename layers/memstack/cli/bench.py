@@ -56,9 +56,7 @@ def search(
         raise UserError("--embedder must be hashing or minilm")
     sizes = parse_counts(memories, "--memories", largest=10_000_000)
     _quiet()
-    report = run_search_bench(
-        sizes, users=users, embedder=embedder, queries=queries, progress=lambda line: _err.print(line)
-    )
+    report = run_search_bench(sizes, users=users, embedder=embedder, queries=queries, progress=_err.print)
     if plot is not None:
         from memstack.bench.plot import plot_search
 
@@ -99,6 +97,132 @@ def search(
     out.print(_load_line(report.machine))
     if plot is not None:
         out.print(f"plot: {plot}")
+
+
+@bench_app.command("ingest")
+def ingest(
+    existing: Annotated[
+        str, typer.Option(help="memories already in the store, comma-separated")
+    ] = "1000,100000",
+    messages: Annotated[int, typer.Option(min=1, max=100_000, help="messages per cell")] = 300,
+    inline_messages: Annotated[
+        int, typer.Option(min=1, max=10_000, help="messages per cell with inline extraction")
+    ] = 60,
+    embedder: Annotated[str, typer.Option(help="hashing | minilm")] = "hashing",
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Messages per second through the service and over HTTP, batch 1 and 50, extraction off/queued/inline."""
+    from memstack.bench.ingest import run_ingest_bench
+
+    sizes = parse_counts(existing, "--existing", largest=10_000_000)
+    _quiet()
+    report = run_ingest_bench(
+        sizes, messages=messages, inline_messages=inline_messages, embedder=embedder, progress=_err.print
+    )
+    if as_json:
+        print_json(report.as_dict())
+        return
+    table = Table(title=f"ingest, {embedder} embedder", title_justify="left")
+    for column in ("existing", "path", "batch", "extraction", "messages", "msg/s", "extraction jobs/s"):
+        table.add_column(column, justify="right")
+    for c in report.cells:
+        jobs = f"{c.extraction_jobs_per_s:,.1f}" if c.extraction_jobs_per_s is not None else "-"
+        table.add_row(
+            f"{c.existing:,}", c.path, str(c.batch), c.infer, str(c.messages), f"{c.msg_per_s:,.0f}", jobs
+        )
+    out = Console(width=max(console.width, 110))
+    out.print(table)
+    out.print(_load_line(report.machine))
+
+
+@bench_app.command("server")
+def server(
+    clients: Annotated[str, typer.Option(help="concurrent clients, comma-separated")] = "1,8,32",
+    seconds: Annotated[float, typer.Option(min=1, max=600, help="seconds of load per client count")] = 30,
+    memories: Annotated[
+        int, typer.Option(min=1, max=1_000_000, help="memories of the searched user")
+    ] = 10_000,
+    threads: Annotated[int, typer.Option(min=1, max=256, help="memstack serve --threads")] = 8,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="memstack serve --workers")] = 1,
+    embedder: Annotated[str, typer.Option(help="hashing | minilm")] = "hashing",
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Searches per second through `memstack serve` (loopback only): req/s, p50/p95, errors."""
+    from memstack.bench.server import run_server_bench
+
+    counts = parse_counts(clients, "--clients", largest=256)
+    _quiet()
+    report = run_server_bench(
+        memories=memories,
+        clients=counts,
+        seconds=seconds,
+        threads=threads,
+        workers=workers,
+        embedder=embedder,
+        progress=_err.print,
+    )
+    if as_json:
+        print_json(report.as_dict())
+        return
+    title = f"memstack serve, {memories:,} memories, {workers} process(es) x {threads} threads"
+    table = Table(title=title, title_justify="left")
+    for column in ("clients", "seconds", "requests", "req/s", "p50 ms", "p95 ms", "errors"):
+        table.add_column(column, justify="right")
+    for p in report.points:
+        table.add_row(
+            str(p.clients),
+            f"{p.seconds:.1f}",
+            str(p.requests),
+            f"{p.requests_per_s:,.1f}",
+            f"{p.latency_ms['p50']:.1f}",
+            f"{p.latency_ms['p95']:.1f}",
+            str(p.errors),
+        )
+    out = Console(width=max(console.width, 110))
+    out.print(table)
+    for p in report.points:
+        if p.error_samples:
+            out.print(f"{p.clients} clients, errors: {'; '.join(p.error_samples)}")
+    out.print(_load_line(report.machine))
+
+
+@bench_app.command("coldstart")
+def coldstart(
+    repeats: Annotated[int, typer.Option(min=1, max=50, help="fresh interpreters per handler and mode")] = 5,
+    handler: Annotated[
+        list[str] | None,
+        typer.Option("--handler", help="only this handler (a lambdas/ directory); repeatable"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Each Lambda handler's import time in a fresh interpreter, and the layer's size."""
+    from memstack.bench.coldstart import run_coldstart_bench
+
+    try:
+        report = run_coldstart_bench(repeats, only=handler or (), progress=_err.print)
+    except FileNotFoundError as exc:
+        raise UserError(str(exc)) from None
+    if as_json:
+        print_json(report.as_dict())
+        return
+    table = Table(
+        title=f"Lambda handler import, median of {repeats} fresh interpreters", title_justify="left"
+    )
+    for column in ("handler", "compiled ms", "source ms"):
+        table.add_column(column, justify="right")
+    for h in report.handlers:
+        table.add_row(h.function, f"{h.compiled_ms['median']:.0f}", f"{h.source_ms['median']:.0f}")
+    out = Console(width=max(console.width, 110))
+    out.print(table)
+    layer = report.layer
+    if layer.get("built"):
+        out.print(
+            f"layer: {layer['zipped_mb']} MB zipped, {layer['unzipped_mb']} MB unzipped, "
+            f"{layer['pyc_files']} .pyc for {layer['py_files']} .py"
+        )
+    else:
+        out.print(f"layer: not built ({layer['hint']})")
+    out.print(_load_line(report.machine))
 
 
 def register(app: typer.Typer) -> None:

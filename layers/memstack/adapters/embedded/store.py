@@ -43,7 +43,7 @@ def _chunks(ids: list[str]) -> Iterator[list[str]]:
 class EmbeddedMemoryStore:
     """The ``MemoryStore`` port on a SQLite file."""
 
-    def __init__(self, db: Database, *, cache_rows: int = 2_000_000) -> None:
+    def __init__(self, db: Database, *, cache_rows: int = 500_000) -> None:
         self.db = db
         self._indexes = IndexCache(cache_rows)
 
@@ -178,6 +178,21 @@ class EmbeddedMemoryStore:
         return out
 
     def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
+        """Full vectors from the user's index; from SQLite only for rows it does not hold (tombstones)."""
+        view = self.index(tenant, user_id)
+        out: dict[str, np.ndarray] = {}
+        missing = []
+        for memory_id in ids:
+            row = view.row_of.get(memory_id)
+            if row is not None and row < view.size and view.has_full[row]:
+                out[memory_id] = view.full[row]
+            else:
+                missing.append(memory_id)
+        if missing:
+            out.update(self._stored_embeddings(tenant, user_id, missing))
+        return out
+
+    def _stored_embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         conn = self.db.read()
         for chunk in _chunks(ids):
