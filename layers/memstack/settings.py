@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstack.errors import SettingsError
@@ -115,6 +115,15 @@ class Settings(BaseSettings):
         3600, ge=1, description="how long an Idempotency-Key is remembered"
     )
 
+    # --- MCP server (memstack mcp, /mcp on memstack serve) -----------------------------
+    mcp_user_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        description="the one user the MCP tools act for (else a tool argument)",
+    )
+    mcp_allow_erase: bool = Field(False, description="offer the erase_user tool (off: a model cannot erase)")
+
     # --- AWS -----------------------------------------------------------------------
     aws_region: str | None = None
     memories_table: str | None = None
@@ -142,6 +151,14 @@ class Settings(BaseSettings):
     alert_topic_arn: str | None = None
     project_tag: str = "memstack"
 
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir_is_a_directory(cls, value: Path) -> Path:
+        # Said here, by name, rather than as "File exists" from the first mkdir.
+        if value.exists() and not value.is_dir():
+            raise ValueError(f"{value} is a file; it must be a directory (or not exist yet)")
+        return value
+
     @model_validator(mode="after")
     def _check_consistency(self) -> Settings:
         if self.coarse_dim > self.embedding_dim:
@@ -155,9 +172,13 @@ class Settings(BaseSettings):
         return self.data_dir / "memstack.sqlite3"
 
     def api_key_map(self) -> dict[str, str]:
-        """``MEMSTACK_API_KEYS`` as {key: tenant}; unset means the one dev key."""
+        """``MEMSTACK_API_KEYS`` as {key: tenant}; unset means the one dev key.
+
+        The dev key's tenant is the CLI's (``MEMSTACK_DEFAULT_TENANT``): what ``memstack
+        ingest`` wrote, ``memstack serve`` finds with ``dev-key``, and the other way round.
+        """
         if not self.api_keys:
-            return {"dev-key": "dev"}
+            return {"dev-key": self.default_tenant}
         pairs: dict[str, str] = {}
         for item in self.api_keys.split(","):
             key, sep, tenant = item.strip().partition("=")

@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import sys
 
-from memstack.cli import bench, consolidate, cost, dlq, ingest, memories, search, serve, worker
+from memstack.cli import bench, consolidate, cost, dlq, ingest, mcp, memories, openapi, search, serve, worker
 from memstack.cli import eval as eval_cmd
 from memstack.cli.app import app, run
 
-for module in (ingest, memories, search, eval_cmd, serve, cost, consolidate, dlq, worker, bench):
+for module in (
+    ingest,
+    memories,
+    search,
+    eval_cmd,
+    serve,
+    mcp,
+    openapi,
+    cost,
+    consolidate,
+    dlq,
+    worker,
+    bench,
+):
     module.register(app)
 
 

@@ -13,7 +13,9 @@ import os
 import signal
 import socket
 import threading
-from typing import Annotated
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from aws_lambda_powertools import Logger
@@ -21,6 +23,9 @@ from aws_lambda_powertools import Logger
 from memstack.cli.app import console, open_service, settings_from_cli
 from memstack.service import MemoryService
 from memstack.settings import Settings
+
+if TYPE_CHECKING:
+    from memstack.api.local_server import LocalApi
 
 logger = Logger(service="memstack-api")
 
@@ -47,11 +52,42 @@ def _schedule_consolidation(
     return thread
 
 
+@contextmanager
+def background_jobs(service: MemoryService) -> Iterator[None]:
+    """Run queued extraction and consolidation jobs in this process while the block runs."""
+    start_worker = getattr(service.queue, "start_worker", None)
+    if callable(start_worker):
+        start_worker()
+    try:
+        yield
+    finally:
+        stop_worker = getattr(service.queue, "stop_worker", None)
+        if callable(stop_worker):
+            stop_worker()
+
+
+def mount_mcp_if_available(api: LocalApi, settings: Settings, host: str) -> Callable[[], None]:
+    """``/mcp`` on the server when the MCP SDK is installed; returns how to stop it."""
+    try:
+        from memstack.integrations.mcp_http import mount_mcp
+    except ImportError:
+        logger.info("mcp_unavailable", extra={"event": "mcp_unavailable", "hint": "pip install mcp a2wsgi"})
+        return lambda: None
+    return mount_mcp(api, settings, host).close
+
+
 def _announce(base: str, settings: Settings, workers: int) -> None:
     keys = settings.api_key_map()
     hint = " (dev key: dev-key)" if "dev-key" in keys else f" ({len(keys)} API keys configured)"
     processes = f"  {workers} worker processes" if workers > 1 else ""
-    console.print(f"memstack API on {base}  docs: {base}/docs{hint}{processes}", highlight=False)
+    console.print(
+        f"memstack API on {base}  docs: {base}/docs  MCP: {base}/mcp{hint}{processes}", highlight=False
+    )
+
+
+@contextmanager
+def _no_jobs() -> Iterator[None]:
+    yield
 
 
 def _run(
@@ -68,15 +104,15 @@ def _run(
     from memstack.api.local_server import make_server
 
     stop = threading.Event()
-    with open_service(settings) as service:
-        timer = None
-        if background:
-            # Extraction and consolidation jobs run in this process while the server is up.
-            start_worker = getattr(service.queue, "start_worker", None)
-            if callable(start_worker):
-                start_worker()
-            timer = _schedule_consolidation(service, settings.consolidation_interval_seconds, stop)
+    with open_service(settings) as service, background_jobs(service) if background else _no_jobs():
+        # Extraction and consolidation jobs run in this process while the server is up.
+        timer = (
+            _schedule_consolidation(service, settings.consolidation_interval_seconds, stop)
+            if background
+            else None
+        )
         server, api = make_server(service, settings, host=host, port=port, threads=threads, sock=sock)
+        close_mcp = mount_mcp_if_available(api, settings, host)
         if announce:
             _announce(f"http://{server.effective_host}:{server.effective_port}", settings, 1)
         try:
@@ -86,9 +122,7 @@ def _run(
             server.close()
             if timer is not None:
                 timer.join(timeout=5)
-            stop_worker = getattr(service.queue, "stop_worker", None)
-            if callable(stop_worker):
-                stop_worker()
+            close_mcp()
             api.close()
             if announce:
                 console.print("stopped")
