@@ -3,12 +3,13 @@
 For each size N the store is grown to N memories per user (the sizes are
 reached in order, so one store serves them all), the first search (which
 loads the user's index) is timed on its own, and then every query runs
-through the service exactly as ``memstack search`` runs it, followed by the
+through the service exactly as ``memstack search`` runs it, next to the
 floor on the same query. The ratio of the two medians is the figure to read.
 
 With ``users > 1`` every user holds N memories and user 0 is searched; the
-same user's N memories are then put in a store of their own and searched
-again, so the cost of sharing a file with other users is one number.
+same user's N memories are also kept in a store of their own, searched query
+by query in turn with the shared one, so the cost of sharing a file with
+other users is one number that load drift does not tilt.
 """
 
 from __future__ import annotations
@@ -67,32 +68,40 @@ class _Run:
     matched: list[float] = field(default_factory=list)
 
 
-def _time_searches(service: MemoryService, user: str, floor: Floor, queries: Sequence[str]) -> _Run:
-    coarse_dim = service.settings.coarse_dim
+def _first_search_ms(service: MemoryService, user: str, query: str) -> float:
     started = time.perf_counter()
-    service.search(SearchRequest(tenant=TENANT, user_id=user, query=queries[0]))
-    first = (time.perf_counter() - started) * 1000
-    run = _Run([], [], {}, round(first, 3))
+    service.search(SearchRequest(tenant=TENANT, user_id=user, query=query))
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _time_searches(
+    services: Sequence[MemoryService], user: str, floor: Floor, queries: Sequence[str]
+) -> list[_Run]:
+    """One run per service, query by query in turn with the floor, so load drift weighs on all alike."""
+    runs = [_Run([], [], {}, _first_search_ms(service, user, queries[0])) for service in services]
+    coarse_dim = services[0].settings.coarse_dim
     for i, query in enumerate(queries):
-        q_coarse = coarse_prefix(service.embedder.embed([query])[0], coarse_dim)
-        # Alternate which goes first, so a burst of load weighs on both alike.
-        if i % 2:
-            run.floors.append(floor.search(q_coarse, query))
-        started = time.perf_counter()
-        result = service.search(SearchRequest(tenant=TENANT, user_id=user, query=query))
-        run.latencies.append((time.perf_counter() - started) * 1000)
-        if not i % 2:
-            run.floors.append(floor.search(q_coarse, query))
-        for stage, ms in result.stage_durations.items():
-            run.stages.setdefault(stage, []).append(ms)
-    run.matched = [floor.match_fraction(q) for q in queries]
-    return run
+        q_coarse = coarse_prefix(services[0].embedder.embed([query])[0], coarse_dim)
+        floor_ms = floor.search(q_coarse, query)
+        # Rotate who goes first, so no one always runs right after the floor.
+        for k in range(len(services)):
+            j = (i + k) % len(services)
+            started = time.perf_counter()
+            result = services[j].search(SearchRequest(tenant=TENANT, user_id=user, query=query))
+            runs[j].latencies.append((time.perf_counter() - started) * 1000)
+            runs[j].floors.append(floor_ms)
+            for stage, ms in result.stage_durations.items():
+                runs[j].stages.setdefault(stage, []).append(ms)
+    matched = [floor.match_fraction(q) for q in queries]
+    for run in runs:
+        run.matched = matched
+    return runs
 
 
-def _measure(bench: BenchStore, queries: Sequence[str]) -> _Run:
-    floor = Floor.of_user(bench.settings.db_path, TENANT, user_name(0))
+def _measure(stores: Sequence[BenchStore], queries: Sequence[str]) -> list[_Run]:
+    floor = Floor.of_user(stores[0].settings.db_path, TENANT, user_name(0))
     try:
-        return _time_searches(bench.service, user_name(0), floor, queries)
+        return _time_searches([s.service for s in stores], user_name(0), floor, queries)
     finally:
         floor.close()
 
@@ -107,14 +116,19 @@ def run_search_bench(
 ) -> SearchReport:
     texts = BenchStore.queries(queries)
     points: list[SearchPoint] = []
-    with BenchStore(embedder) as shared:
+    with BenchStore(embedder) as shared, BenchStore(embedder) as alone:
         for n in sorted(sizes):
             progress(f"filling {users} user(s) to {n:,} memories")
             before = sum(shared.sizes.values())
             seconds = sum(shared.grow(u, n) for u in range(users))
             added = sum(shared.sizes.values()) - before
+            stores = [shared]
+            if users > 1:
+                progress(f"filling a store of user 0 alone to {n:,} memories")
+                alone.grow(0, n)
+                stores.append(alone)
             progress(f"searching {n:,} memories ({queries} queries)")
-            run = _measure(shared, texts)
+            run, *solo = _measure(stores, texts)
             point = SearchPoint(
                 memories=n,
                 users=users,
@@ -128,13 +142,9 @@ def run_search_bench(
                 fill_msg_per_s=round(added / seconds, 1) if seconds else float("nan"),
                 rss_mb=rss_mb(),
             )
-            if users > 1:
-                progress(f"searching the same user alone in a store ({n:,} memories)")
-                with BenchStore(embedder) as alone:
-                    alone.grow(0, n)
-                    solo = _measure(alone, texts)
-                point.alone_latency_ms = percentiles(solo.latencies)
-                point.shared_over_alone_p50 = round(median(run.latencies) / median(solo.latencies), 2)
+            if solo:
+                point.alone_latency_ms = percentiles(solo[0].latencies)
+                point.shared_over_alone_p50 = round(median(run.latencies) / median(solo[0].latencies), 2)
             points.append(point)
     return SearchReport(
         points,
