@@ -1,9 +1,11 @@
 """``memstack bench coldstart``: each Lambda handler's import in a fresh interpreter, and the layer.
 
 Every handler in ``lambdas/*/handler.py`` is imported in a new Python
-process, several times, with the environment of the small tier's functions
-(DynamoDB store and STM, SQS queues, Bedrock models, Powertools settings;
-resource names are placeholders, nothing is called at import). Two ways:
+process, several times, with the environment the small tier's stack gives
+that function (``stacks/constructs/environment.py``, from ``cdk.json``; the
+resource names are placeholders, nothing is called at import), plus what
+the Lambda runtime sets. Without the CDK libraries installed, a hand-written
+equivalent is used and the report says so. Two ways:
 
 - ``compiled``: with bytecode, as the layer ships it (``scripts/build_layer.py``
   compiles it; Lambda's ``/opt`` is read-only, so without it every cold start
@@ -17,6 +19,7 @@ the layer's pins; the layer itself targets arm64, so it is measured by size.
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import subprocess
@@ -40,8 +43,20 @@ def repository_root() -> Path:
     return Path(__file__).resolve().parents[3]
 
 
-def lambda_environment(function: str) -> dict[str, str]:
-    """What a small-tier function's process sees (see ``stacks/constructs/functions.py``)."""
+_RESOURCES = {
+    "aws_region": "us-east-1",
+    "memories_table": "memstack-memories",
+    "stm_table": "memstack-stm",
+    "idempotency_table": "memstack-idempotency",
+    "extraction_queue_url": "https://sqs.us-east-1.amazonaws.com/000000000000/memstack-extraction",
+    "consolidation_queue_url": "https://sqs.us-east-1.amazonaws.com/000000000000/memstack-consolidation",
+    "extraction_dlq_url": "https://sqs.us-east-1.amazonaws.com/000000000000/memstack-extraction-dlq",
+    "consolidation_dlq_url": "https://sqs.us-east-1.amazonaws.com/000000000000/memstack-consolidation-dlq",
+}
+
+
+def _runtime(function: str) -> dict[str, str]:
+    """What the Lambda runtime and the stack's Powertools settings add."""
     return {
         "AWS_REGION": "us-east-1",
         "AWS_DEFAULT_REGION": "us-east-1",
@@ -51,6 +66,35 @@ def lambda_environment(function: str) -> dict[str, str]:
         "POWERTOOLS_SERVICE_NAME": "memstack",
         "POWERTOOLS_LOG_LEVEL": "INFO",
         "POWERTOOLS_METRICS_NAMESPACE": "memstack",
+    }
+
+
+@functools.lru_cache(maxsize=16)
+def stack_environment(function: str) -> dict[str, str] | None:
+    """The MEMSTACK_* the small tier's stack sets for ``function``; None without the CDK libraries."""
+    root = str(repository_root())
+    if root not in sys.path:
+        sys.path.append(root)
+    try:
+        from aws_cdk import App
+
+        from stacks.config import StackConfig
+        from stacks.constructs.environment import deployment_settings, function_environment, function_reads
+        from stacks.memstack_stack import cdk_json_context
+    except ImportError:
+        return None
+    config = StackConfig.from_context(App(context={**cdk_json_context(), "tier": "small"}).node)
+    settings = deployment_settings(config, dict(_RESOURCES))
+    return function_environment(settings, function_reads(config, function))
+
+
+def lambda_environment(function: str) -> dict[str, str]:
+    """What a small-tier function's process sees: the stack's MEMSTACK_* when it can be built."""
+    return {**_runtime(function), **(stack_environment(function) or _representative())}
+
+
+def _representative() -> dict[str, str]:
+    return {
         "MEMSTACK_STORE_BACKEND": "dynamodb",
         "MEMSTACK_STM_BACKEND": "dynamodb",
         "MEMSTACK_QUEUE_BACKEND": "sqs",
@@ -79,6 +123,8 @@ class ColdstartReport:
     handlers: list[HandlerImport]
     layer: dict[str, Any]
     repeats: int
+    #: "stack" (stacks/constructs/environment.py) or "representative" (no CDK libraries here)
+    environment: str
     machine: dict[str, Any] = field(default_factory=machine)
 
     def as_dict(self) -> dict[str, Any]:
@@ -141,4 +187,7 @@ def run_coldstart_bench(
             source_env = {**env, "PYTHONPYCACHEPREFIX": empty, "PYTHONDONTWRITEBYTECODE": "1"}
             source = [_import_ms(handler_dir, source_env) for _ in range(repeats)]
             results.append(HandlerImport(function, _summary(compiled), _summary(source)))
-    return ColdstartReport(handlers=results, layer=layer_size(root), repeats=repeats)
+    source_of_env = "stack" if stack_environment(handler_dirs[0].name) is not None else "representative"
+    return ColdstartReport(
+        handlers=results, layer=layer_size(root), repeats=repeats, environment=source_of_env
+    )

@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import sys
 
-from memstack.cli import bench, consolidate, cost, dlq, ingest, mcp, memories, openapi, search, serve, worker
+from memstack.cli import (
+    bench,
+    consolidate,
+    cost,
+    dlq,
+    ingest,
+    mcp,
+    memories,
+    openapi,
+    opensearch,
+    search,
+    serve,
+    worker,
+)
 from memstack.cli import eval as eval_cmd
 from memstack.cli.app import app, run
 
@@ -20,6 +33,7 @@ for module in (
     consolidate,
     dlq,
     worker,
+    opensearch,
     bench,
 ):
     module.register(app)
