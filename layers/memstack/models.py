@@ -8,8 +8,8 @@ leaves them out.
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
