@@ -13,7 +13,8 @@ architecture no matter what machine runs the build. Left out on purpose:
 - opensearch-protobufs, grpcio, protobuf: opensearch-py 3 declares them for a
   gRPC transport it does not import; they were 22 MB of the layer. The same
   test imports the handlers and the OpenSearch adapter without them.
-- the packages' own test suites (``tests`` directories, numpy's are 17 MB).
+- the packages' own test suites (``tests`` directories, numpy's are 17 MB),
+  type stubs (``.pyi``) and numpy's C headers: nothing imports them at run time.
 
 The layer ships compiled bytecode: Lambda's ``/opt`` is read-only, so without
 ``.pyc`` files every cold start compiles every module again (measured by
@@ -161,10 +162,13 @@ def remove_distribution(site: Path, name: str) -> bool:
 
 
 def strip_test_suites(site: Path) -> None:
-    """The installed packages' own tests (``<package>/**/tests``): never imported at run time."""
+    """What only building or testing the packages uses: their tests, type stubs, numpy's C headers."""
     for tests in sorted(site.glob("*/**/tests"), key=lambda p: len(p.parts)):
         if tests.is_dir() and not tests.name.endswith(".dist-info"):
             shutil.rmtree(tests, ignore_errors=True)
+    for stub in site.rglob("*.pyi"):
+        stub.unlink()
+    shutil.rmtree(site / "numpy" / "_core" / "include", ignore_errors=True)
 
 
 def find_python(version: str = PYTHON_VERSION) -> Path | None:
