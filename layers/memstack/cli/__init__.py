@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from memstack.cli import (
+    bench,
     consolidate,
     cost,
     dlq,
@@ -37,6 +38,7 @@ for module in (
     opensearch,
     transfer,
     migrate,
+    bench,
 ):
     module.register(app)
 
