@@ -17,7 +17,7 @@ from memstack.domain import versions
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import BadRequest, Conflict
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
-from memstack.ports.store import CandidateVectors, HybridCandidates, ReadView, pinned
+from memstack.ports.store import CandidateVectors, HybridCandidates, ReadView, SourcesInOneRead, pinned
 
 from .conftest import COARSE_DIM, FULL_DIM
 
@@ -443,3 +443,17 @@ def test_candidate_vectors_equal_the_search_and_its_embeddings(store: Any) -> No
     for memory_id, vector in expected.items():
         np.testing.assert_array_equal(full[memory_id], vector)
     assert store.vector_candidates("t2", "u1", q, 4, MemoryFilters()) == ([], {})
+
+
+def test_sources_in_one_read_equal_one_read_each(store: Any) -> None:
+    if not isinstance(store, SourcesInOneRead):
+        pytest.skip("this backend reads sources one id at a time")
+    stm = rec("raw turn", tier=Tier.STM, source_ids=["msg-1"])
+    ltm = rec("distilled fact", minutes=1, source_ids=["msg-1", "msg-2"])
+    other = rec("someone else's", user="u2", source_ids=["msg-1"])
+    store.put([stm, ltm, other])
+    asked = ["msg-1", "msg-2", "msg-9"]
+    got = store.find_by_sources("t1", "u1", asked)
+    assert got == {s: store.find_by_source("t1", "u1", s) for s in asked}
+    assert [r.id for r in got["msg-1"]] == [stm.id, ltm.id] and got["msg-9"] == []
+    assert store.find_by_sources("t2", "u1", asked) == {s: [] for s in asked}

@@ -121,6 +121,22 @@ class CandidateVectors(Protocol):
 
 
 @runtime_checkable
+class SourcesInOneRead(Protocol):
+    """Optional extra of a store: ``find_by_source`` for several message ids in one read.
+
+    Retrieval checks every raw turn among the first hits for superseded
+    memories; a remote store answers all of them in one round trip. The
+    results are those of ``find_by_source`` for each id.
+    """
+
+    def find_by_sources(
+        self, tenant: str, user_id: str, source_ids: builtins.list[str]
+    ) -> dict[str, builtins.list[MemoryRecord]]:
+        """{source id: its records, as ``find_by_source`` orders them}, with every asked id present."""
+        ...
+
+
+@runtime_checkable
 class ReadView(Protocol):
     """Optional extra of a store: the reads of one search, on one state of the user's memories.
 

@@ -161,6 +161,26 @@ class PostgresMemoryStore:
             " ORDER BY m.seq",
         )
 
+    def find_by_sources(
+        self, tenant: str, user_id: str, source_ids: builtins.list[str]
+    ) -> dict[str, builtins.list[MemoryRecord]]:
+        """``find_by_source`` of every id in one statement (``ports.store.SourcesInOneRead``)."""
+        out: dict[str, builtins.list[MemoryRecord]] = {s: [] for s in source_ids}
+        if not source_ids:
+            return out
+        rows = self.executor.query(
+            f"""SELECT s.source_id, {RECORD_COLUMNS} FROM {self.schema}.memory_sources s
+                JOIN {self.schema}.memories m
+                  ON m.tenant = s.tenant AND m.user_id = s.user_id AND m.id = s.memory_id
+                WHERE s.tenant = :tenant AND s.user_id = :user_id
+                  AND s.source_id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))
+                ORDER BY m.seq""",
+            {"tenant": tenant, "user_id": user_id, "ids": json_text(source_ids)},
+        )
+        for row in rows:
+            out[row["source_id"]].append(record_from_row(row))
+        return out
+
     def list(
         self,
         tenant: str,

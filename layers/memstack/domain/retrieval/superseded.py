@@ -15,14 +15,15 @@ current, the turn "I have a dog" is not. A turn nothing was extracted from
 Ranking: superseded turns move below every current hit (their order among
 themselves kept), unless the query asks for history, where they are marked and
 left where they ranked. One ``find_by_source`` read per raw turn among the first
-``window`` hits, each filtered by tenant and user like every store read.
+``window`` hits (one read for all of them on a store with ``find_by_sources``),
+each filtered by tenant and user like every store read.
 """
 
 from __future__ import annotations
 
 from memstack.domain.retrieval.types import SearchHit, SearchRequest
 from memstack.models import MemoryRecord, Tier
-from memstack.ports.store import MemoryStore
+from memstack.ports.store import MemoryStore, SourcesInOneRead
 
 
 def is_superseded_turn(derived: list[MemoryRecord], message_id: str) -> bool:
@@ -38,17 +39,24 @@ def is_superseded_turn(derived: list[MemoryRecord], message_id: str) -> bool:
     return True
 
 
+def _derived(store: MemoryStore, req: SearchRequest, source_ids: list[str]) -> dict[str, list[MemoryRecord]]:
+    """``find_by_source`` of each id: in one read when the store offers it (``SourcesInOneRead``)."""
+    wanted = list(dict.fromkeys(source_ids))
+    if isinstance(store, SourcesInOneRead):
+        return store.find_by_sources(req.tenant, req.user_id, wanted) if wanted else {}
+    return {s: store.find_by_source(req.tenant, req.user_id, s) for s in wanted}
+
+
 def mark_superseded_turns(
     store: MemoryStore, req: SearchRequest, hits: list[SearchHit], *, window: int, demote: bool
 ) -> tuple[list[SearchHit], int]:
     """Mark the superseded raw turns among the first ``window`` hits; returns (hits, how many marked)."""
     marked = 0
-    for hit in hits[:window]:
+    turns = [h for h in hits[:window] if h.record.tier == Tier.STM and len(h.record.source_ids) == 1]
+    derived_of = _derived(store, req, [h.record.source_ids[0] for h in turns])
+    for hit in turns:
         record = hit.record
-        if record.tier != Tier.STM or len(record.source_ids) != 1:
-            continue
-        derived = store.find_by_source(req.tenant, req.user_id, record.source_ids[0])
-        if is_superseded_turn(derived, record.source_ids[0]):
+        if is_superseded_turn(derived_of[record.source_ids[0]], record.source_ids[0]):
             hit.superseded = True
             hit.stages["superseded_turn"] = 1.0
             marked += 1
