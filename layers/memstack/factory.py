@@ -10,7 +10,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from memstack.domain.bounds import TimeBounds
 from memstack.domain.consolidation.job import ConsolidationConfig, Consolidator
+from memstack.domain.cursors import CursorSigner
 from memstack.domain.extraction.handler import ExtractionConfig, ExtractionJobHandler
 from memstack.domain.extraction.timeparse import set_default_timezone
 from memstack.domain.indexing import IndexingConfig
@@ -77,6 +79,10 @@ def build_extractor(settings: Settings, client: Any | None = None) -> Extractor:
     raise NotImplementedError(f"llm {settings.llm!r} is not available in this build")
 
 
+def time_bounds(settings: Settings) -> TimeBounds:
+    return TimeBounds(settings.earliest_time, settings.latest_time)
+
+
 def extraction_handler(
     settings: Settings, store: MemoryStore, stm: ShortTermStore, embedder: Embedder, extractor: Extractor
 ) -> ExtractionJobHandler:
@@ -91,6 +97,7 @@ def extraction_handler(
             rrf_k=settings.rrf_k,
             weight_vector=settings.weight_vector,
             weight_bm25=settings.weight_bm25,
+            time_bounds=time_bounds(settings),
         ),
     )
 
@@ -229,12 +236,15 @@ def build_service(
             coarse_dim=settings.coarse_dim,
             stm_ttl_days=settings.stm_ttl_days,
             indexing=indexing_config(settings),
+            time_bounds=time_bounds(settings),
         ),
         queue,
     )
     retriever = Retriever(store, embedder, retrieval_config(settings), reranker)
+    secret = settings.cursor_secret.get_secret_value() if settings.cursor_secret else None
     service = MemoryService(
         settings=settings,
+        cursors=CursorSigner(secret),
         store=store,
         stm=stm,
         embedder=embedder,

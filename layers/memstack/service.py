@@ -16,6 +16,7 @@ from typing import Any
 from memstack.domain import versions
 from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.scheduler import due_users, housekeeping, schedule
+from memstack.domain.cursors import CursorSigner
 from memstack.domain.ingest import Ingestor, IngestResult
 from memstack.domain.retrieve import Retriever, SearchRequest, SearchResult
 from memstack.models import MemoryFilters, MemoryRecord, Message, Scope
@@ -40,6 +41,7 @@ class MemoryService:
     job_handlers: dict[str, JobHandler] = field(default_factory=dict)
     closers: list[Callable[[], None]] = field(default_factory=list)
     consolidator: Consolidator | None = None
+    cursors: CursorSigner = field(default_factory=CursorSigner)
 
     # ------------------------------------------------------------------ ingest
     def add(
@@ -80,7 +82,10 @@ class MemoryService:
         limit: int = 50,
         cursor: str | None = None,
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
-        return self.store.list(tenant, user_id, filters or MemoryFilters(), limit, cursor)
+        """A page of memories; ``cursor`` must be a ``next_cursor`` this service returned for this user."""
+        inner = self.cursors.verify(tenant, user_id, cursor)
+        records, after = self.store.list(tenant, user_id, filters or MemoryFilters(), limit, inner)
+        return records, self.cursors.sign(tenant, user_id, after)
 
     def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:
         return versions.visible_or_404(self.store, tenant, user_id, memory_id)

@@ -6,11 +6,12 @@ turns a bad value into one ``SettingsError`` that names the variable.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstack.errors import SettingsError
@@ -96,6 +97,18 @@ class Settings(BaseSettings):
     job_idempotency_seconds: int = Field(
         345_600, ge=60, description="how long a worker remembers a done job id (SQS keeps messages 4 days)"
     )
+    queue_lease_seconds: float = Field(
+        15.0,
+        ge=1.0,
+        le=3600.0,
+        description="how long a claimed job stays hidden; a heartbeat renews it while the job runs",
+    )
+    consolidation_lease_seconds: float = Field(
+        120.0, ge=5.0, le=3600.0, description="per-user consolidation lease; renewed while the run lasts"
+    )
+    sync_timeout_seconds: float = Field(
+        20.0, gt=0, le=900, description="how long an add with sync=true waits for its own extraction jobs"
+    )
 
     # --- API limits ----------------------------------------------------------------
     api_keys: str | None = Field(None, description="comma-separated key=tenant pairs")
@@ -106,6 +119,16 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(1_048_576, ge=1024)
     idempotency_expires_seconds: int = Field(
         3600, ge=1, description="how long an Idempotency-Key is remembered"
+    )
+    max_json_depth: int = Field(32, ge=4, le=512, description="deepest nesting of a JSON request body")
+    earliest_time: datetime = Field(
+        datetime(1900, 1, 1, tzinfo=UTC), description="earliest timestamp or date any request may carry"
+    )
+    latest_time: datetime = Field(
+        datetime(2200, 1, 1, tzinfo=UTC), description="latest timestamp or date any request may carry"
+    )
+    cursor_secret: SecretStr | None = Field(
+        None, description="HMAC key that signs list cursors (unset: a fixed key, i.e. a checksum only)"
     )
 
     # --- AWS -----------------------------------------------------------------------
@@ -135,8 +158,19 @@ class Settings(BaseSettings):
     alert_topic_arn: str | None = None
     project_tag: str = "memstack"
 
+    @field_validator("earliest_time", "latest_time")
+    @classmethod
+    def _representable(cls, value: datetime) -> datetime:
+        # Naive means UTC; years 2..9998 keep every time zone shift and window representable.
+        value = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        if not 2 <= value.astimezone(UTC).year <= 9998:
+            raise ValueError("must be between the years 2 and 9998")
+        return value
+
     @model_validator(mode="after")
     def _check_consistency(self) -> Settings:
+        if self.earliest_time >= self.latest_time:
+            raise ValueError("MEMSTACK_EARLIEST_TIME must be before MEMSTACK_LATEST_TIME")
         if self.coarse_dim > self.embedding_dim:
             raise ValueError("coarse_dim must not exceed embedding_dim")
         if self.weight_vector + self.weight_bm25 <= 0:

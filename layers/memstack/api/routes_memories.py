@@ -16,7 +16,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from memstack.api.errors import error_responses
 from memstack.api.idempotency import make_idempotent
-from memstack.api.limits import check_add, check_update
+from memstack.api.limits import check_add, check_times, check_update
 from memstack.api.responses import json_response as _json
 from memstack.api.schemas import (
     ID_PATTERN,
@@ -161,6 +161,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         session_id: Annotated[str | None, Query(max_length=128, pattern=ID_PATTERN)] = None,
     ):
         reject_unknown_query(app, LIST_PARAMS)
+        check_times(settings, "query", after=after, before=before)
         filters = MemoryFilters(
             kind=kind,
             category=category,

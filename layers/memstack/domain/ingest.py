@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memstack.domain.bounds import TimeBounds
 from memstack.domain.indexing import IndexingConfig, index_turns
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryRecord, Message, Scope, Tier
@@ -33,6 +34,7 @@ class IngestConfig:
     coarse_dim: int = 128
     stm_ttl_days: int = 30
     indexing: IndexingConfig = field(default_factory=IndexingConfig)
+    time_bounds: TimeBounds = field(default_factory=TimeBounds)
 
 
 @dataclass
@@ -70,6 +72,9 @@ class Ingestor:
         now: datetime | None = None,
     ) -> IngestResult:
         now = now or datetime.now(UTC)
+        # Before anything is written: one time outside the range refuses the whole request.
+        times = [(f"messages[{i}].timestamp", m.timestamp) for i, m in enumerate(messages)]
+        self.config.time_bounds.check(times)
         expires = int((now + timedelta(days=self.config.stm_ttl_days)).timestamp())
         stamped = [m if m.timestamp else m.model_copy(update={"timestamp": now}) for m in messages]
         # Embed first: if the model fails nothing is half-written.

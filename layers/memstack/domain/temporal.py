@@ -267,7 +267,11 @@ def find_windows(text: str, reference: datetime) -> list[TimeWindow]:
         for pattern, rule in rules:
             for m in pattern.finditer(text):
                 if free(m):
-                    found.append(rule(m, ref))  # type: ignore[operator]
+                    try:
+                        window = rule(m, ref)  # type: ignore[operator]
+                    except (ValueError, OverflowError):
+                        continue  # "10000 years ago" is no representable window: the query has none
+                    found.append(window)
                     taken.append((m.start(), m.end()))
 
     run(_RULES)

@@ -15,12 +15,13 @@ and a retried job sees exactly what the first attempt saw.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from memstack.domain.bounds import TimeBounds
 from memstack.domain.extraction.apply import apply_operations
 from memstack.domain.extraction.relative import Resolution, resolve_relative_dates
 from memstack.domain.extraction.timeparse import localise
@@ -45,6 +46,8 @@ class ExtractionConfig:
     rrf_k: int = 10
     weight_vector: float = 0.7
     weight_bm25: float = 0.3
+    #: an event time outside this range (a model's or a phrase's) is dropped, never stored
+    time_bounds: TimeBounds = field(default_factory=TimeBounds)
 
 
 def prepare_message(message: Message, received_at: datetime) -> tuple[Message, Resolution]:
@@ -91,7 +94,7 @@ class ExtractionJobHandler:
         neighbours = self.neighbours(job.tenant, job.user_id, message, session_id)
         context = self.context(job.tenant, job.user_id, message, session_id)
         ops = [
-            self._complete(op, message, resolution)
+            self._complete(op, message, resolution, self.config.time_bounds)
             for op in self.extractor.extract(message, context, neighbours)
         ]
         written = apply_operations(
@@ -121,13 +124,18 @@ class ExtractionJobHandler:
         return written
 
     @staticmethod
-    def _complete(op: ExtractionOp, message: Message, resolution: Resolution) -> ExtractionOp:
-        """Provenance and event time the extractor may have left out."""
+    def _complete(
+        op: ExtractionOp, message: Message, resolution: Resolution, bounds: TimeBounds
+    ) -> ExtractionOp:
+        """Provenance and event time the extractor may have left out; an impossible event time dropped."""
         update: dict[str, Any] = {}
         if not op.source_ids:
             update["source_ids"] = [message.id]
-        if op.op in ("ADD", "UPDATE") and op.kind == Kind.EVENT and op.event_time is None:
-            update["event_time"] = resolution.event_time or message.timestamp
+        if op.event_time is not None and bounds.keep(op.event_time) is None:
+            update["event_time"] = None
+        missing = update.get("event_time", op.event_time) is None
+        if op.op in ("ADD", "UPDATE") and op.kind == Kind.EVENT and missing:
+            update["event_time"] = bounds.keep(resolution.event_time) or message.timestamp
         return op.model_copy(update=update) if update else op
 
     def neighbours(
