@@ -254,8 +254,9 @@ class BedrockExtractor:
         try:
             return self._validate(retry.input, message, known)
         except (ValidationError, ValueError) as exc:
+            # The error text quotes the model's answer (memory content): log only where it was wrong.
             logger.warning(
-                {"event": "extraction_fallback", "message_id": message.id, "error": str(exc)[:500]}
+                {"event": "extraction_fallback", "message_id": message.id, "error": _error_shape(exc)}
             )
             self.metrics.add_metric(name="ExtractionFallbacks", unit=MetricUnit.Count, value=1)
         return [
@@ -267,3 +268,13 @@ class BedrockExtractor:
                 source_ids=[message.id],
             )
         ]
+
+
+def _error_shape(exc: Exception) -> dict[str, Any]:
+    """What was wrong with a tool call, without any of its values: the type, and fields for pydantic."""
+    shape: dict[str, Any] = {"type": type(exc).__name__}
+    if isinstance(exc, ValidationError):
+        shape["fields"] = [
+            {"loc": ".".join(str(p) for p in e["loc"]), "type": e["type"]} for e in exc.errors()[:20]
+        ]
+    return shape
