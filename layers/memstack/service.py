@@ -55,7 +55,9 @@ class MemoryService:
         infer: bool = True,
         sync: bool = False,
         metadata: dict[str, Any] | None = None,
+        sync_timeout: float | None = None,
     ) -> IngestResult:
+        """Store ``messages``; ``sync`` waits up to ``sync_timeout`` (default: the setting) for extraction."""
         result = self.ingestor.add(
             tenant,
             user_id,
@@ -65,8 +67,10 @@ class MemoryService:
             infer=infer and "extract" in self.job_handlers,
             metadata=metadata,
         )
-        if sync and result.queued and self.queue is not None:
-            self.queue.drain()
+        if sync and result.queued:
+            # Only this call's own jobs: never another tenant's backlog.
+            timeout = self.settings.sync_timeout_seconds if sync_timeout is None else sync_timeout
+            result.processed = self.ingestor.wait_for_extraction(tenant, user_id, result, timeout)
         return result
 
     # ------------------------------------------------------------------ search

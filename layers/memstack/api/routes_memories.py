@@ -93,7 +93,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             sync=req.sync,
             metadata=req.metadata,
         )
-        status = "processed" if req.sync and result.queued else "queued" if result.queued else "stored"
+        status = "processed" if result.processed else "queued" if result.queued else "stored"
         # Newly stored only: an idempotent replay or a resent id is not new traffic.
         deps.metrics.add_metric(name="MessagesIngested", unit=MetricUnit.Count, value=len(result.stored))
         return AddMemoriesResponse(

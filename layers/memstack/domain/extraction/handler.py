@@ -88,6 +88,8 @@ class ExtractionJobHandler:
                 {"event": "memory_extraction_skipped", "message_id": message_id, "reason": "not in STM"}
             )
             return []
+        if entry.extraction == "done":
+            return []  # a second delivery of a job that already finished: nothing is owed
         session_id = payload.get("session_id", entry.session_id)
         scope = Scope(payload.get("scope") or entry.scope)
         message, resolution = prepare_message(entry.message, entry.received_at)
@@ -108,6 +110,8 @@ class ExtractionJobHandler:
             scope=scope,
             now=now,
         )
+        # Last: the outbox entry says "done" only once everything above is written.
+        self.stm.mark_extracted(job.tenant, job.user_id, [message_id])
         if self.on_operations is not None:
             self.on_operations([op.op for op in ops])
         # Debug: one line per message is too chatty for the CLI; POWERTOOLS_LOG_LEVEL=DEBUG shows it.
