@@ -19,6 +19,7 @@ from memstack.domain.indexing import IndexingConfig
 from memstack.domain.ingest import IngestConfig, Ingestor
 from memstack.domain.retrieve import RetrievalConfig, Retriever
 from memstack.ports.embedder import Embedder
+from memstack.ports.lease import Leases
 from memstack.ports.llm import Extractor, Summariser
 from memstack.ports.queue import JobQueue
 from memstack.ports.reranker import Reranker
@@ -129,6 +130,7 @@ def consolidation_config(settings: Settings) -> ConsolidationConfig:
         duplicate_threshold=settings.consolidation_duplicate_threshold,
         synthesis_similarity=settings.consolidation_synthesis_similarity,
         neighbours=settings.extraction_neighbours,
+        lease_seconds=settings.consolidation_lease_seconds,
     )
 
 
@@ -145,6 +147,19 @@ def build_store(settings: Settings, clients: dict[str, Any]) -> MemoryStore:
 
         return OpenSearchMemoryStore.from_settings(settings, clients.get("opensearch"))
     raise NotImplementedError(f"store backend {settings.store_backend!r} is not available in this build")
+
+
+def build_leases(settings: Settings, db: Any, clients: dict[str, Any]) -> Leases:
+    """Per-user leases beside the short-term store: its DynamoDB table, or the SQLite file."""
+    if settings.stm_backend == "dynamodb":
+        from memstack.adapters.dynamodb.leases import DynamoDbLeases
+
+        return DynamoDbLeases(
+            settings.stm_table or "", client=clients.get("dynamodb"), region=settings.aws_region
+        )
+    from memstack.adapters.embedded.leases import EmbeddedLeases
+
+    return EmbeddedLeases(db)
 
 
 def indexing_config(settings: Settings) -> IndexingConfig:
@@ -258,7 +273,14 @@ def build_service(
     extractor = clients.get("extractor") or build_extractor(settings, clients.get("bedrock_runtime"))
     service.register_job_handler("extract", extraction_handler(settings, store, stm, embedder, extractor))
     summariser = clients.get("summariser") or build_summariser(settings, clients.get("bedrock_runtime"))
-    service.consolidator = Consolidator(store, stm, embedder, summariser, consolidation_config(settings))
+    service.consolidator = Consolidator(
+        store,
+        stm,
+        embedder,
+        summariser,
+        consolidation_config(settings),
+        leases=build_leases(settings, db, clients),
+    )
     service.register_job_handler("consolidate", service.run_consolidate_job)
     if queue is not None:
         queue.set_handler(service.process_job)

@@ -15,6 +15,8 @@ from memstack.api.schemas import (
     EraseUserResponse,
     HealthResponse,
 )
+from memstack.domain.consolidation.job import BUSY
+from memstack.errors import Conflict
 
 if TYPE_CHECKING:
     from memstack.api.app import ApiDeps, MemstackResolver
@@ -54,11 +56,15 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
                 "description": "enqueued (sync=false)",
                 "content": {"application/json": {"model": ConsolidationResponse}},
             },
-            **error_responses(400, 401, 413, 422),
+            **error_responses(400, 401, 409, 413, 422),
         },
     )
     def consolidate(body: Annotated[ConsolidationRequest, Body()]):
         report = service.consolidate(app.tenant(), body.user_id, sync=body.sync)
+        if report["status"] == BUSY:
+            raise Conflict(
+                f"a consolidation of user {body.user_id} is already running; retry when it has finished"
+            )
         # The tenant is the caller's own; answers never echo it (ids and counts only).
         report = {k: v for k, v in report.items() if k != "tenant"}
         answer = ConsolidationResponse.model_validate({**report, "user_id": body.user_id})

@@ -42,6 +42,7 @@ from memstack.ports.stm import StmEntry
 
 PENDING_INDEX = "pending"
 GUARD_PREFIX = "msg#"
+LEASE_PREFIX = "lease#"  # per-user leases (``adapters.dynamodb.leases``) share the user's partition
 _TX_MESSAGES = 50  # two actions each: DynamoDB takes at most 100 per transaction
 _TX_BYTES = 3_000_000  # of its 4 MB
 _TX_ATTEMPTS = 6
@@ -386,7 +387,7 @@ class DynamoDbShortTermStore:
                 ConsistentRead=True,
             )
         )
-        entries = sum(1 for k in keys if not _plain(k)["sk"].startswith(GUARD_PREFIX))
+        entries = sum(1 for k in keys if not _plain(k)["sk"].startswith((GUARD_PREFIX, LEASE_PREFIX)))
         self._delete_keys(keys)
         return entries
 
