@@ -21,9 +21,8 @@ from memstack.factory import build_service
 from memstack.models import MemoryFilters, Message, Tier
 from memstack.ports.queue import Job
 from memstack.service import MemoryService
-from memstack.settings import load_settings
 
-from tests.queue.conftest import Aws, aws  # noqa: F401  (pytest fixture)
+from tests.queue.conftest import Aws, aws, sqs_settings  # noqa: F401  (aws: a pytest fixture)
 from tests.reliability.faults import Crash, wait_until
 
 OSAKA = Message(content="I moved to Osaka.")
@@ -159,15 +158,7 @@ def test_sync_is_not_held_up_by_another_tenants_job_on_a_dead_worker(service: Me
 # ---------------------------------------------------------------------- SQS
 @pytest.fixture
 def sqs_service(aws: Aws, tmp_path: Path) -> Iterator[MemoryService]:  # noqa: F811
-    settings = load_settings(
-        data_dir=tmp_path / "data",
-        embedder="hashing",
-        queue_backend="sqs",
-        extraction_queue_url=aws.urls["extract"],
-        consolidation_queue_url=aws.urls["consolidate"],
-        queue_lease_seconds=3,
-    )
-    service = build_service(settings, sqs=aws.sqs)
+    service = build_service(sqs_settings(tmp_path / "data", aws, queue_lease_seconds=3), sqs=aws.sqs)
     yield service
     service.close()
 

@@ -32,6 +32,7 @@ from memstack.adapters.llm.local import LocalExtractor
 from memstack.adapters.queue.local import LocalJobQueue
 from memstack.domain.extraction.apply import normalise_text
 from memstack.domain.ingest import stm_memory_id
+from memstack.errors import DependencyFailed
 from memstack.factory import build_service
 from memstack.models import MemoryFilters, Tier
 from memstack.service import MemoryService
@@ -89,11 +90,19 @@ class Rig:
         self.db.close()
 
 
-def make_rig(data_dir: Path, faults: dict[str, dict[str, Fail | list[Fail]]] | None = None) -> Rig:
+def make_rig(
+    data_dir: Path,
+    faults: dict[str, dict[str, Fail | list[Fail]]] | None = None,
+    *,
+    leases: Any = None,
+    clock: Clock | None = None,
+    **adapters: Any,
+) -> Rig:
+    """Embedded adapters (or the given ``adapters``: ``store=``, ``stm=``, ``queue=``), each in ``Faulty``."""
     faults = faults or {}
     settings = load_settings(data_dir=data_dir, embedder="hashing", reranker="none")
     db = Database(settings.db_path)
-    clock = Clock()
+    clock = clock or Clock()
     real: dict[str, Any] = {
         "store": EmbeddedMemoryStore(db),
         "stm": EmbeddedShortTermStore(db),
@@ -102,11 +111,12 @@ def make_rig(data_dir: Path, faults: dict[str, dict[str, Fail | list[Fail]]] | N
         "extractor": LocalExtractor(),
         "summariser": ExtractiveSummariser(),
         "reranker": ScoreByOverlap(),
+        **adapters,
     }
     ports = {name: Faulty(adapter, **faults.get(name, {})) for name, adapter in real.items()}
     service = build_service(settings, **ports)
     assert service.consolidator is not None
-    service.consolidator.leases = EmbeddedLeases(db, clock=clock)
+    service.consolidator.leases = leases or EmbeddedLeases(db, clock=clock)
     return Rig(service, build_api(service, settings), db, clock, ports)
 
 
@@ -188,6 +198,9 @@ def settle(rig: Rig, outcome: Outcome) -> None:
         except Crash:
             outcome.crashes += 1
             rig.clock.pass_leases()
+            continue
+        except DependencyFailed:  # the queue service itself failed: the consumer starts again
+            outcome.refused["queue"] += 1
             continue
         if not queue.dead_letters():
             return
@@ -288,8 +301,6 @@ def scenarios(calls: dict[str, Counter[str]]) -> Iterator[Scenario]:
 
 
 def fault_for(s: Scenario) -> dict[str, dict[str, Fail | list[Fail]]]:
-    from memstack.errors import DependencyFailed
-
     if s.kind == "outage":
         fail = Fail(DependencyFailed(f"{s.port} is down (injected)"), on_call=s.call)
     else:
