@@ -93,6 +93,11 @@ class ApiMachine(RuleBasedStateMachine):
     def ids_of(self, owner: tuple[str, str]) -> list[str]:
         return sorted(i for i, o in self.owner_of.items() if o == owner)
 
+    def draw_id(self, owner: tuple[str, str], data: st.DataObject) -> str | None:
+        """One of the memory ids seen for ``owner`` (None while there is none)."""
+        ids = self.ids_of(owner)
+        return data.draw(st.sampled_from(ids)) if ids else None
+
     # ------------------------------------------------------------------ rules
     @initialize(owner=owners)
     def seed(self, owner: tuple[str, str]) -> None:
@@ -148,10 +153,9 @@ class ApiMachine(RuleBasedStateMachine):
 
     @rule(owner=owners, other=owners, data=st.data())
     def get_any(self, owner: tuple[str, str], other: tuple[str, str], data: st.DataObject) -> None:
-        ids = self.ids_of(other)
-        if not ids:
+        memory_id = self.draw_id(other, data)
+        if memory_id is None:
             return
-        memory_id = data.draw(st.sampled_from(ids))
         status, body = self.call(owner, "GET", f"/v1/memories/{memory_id}", query={"user_id": owner[1]})
         if owner != other:
             assert status == 404, f"{owner} read {other}'s memory"
@@ -162,10 +166,9 @@ class ApiMachine(RuleBasedStateMachine):
 
     @rule(owner=owners, data=st.data(), pick=st.integers(0, len(SENTENCES) - 1))
     def patch(self, owner: tuple[str, str], data: st.DataObject, pick: int) -> None:
-        ids = self.ids_of(owner)
-        if not ids:
+        memory_id = self.draw_id(owner, data)
+        if memory_id is None:
             return
-        memory_id = data.draw(st.sampled_from(ids))
         body = {"user_id": owner[1], "content": SENTENCES[pick]}
         status, answer = self.call(owner, "PATCH", f"/v1/memories/{memory_id}", body=body)
         assert status in (200, 404, 409), answer
@@ -175,10 +178,9 @@ class ApiMachine(RuleBasedStateMachine):
 
     @rule(owner=owners, data=st.data())
     def delete(self, owner: tuple[str, str], data: st.DataObject) -> None:
-        ids = self.ids_of(owner)
-        if not ids:
+        memory_id = self.draw_id(owner, data)
+        if memory_id is None:
             return
-        memory_id = data.draw(st.sampled_from(ids))
         status, chain = self.call(
             owner, "GET", f"/v1/memories/{memory_id}/history", query={"user_id": owner[1]}
         )
@@ -189,10 +191,9 @@ class ApiMachine(RuleBasedStateMachine):
 
     @rule(owner=owners, other=owners, data=st.data())
     def history(self, owner: tuple[str, str], other: tuple[str, str], data: st.DataObject) -> None:
-        ids = self.ids_of(other)
-        if not ids:
+        memory_id = self.draw_id(other, data)
+        if memory_id is None:
             return
-        memory_id = data.draw(st.sampled_from(ids))
         status, body = self.call(
             owner, "GET", f"/v1/memories/{memory_id}/history", query={"user_id": owner[1]}
         )
