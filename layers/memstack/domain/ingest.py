@@ -38,21 +38,24 @@ def stm_memory_id(tenant: str, user_id: str, message_id: str) -> str:
     return f"stm_{digest}"
 
 
-def extraction_job(tenant: str, user_id: str, message_id: str, received_at: datetime) -> Job:
+def extraction_job(
+    tenant: str, user_id: str, message_id: str, received_at: datetime, metadata: dict[str, Any] | None = None
+) -> Job:
     """The extraction job of one stored message: the same id however often it is (re-)enqueued.
 
     ``received_at`` is the stored entry's: the same message stored again after
     an erase is a new entry, so it gets a new job (never "already done").
+    ``metadata`` (the caller's) is carried onto the memories extracted from it.
     """
     basis = f"{tenant}\x1f{user_id}\x1f{message_id}\x1f{received_at.timestamp():.6f}"
     digest = hashlib.blake2b(basis.encode(), digest_size=12).hexdigest()
-    # Session and scope are read from the entry by the job, so a job carries only ids.
+    # Session and scope are read from the stored entry by the job.
     return Job(
         id=f"extract_{digest}",
         type="extract",
         tenant=tenant,
         user_id=user_id,
-        payload={"message_id": message_id},
+        payload={"message_id": message_id, **({"metadata": metadata} if metadata else {})},
     )
 
 
@@ -153,7 +156,8 @@ class Ingestor:
                 )
             )
         self._put_missing(tenant, user_id, records)
-        jobs = self._enqueue(tenant, user_id, [m.id for m in stamped], stored, now) if owed else []
+        message_ids = [m.id for m in stamped]
+        jobs = self._enqueue(tenant, user_id, message_ids, stored, now, metadata) if owed else []
         return IngestResult(
             accepted=[m.id for m in stamped], stored=stored, queued=len(jobs), job_ids=[j.id for j in jobs]
         )
@@ -169,7 +173,13 @@ class Ingestor:
             self.store.put([r for r in records if r.id not in there])
 
     def _enqueue(
-        self, tenant: str, user_id: str, message_ids: list[str], stored: list[str], now: datetime
+        self,
+        tenant: str,
+        user_id: str,
+        message_ids: list[str],
+        stored: list[str],
+        now: datetime,
+        metadata: dict[str, Any] | None,
     ) -> list[Job]:
         """Send the extraction jobs owed: the new messages', and a retried request's still-pending ones."""
         assert self.queue is not None
@@ -177,7 +187,7 @@ class Ingestor:
         resent = [mid for mid in message_ids if mid not in owed]
         if resent:
             owed.update(self.stm.unextracted(tenant, user_id, resent))
-        jobs = [extraction_job(tenant, user_id, mid, received) for mid, received in owed.items()]
+        jobs = [extraction_job(tenant, user_id, mid, received, metadata) for mid, received in owed.items()]
         if jobs:
             self.queue.send(jobs)
         return jobs

@@ -109,6 +109,7 @@ class ExtractionJobHandler:
             session_id=session_id,
             scope=scope,
             now=now,
+            metadata=payload.get("metadata"),
         )
         # Last: the outbox entry says "done" only once everything above is written.
         self.stm.mark_extracted(job.tenant, job.user_id, [message_id])

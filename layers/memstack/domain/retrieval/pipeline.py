@@ -27,7 +27,7 @@ from memstack.domain.temporal import temporal_score
 from memstack.models import ScoredId, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.reranker import Reranker
-from memstack.ports.store import MemoryStore
+from memstack.ports.store import MemoryStore, pinned
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg,unused-ignore]
@@ -81,6 +81,9 @@ class Retriever:
         status: dict[str, str] = {}
         degraded: list[str] = []
         started = time.perf_counter()
+        # Every read of this search sees one state of the user's memories (one
+        # partition snapshot on DynamoDB, one generation check on the embedded store).
+        store = pinned(self.store, req.tenant, req.user_id)
 
         with clock.stage("query_analysis"):
             reference = req.reference_time or datetime.now(UTC)
@@ -95,12 +98,12 @@ class Retriever:
         with clock.stage("vector"):
             query_vec = self.embedder.embed([req.query])[0]
             vector, vectors = stages.vector_search(
-                self.store, req, filters, query_vec, cfg.coarse_dim, cfg.vector_candidates
+                store, req, filters, query_vec, cfg.coarse_dim, cfg.vector_candidates
             )
         status["vector"] = f"ok: {len(vector)} candidates"
 
         with clock.stage("bm25"):
-            bm25 = self.store.bm25_search(req.tenant, req.user_id, req.query, cfg.bm25_candidates, filters)
+            bm25 = store.bm25_search(req.tenant, req.user_id, req.query, cfg.bm25_candidates, filters)
         status["bm25"] = f"ok: {len(bm25)} candidates"
 
         with clock.stage("fusion"):
@@ -112,7 +115,7 @@ class Retriever:
             pool_ids = sorted(fused, key=lambda i: fused[i], reverse=True)[
                 : max(cfg.candidate_pool, req.top_k)
             ]
-            records = self.store.get_many(req.tenant, req.user_id, pool_ids)
+            records = store.get_many(req.tenant, req.user_id, pool_ids)
             normalised = min_max({i: fused[i] for i in pool_ids if i in records})
             vec_rank = {s.id: (r, s.score) for r, s in enumerate(vector, start=1)}
             bm25_rank = {s.id: (r, s.score) for r, s in enumerate(bm25, start=1)}
@@ -155,7 +158,7 @@ class Retriever:
         with clock.stage("dedup"):
             missing = [h.record.id for h in hits if h.record.id not in vectors]
             if missing:
-                vectors = {**vectors, **self.store.embeddings(req.tenant, req.user_id, missing)}
+                vectors = {**vectors, **store.embeddings(req.tenant, req.user_id, missing)}
             dropped = near_duplicates([h.record.id for h in hits], vectors, cfg.dedup_threshold)
             hits = [h for h in hits if h.record.id not in dropped]
             merged = stages.merge_turns_into_memories(hits) if cfg.dedup_by_source else set()
@@ -182,7 +185,7 @@ class Retriever:
         with clock.stage("history"):
             hits = hits[: req.top_k]
             if history:
-                hits = stages.expand_history(self.store, req, hits, cfg.history_max_versions)[: req.top_k]
+                hits = stages.expand_history(store, req, hits, cfg.history_max_versions)[: req.top_k]
                 status["history"] = "ok: version chains expanded"
             else:
                 status["history"] = "skipped: current versions only"
