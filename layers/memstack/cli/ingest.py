@@ -96,7 +96,7 @@ def ingest(
                     scope=scope,
                     infer=infer,
                     sync=sync,
-                    sync_timeout=900.0,
+                    sync_timeout=SYNC_WAIT,
                 )
                 accepted += result.accepted
                 stored += len(result.stored)

@@ -17,6 +17,7 @@ derived from the stored entry, so a job sent twice is run once.
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -193,18 +194,21 @@ class Ingestor:
         return jobs
 
     def wait_for_extraction(
-        self, tenant: str, user_id: str, result: IngestResult, timeout: float, poll: float = 0.2
+        self, tenant: str, user_id: str, result: IngestResult, timeout: float | None, poll: float = 0.2
     ) -> bool:
-        """Wait until every message of ``result`` is extracted; False when ``timeout`` passes first.
+        """Wait until every message of ``result`` is extracted; False when ``timeout`` (None: none) passes.
 
         A local queue runs the jobs right here; with SQS the workers run them and
         this only watches the outbox. A job that dead-letters ends the wait too.
         """
         if self.queue is None or not result.job_ids:
             return not result.job_ids
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + (math.inf if timeout is None else timeout)
         while True:
-            finished = self.queue.drain(timeout=max(0.0, deadline - time.monotonic()), job_ids=result.job_ids)
+            left = deadline - time.monotonic()
+            finished = self.queue.drain(
+                timeout=None if left == math.inf else max(0.0, left), job_ids=result.job_ids
+            )
             if not self.stm.unextracted(tenant, user_id, result.accepted):
                 return True
             if finished or time.monotonic() >= deadline:
