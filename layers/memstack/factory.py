@@ -13,7 +13,6 @@ from typing import Any
 from memstack.adapters.blas import limit_blas_threads
 from memstack.domain.bounds import TimeBounds
 from memstack.domain.consolidation.job import ConsolidationConfig, Consolidator
-from memstack.domain.cursors import CursorSigner
 from memstack.domain.extraction.handler import ExtractionConfig, ExtractionJobHandler
 from memstack.domain.extraction.timeparse import set_default_timezone
 from memstack.domain.indexing import IndexingConfig
@@ -258,10 +257,8 @@ def build_service(
         queue,
     )
     retriever = Retriever(store, embedder, retrieval_config(settings), reranker)
-    secret = settings.cursor_secret.get_secret_value() if settings.cursor_secret else None
     service = MemoryService(
         settings=settings,
-        cursors=CursorSigner(secret),
         store=store,
         stm=stm,
         embedder=embedder,

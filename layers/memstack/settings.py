@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstack.errors import SettingsError
@@ -131,9 +131,6 @@ class Settings(BaseSettings):
     latest_time: datetime = Field(
         datetime(2200, 1, 1, tzinfo=UTC), description="latest timestamp or date any request may carry"
     )
-    cursor_secret: SecretStr | None = Field(
-        None, description="HMAC key that signs list cursors (unset: a fixed key, i.e. a checksum only)"
-    )
     sync_timeout_seconds: float | None = Field(
         None, gt=0, description="longest a sync=true request waits for its own jobs (unset: until done)"
     )
@@ -182,11 +179,14 @@ class Settings(BaseSettings):
 
     @field_validator("earliest_time", "latest_time")
     @classmethod
-    def _representable(cls, value: datetime) -> datetime:
+    def _representable(cls, value: datetime, info: ValidationInfo) -> datetime:
         # Naive means UTC; years 2..9998 keep every time zone shift and window representable.
         value = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
         if not 2 <= value.astimezone(UTC).year <= 9998:
             raise ValueError("must be between the years 2 and 9998")
+        earliest = info.data.get("earliest_time")  # validated first: it is declared first
+        if info.field_name == "latest_time" and earliest is not None and value <= earliest:
+            raise ValueError("must be after MEMSTACK_EARLIEST_TIME")
         return value
 
     @field_validator("data_dir")
@@ -199,8 +199,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Settings:
-        if self.earliest_time >= self.latest_time:
-            raise ValueError("MEMSTACK_EARLIEST_TIME must be before MEMSTACK_LATEST_TIME")
         if self.coarse_dim > self.embedding_dim:
             raise ValueError("coarse_dim must not exceed embedding_dim")
         if self.weight_vector + self.weight_bm25 <= 0:

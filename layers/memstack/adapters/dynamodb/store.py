@@ -28,7 +28,6 @@ current, so of two concurrent updates one wins and the other gets
 
 from __future__ import annotations
 
-import base64
 import builtins
 import random
 import threading
@@ -43,6 +42,7 @@ from botocore.exceptions import ClientError
 
 from memstack.adapters.dynamodb import calls, items
 from memstack.adapters.dynamodb.snapshot import Snapshot
+from memstack.domain.cursors import decode_position, encode_position
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict, DependencyFailed, SettingsError
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
@@ -377,13 +377,7 @@ def _chunks_by_size(records: builtins.list[MemoryRecord]) -> Iterator[builtins.l
 
 
 def _decode_cursor(cursor: str | None) -> tuple[float, str] | None:
-    if not cursor:
-        return None
-    try:
-        created, last_id = base64.urlsafe_b64decode(cursor.encode()).decode().split("|", 1)
-        return float(created), last_id
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest("cursor is not one this API returned") from exc
+    return decode_position(cursor) if cursor else None
 
 
 def _page(
@@ -401,7 +395,7 @@ def _page(
     next_cursor = None
     if len(rows) > limit and page:
         last = page[-1]
-        next_cursor = base64.urlsafe_b64encode(f"{last.created_at.timestamp()}|{last.id}".encode()).decode()
+        next_cursor = encode_position(last.created_at.timestamp(), last.id)
     return page, next_cursor
 
 

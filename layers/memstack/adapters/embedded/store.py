@@ -10,7 +10,6 @@ see ``user_index``) and on the user's own partition of the FTS5 index
 
 from __future__ import annotations
 
-import base64
 import builtins
 import json
 import sqlite3
@@ -23,6 +22,7 @@ from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.index_cache import IndexCache
 from memstack.adapters.embedded.rows import COLUMNS, INSERT, M_COLUMNS, filter_sql, insert_values, to_record
 from memstack.adapters.embedded.user_index import IndexView
+from memstack.domain.cursors import decode_row_position, encode_position
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
@@ -216,12 +216,9 @@ class EmbeddedMemoryStore:
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
         where, params = filter_sql(filters, search=False)
         if cursor:
-            try:
-                created, rid = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
-                where += " AND (m.created_at < ? OR (m.created_at = ? AND m.rid < ?))"
-                params += [float(created), float(created), int(rid)]
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise BadRequest("cursor is not one this API returned") from exc
+            created, rid = decode_row_position(cursor)
+            where += " AND (m.created_at < ? OR (m.created_at = ? AND m.rid < ?))"
+            params += [created, created, rid]
         rows = (
             self.db.read()
             .execute(
@@ -236,7 +233,7 @@ class EmbeddedMemoryStore:
         next_cursor = None
         if len(rows) > limit and page:
             last = page[-1]
-            next_cursor = base64.urlsafe_b64encode(f"{last['created_at']}|{last['rid']}".encode()).decode()
+            next_cursor = encode_position(last["created_at"], last["rid"])
         return [to_record(r) for r in page], next_cursor
 
     # ------------------------------------------------------------------ search
