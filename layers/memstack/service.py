@@ -156,8 +156,17 @@ class MemoryService:
         return self.delete(tenant, user_id, keyed.get_key(self.store, tenant, user_id, key).id)
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
-        counts = dict(self.store.erase_user(tenant, user_id))
-        counts["stm"] = self.stm.erase_user(tenant, user_id)
+        """Erase the user from every store; what was removed, per store.
+
+        The memory store goes last: it sets the erasure marker that refuses the
+        writes of any job still running for the user, and compacts the file.
+        """
+        counts = {"stm": self.stm.erase_user(tenant, user_id)}
+        if self.queue is not None:
+            counts["jobs"] = self.queue.erase_user(tenant, user_id)
+        if self.consolidator is not None and self.consolidator.leases is not None:
+            counts["leases"] = self.consolidator.leases.erase_user(tenant, user_id)
+        counts.update(self.store.erase_user(tenant, user_id))
         return counts
 
     # -------------------------------------------------------------------- jobs

@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memstack.domain.bounds import TimeBounds
+from memstack.domain.erasure import began
 from memstack.domain.indexing import IndexingConfig, index_turns
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import Conflict
@@ -107,6 +108,20 @@ class Ingestor:
         now: datetime | None = None,
     ) -> IngestResult:
         now = now or datetime.now(UTC)
+        with began(now):  # an erase of the user while this runs refuses its index writes
+            return self._add(tenant, user_id, messages, session_id, scope, infer, metadata, now)
+
+    def _add(
+        self,
+        tenant: str,
+        user_id: str,
+        messages: list[Message],
+        session_id: str | None,
+        scope: Scope,
+        infer: bool,
+        metadata: dict[str, Any] | None,
+        now: datetime,
+    ) -> IngestResult:
         # Before anything is written: one time outside the range refuses the whole request.
         times = [(f"messages[{i}].timestamp", m.timestamp) for i, m in enumerate(messages)]
         self.config.time_bounds.check(times)

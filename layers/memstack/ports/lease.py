@@ -23,3 +23,7 @@ class Leases(Protocol):
     def release(self, tenant: str, user_id: str, name: str, owner: str) -> None:
         """Give the lease up (a no-op when ``owner`` does not hold it)."""
         ...
+
+    def erase_user(self, tenant: str, user_id: str) -> int:
+        """Drop every lease of the user (an erase leaves no row naming them); returns how many."""
+        ...

@@ -49,3 +49,13 @@ class EmbeddedLeases:
                 "DELETE FROM kv WHERE namespace = ? AND key = ? AND value = ?",
                 (NAMESPACE, _key(tenant, user_id, name), owner),
             )
+
+    def erase_user(self, tenant: str, user_id: str) -> int:
+        prefix = _key(tenant, user_id, "")
+        with self.db.write() as conn:
+            return int(
+                conn.execute(
+                    "DELETE FROM kv WHERE namespace = ? AND substr(key, 1, ?) = ?",
+                    (NAMESPACE, len(prefix), prefix),
+                ).rowcount
+            )

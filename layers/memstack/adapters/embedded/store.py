@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -23,6 +24,7 @@ from memstack.adapters.embedded.index_cache import IndexCache
 from memstack.adapters.embedded.rows import COLUMNS, INSERT, M_COLUMNS, filter_sql, insert_values, to_record
 from memstack.adapters.embedded.user_index import IndexView
 from memstack.domain.cursors import decode_row_position, encode_position
+from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
@@ -46,6 +48,21 @@ class EmbeddedMemoryStore:
     def __init__(self, db: Database, *, cache_rows: int = 2_000_000) -> None:
         self.db = db
         self._indexes = IndexCache(cache_rows)
+        with db.write() as conn:  # erasure markers (domain/erasure.py): a hash, a time, an expiry
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS erasures (key TEXT PRIMARY KEY, erased_at REAL NOT NULL, "
+                "expires_at REAL NOT NULL)"
+            )
+
+    @staticmethod
+    def _refuse_if_erased(conn: sqlite3.Connection, records: list[MemoryRecord]) -> None:
+        if work_began() is None:
+            return
+        for tenant, user_id in dict.fromkeys((r.tenant, r.user_id) for r in records):
+            row = conn.execute(
+                "SELECT erased_at FROM erasures WHERE key = ?", (erasure_key(tenant, user_id),)
+            ).fetchone()
+            refuse_if_erased(row["erased_at"] if row else None)
 
     # ------------------------------------------------------------------ writes
     @staticmethod
@@ -78,6 +95,7 @@ class EmbeddedMemoryStore:
         if not records:
             return
         with self.db.write() as conn:
+            self._refuse_if_erased(conn, records)
             owners = {
                 key: self._bump(conn, *key) for key in dict.fromkeys((r.tenant, r.user_id) for r in records)
             }
@@ -88,6 +106,7 @@ class EmbeddedMemoryStore:
         if (new.tenant, new.user_id) != (tenant, user_id):
             raise BadRequest("a new version must belong to the same tenant and user")
         with self.db.write() as conn:
+            self._refuse_if_erased(conn, [new])
             row = conn.execute(
                 "SELECT rid FROM memories WHERE id = ? AND +tenant = ? AND +user_id = ? AND +is_current = 1",
                 (old_id, tenant, user_id),
@@ -128,7 +147,14 @@ class EmbeddedMemoryStore:
         return changed
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
+        now = time.time()
         with self.db.write() as conn:
+            # First the marker: from this transaction on, no write of work begun before it lands.
+            conn.execute("DELETE FROM erasures WHERE expires_at < ?", (now,))
+            conn.execute(
+                "INSERT OR REPLACE INTO erasures (key, erased_at, expires_at) VALUES (?, ?, ?)",
+                (erasure_key(tenant, user_id), now, now + RETENTION_SECONDS),
+            )
             rids = [
                 r["rid"]
                 for r in conn.execute(
@@ -142,7 +168,28 @@ class EmbeddedMemoryStore:
             # tells every cache, in this process or another, that its copy is gone.
             conn.execute("DELETE FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user_id))
         self._indexes.drop(tenant, user_id)
+        self.compact()
         return {"memories": len(rids)}
+
+    def compact(self, attempts: int = 20) -> bool:
+        """Make deleted text unreadable in the file: merge the FTS index and empty the WAL.
+
+        An FTS5 delete only marks tokens deleted; they stay in the index's data
+        blocks until a merge (this SQLite has no FTS5 secure-delete), so the
+        index is optimised (merged into one segment). The WAL still holds the
+        pages as they were before the delete until a checkpoint copies the new
+        ones back and truncates it; a reader holding an old snapshot delays
+        that, so it is tried a few times. True when the WAL was emptied.
+        """
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+        conn = self.db.connection()
+        for attempt in range(attempts):
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                return True
+            time.sleep(min(0.01 * 2**attempt, 0.2))
+        return False
 
     # ------------------------------------------------------------------- reads
     def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:

@@ -115,6 +115,17 @@ class LocalJobQueue:
         self._wake.set()
         return n
 
+    def erase_user(self, tenant: str, user_id: str) -> int:
+        """Delete every job of the user, waiting, running or dead-lettered; returns how many."""
+        with self.db.write() as conn:
+            return int(
+                conn.execute(
+                    "DELETE FROM jobs WHERE user_key = ? OR (user_key IS NULL "
+                    "AND json_extract(body, '$.tenant') = ? AND json_extract(body, '$.user_id') = ?)",
+                    (_user_key(Job(type="extract", tenant=tenant, user_id=user_id)), tenant, user_id),
+                ).rowcount
+            )
+
     # -------------------------------------------------------------- processing
     def _claim(self, job_ids: list[str] | None = None) -> tuple[Job, int, str] | None:
         """Lease one ready job (among ``job_ids`` when given): (job, attempts so far, lease token)."""

@@ -224,6 +224,41 @@ class SqsJobQueue:
                     raise DependencyFailed(f"SQS refused {len(batch) - len(ok)} redriven messages")
         return moved
 
+    @aws_dependency(SQS)
+    def erase_user(self, tenant: str, user_id: str) -> int:
+        """Delete the user's dead-lettered jobs; returns how many.
+
+        Messages still in the source queues cannot be picked out; they are
+        no-ops once the user is erased (nothing left to read, and the stores
+        refuse writes of work begun before the erase).
+        """
+        erased = 0
+        for job_type in self.queue_urls:
+            url = self.dlq_url(job_type)
+            if not url:
+                continue
+            seen = list(self._receive_all(url, self.list_visibility_seconds))
+            theirs = [m for m in seen if _owner(m) == (tenant, user_id)]
+            others = [m for m in seen if _owner(m) != (tenant, user_id)]
+            for start in range(0, len(theirs), 10):
+                self.client.delete_message_batch(
+                    QueueUrl=url,
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                        for i, m in enumerate(theirs[start : start + 10])
+                    ],
+                )
+            for start in range(0, len(others), 10):  # the rest visible again, as listing leaves them
+                self.client.change_message_visibility_batch(
+                    QueueUrl=url,
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                        for i, m in enumerate(others[start : start + 10])
+                    ],
+                )
+            erased += len(theirs)
+        return erased
+
     # -------------------------------------------------------------- internals
     def _receive_all(self, url: str, visibility: int) -> Iterator[dict[str, Any]]:
         while msgs := self.client.receive_message(
@@ -285,3 +320,8 @@ def _body(msg: dict[str, Any]) -> Any:
 def _job_id(msg: dict[str, Any]) -> str:
     body = _body(msg)
     return str(body.get("id")) if isinstance(body, dict) and body.get("id") else msg["MessageId"]
+
+
+def _owner(msg: dict[str, Any]) -> tuple[str, str] | None:
+    body = _body(msg)
+    return (str(body.get("tenant")), str(body.get("user_id"))) if isinstance(body, dict) else None

@@ -37,6 +37,7 @@ import numpy as np
 
 from memstack.domain.consolidation.grouping import Group, classify, group_entries
 from memstack.domain.consolidation.similarity import RunEmbedder, clusters, nearest_ltm
+from memstack.domain.erasure import began
 from memstack.domain.heartbeat import LeaseKeeper
 from memstack.domain.indexing import turn_text
 from memstack.domain.ingest import stm_memory_id
@@ -140,6 +141,12 @@ class Consolidator:
         job = Consolidator(
             self.store, self.stm, RunEmbedder(self.embedder), self.summariser, self.config, self.apply
         )
+        with began(datetime.now(UTC)):  # its writes are refused if the user is erased meanwhile
+            return self._leased(job, tenant, user_id, now)
+
+    def _leased(
+        self, job: Consolidator, tenant: str, user_id: str, now: datetime | None
+    ) -> ConsolidationReport:
         if self.leases is None:
             return job._run(tenant, user_id, now or datetime.now(UTC))
         leases, owner, seconds = self.leases, new_id(), self.config.lease_seconds

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger
 
 from memstack.domain.bounds import TimeBounds
+from memstack.domain.erasure import began
 from memstack.domain.extraction.apply import apply_operations
 from memstack.domain.extraction.relative import Resolution, resolve_relative_dates
 from memstack.domain.extraction.timeparse import localise
@@ -79,6 +80,12 @@ class ExtractionJobHandler:
         self.run(job)
 
     def run(self, job: Job, now: datetime | None = None) -> list[MemoryRecord]:
+        # The job began before it read anything: a store refuses its writes if the user was erased
+        # since (domain/erasure.py), so a job racing an erase cannot bring the user back.
+        with began(datetime.now(UTC)):
+            return self._run(job, now)
+
+    def _run(self, job: Job, now: datetime | None) -> list[MemoryRecord]:
         payload: dict[str, Any] = job.payload
         message_id = str(payload.get("message_id") or "")
         entry = self.stm.get(job.tenant, job.user_id, message_id)
