@@ -380,8 +380,11 @@ def print_summary(s: dict[str, Any]) -> None:
 
 # ---------------------------------------------------------------------- main
 def run(clients: int, seconds: float, data_dir: Path, embedder: str, seed: int) -> dict[str, Any]:
-    # waitress warns whenever a request waits for a free thread: under a soak that is the point.
+    # waitress warns whenever a request waits for a free thread: under a soak that is the point;
+    # and one log line per request and per search would bury the summary.
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
+    for name in ("memstack-api", "memstack"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     settings = load_settings(
         data_dir=data_dir, embedder=embedder, api_keys=",".join(f"{k}={t}" for k, t in TENANTS.items())
     )

@@ -14,7 +14,7 @@ Items of one user share the partition ``pk = "<tenant>#<user_id>"``:
   extraction job finishes), so checking or marking it is one keyed call.
 
 A request's messages are written in as few transactions as DynamoDB allows
-(up to 50 messages, 100 actions, ~3 MB each), each all-or-nothing; a message id
+(up to 49 messages, 100 actions with the erase fence, ~3 MB each), each all-or-nothing; a message id
 already stored drops out of its transaction, which is then sent again. If a
 later transaction fails, the earlier ones stay written and the caller gets a
 503: its retry stores the rest, and the outbox re-enqueues what the first
@@ -27,6 +27,7 @@ itself, and every read paginates.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -36,14 +37,16 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from memstack.adapters.aws_errors import aws_dependency
 from memstack.adapters.batches import size_batches
+from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
 from memstack.errors import DependencyFailed, SettingsError
 from memstack.models import Message
 from memstack.ports.stm import StmEntry
 
 PENDING_INDEX = "pending"
 GUARD_PREFIX = "msg#"
+ERASED_PREFIX = "ERASED#"  # erasure markers (domain/erasure.py), keyed by a hash of the user
 LEASE_PREFIX = "lease#"  # per-user leases (``adapters.dynamodb.leases``) share the user's partition
-_TX_MESSAGES = 50  # two actions each: DynamoDB takes at most 100 per transaction
+_TX_MESSAGES = 49  # two actions each, and the erase fence: DynamoDB takes at most 100 per transaction
 _TX_BYTES = 3_000_000  # of its 4 MB
 _TX_ATTEMPTS = 6
 #: cancellation reasons that say "send it again", not "your condition failed"
@@ -229,11 +232,14 @@ class DynamoDbShortTermStore:
                             }
                         }
                     )
+            fence = self._not_erased_since(todo[0].tenant, todo[0].user_id)
             try:
-                self.client.transact_write_items(TransactItems=actions)
+                self.client.transact_write_items(TransactItems=[*actions, *fence])
                 return [e.message.id for e in todo]
             except self.client.exceptions.TransactionCanceledException as exc:
                 codes = [str(r.get("Code", "None")) for r in exc.response.get("CancellationReasons", [])]
+            if fence and codes[len(actions) :] == ["ConditionalCheckFailed"]:
+                refuse_if_erased(math.inf)  # the user was erased after this add began
             if "ConditionalCheckFailed" in codes:
                 # Items come in (guard, entry) pairs: a failed condition on either means "already stored".
                 known = {i // 2 for i, code in enumerate(codes) if code == "ConditionalCheckFailed"}
@@ -243,6 +249,25 @@ class DynamoDbShortTermStore:
                 raise DependencyFailed(f"{STM} refused the write ({', '.join(sorted(set(codes)))})")
             time.sleep(min(0.05 * 2**attempt, 1.0))
         raise DependencyFailed(f"{STM} kept cancelling the write; retry shortly (nothing is stored twice)")
+
+    def _marker_key(self, tenant: str, user_id: str) -> dict[str, Any]:
+        return _item({"pk": ERASED_PREFIX + erasure_key(tenant, user_id), "sk": "ERASED"})
+
+    def _not_erased_since(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
+        """The write's condition that the user was not erased after the work writing began (if declared)."""
+        began = work_began()
+        if began is None:
+            return []
+        return [
+            {
+                "ConditionCheck": {
+                    "TableName": self.table,
+                    "Key": self._marker_key(tenant, user_id),
+                    "ConditionExpression": "attribute_not_exists(pk) OR erased_at < :began",
+                    "ExpressionAttributeValues": {":began": {"N": repr(began)}},
+                }
+            }
+        ]
 
     @aws_dependency(STM)
     def append(self, entries: list[StmEntry]) -> list[str]:
@@ -378,6 +403,16 @@ class DynamoDbShortTermStore:
 
     @aws_dependency(STM)
     def erase_user(self, tenant: str, user_id: str) -> int:
+        # First the marker: an add that began before it stores nothing from now on.
+        now = time.time()
+        self.client.put_item(
+            TableName=self.table,
+            Item={
+                **self._marker_key(tenant, user_id),
+                "erased_at": {"N": repr(now)},
+                "expires_at": {"N": str(int(now + RETENTION_SECONDS))},
+            },
+        )
         keys = list(
             self._pages(
                 "query",

@@ -42,27 +42,37 @@ def _chunks(ids: list[str]) -> Iterator[list[str]]:
         yield unique[start : start + _CHUNK]
 
 
+def ensure_erasures(db: Database) -> None:
+    """The erasure markers (domain/erasure.py): a hash of the user, a time, an expiry."""
+    with db.write() as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS erasures (key TEXT PRIMARY KEY, erased_at REAL NOT NULL, "
+            "expires_at REAL NOT NULL)"
+        )
+
+
+def erased_at(conn: sqlite3.Connection, tenant: str, user_id: str) -> float | None:
+    """When the user was last erased (epoch seconds), if within the markers' retention."""
+    row = conn.execute(
+        "SELECT erased_at FROM erasures WHERE key = ?", (erasure_key(tenant, user_id),)
+    ).fetchone()
+    return float(row["erased_at"]) if row else None
+
+
 class EmbeddedMemoryStore:
     """The ``MemoryStore`` port on a SQLite file."""
 
     def __init__(self, db: Database, *, cache_rows: int = 2_000_000) -> None:
         self.db = db
         self._indexes = IndexCache(cache_rows)
-        with db.write() as conn:  # erasure markers (domain/erasure.py): a hash, a time, an expiry
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS erasures (key TEXT PRIMARY KEY, erased_at REAL NOT NULL, "
-                "expires_at REAL NOT NULL)"
-            )
+        ensure_erasures(db)
 
     @staticmethod
     def _refuse_if_erased(conn: sqlite3.Connection, records: list[MemoryRecord]) -> None:
         if work_began() is None:
             return
         for tenant, user_id in dict.fromkeys((r.tenant, r.user_id) for r in records):
-            row = conn.execute(
-                "SELECT erased_at FROM erasures WHERE key = ?", (erasure_key(tenant, user_id),)
-            ).fetchone()
-            refuse_if_erased(row["erased_at"] if row else None)
+            refuse_if_erased(erased_at(conn, tenant, user_id))
 
     # ------------------------------------------------------------------ writes
     @staticmethod
