@@ -211,6 +211,7 @@ class MemoryClient:
         reference_time: datetime | None = None,
         explain: bool | None = None,
         include_history: bool | None = None,
+        min_score: float | None = None,
     ) -> SearchMemoriesResponse:
         body = {
             "user_id": user_id,
@@ -221,6 +222,7 @@ class MemoryClient:
             "reference_time": reference_time,
             "explain": explain,
             "include_history": include_history,
+            "min_score": min_score,
         }
         return self._typed(SearchMemoriesResponse, "POST", "/v1/memories/search", body=body)
 

@@ -15,6 +15,7 @@ from memstack.domain.extraction.handler import ExtractionConfig, ExtractionJobHa
 from memstack.domain.extraction.timeparse import set_default_timezone
 from memstack.domain.indexing import IndexingConfig
 from memstack.domain.ingest import IngestConfig, Ingestor
+from memstack.domain.retrieval.calibration import ScoreModel
 from memstack.domain.retrieve import RetrievalConfig, Retriever
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import Extractor, Summariser
@@ -36,6 +37,11 @@ def build_embedder(settings: Settings, client: Any | None = None) -> Embedder:
         from memstack.adapters.embedders.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder()
+    if settings.embedder == "mpnet":
+        from memstack.adapters.embedders.mpnet import MPNetEmbedder
+
+        # Extracted once from the installed model packages, beside the data.
+        return MPNetEmbedder(cache_dir=settings.data_dir / "models")
     if settings.embedder in ("bedrock-titan", "bedrock-cohere"):
         from memstack.adapters.embedders.bedrock import CohereEmbedder, TitanEmbedder
 
@@ -155,8 +161,18 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
         rrf_k=settings.rrf_k,
         weight_vector=settings.weight_vector,
         weight_bm25=settings.weight_bm25,
+        weight_prf=settings.weight_prf,
+        prf_terms=settings.prf_terms,
+        prf_docs=settings.prf_docs,
+        prf_min_docs=settings.prf_min_docs,
         coarse_dim=settings.coarse_dim,
         candidate_pool=settings.retrieval_pool,
+        score_model=ScoreModel(
+            bias=settings.score_bias,
+            rrf=settings.score_rrf,
+            vector=settings.score_vector,
+            coverage=settings.score_coverage,
+        ),
         temporal_window_days=settings.temporal_window_days,
         temporal_blend=settings.temporal_blend,
         consolidated_stm_weight=settings.consolidated_stm_weight,

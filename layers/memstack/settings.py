@@ -13,12 +13,13 @@ from typing import Literal
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memstack.domain.retrieval.calibration import DEFAULT_SCORE_MODEL
 from memstack.errors import SettingsError
 
 StoreBackend = Literal["embedded", "dynamodb", "opensearch"]
 StmBackend = Literal["embedded", "dynamodb"]
 QueueBackend = Literal["local", "sqs"]
-EmbedderName = Literal["hashing", "minilm", "bedrock-titan", "bedrock-cohere"]
+EmbedderName = Literal["hashing", "minilm", "mpnet", "bedrock-titan", "bedrock-cohere"]
 RerankerName = Literal["none", "bedrock"]
 LlmName = Literal["local", "bedrock"]
 
@@ -49,6 +50,18 @@ class Settings(BaseSettings):
     rrf_k: int = Field(5, ge=1)
     weight_vector: float = Field(0.3, ge=0.0)
     weight_bm25: float = Field(0.7, ge=0.0)
+    weight_prf: float = Field(0.3, ge=0.0, description="RRF weight of the BM25 feedback query's ranking")
+    prf_terms: int = Field(10, ge=0, le=50, description="terms pseudo-relevance feedback adds (0: off)")
+    prf_docs: int = Field(5, ge=1, le=50, description="first BM25 hits the feedback terms come from")
+    prf_min_docs: int = Field(2, ge=1, le=50, description="feedback hits a term must occur in")
+    # The calibrated score (stage 4): σ(bias + rrf·RRF + vector·cosine + coverage·coverage),
+    # fitted by scripts/calibrate_scores.py for the minilm embedder (docs/retrieval.md).
+    score_bias: float = Field(DEFAULT_SCORE_MODEL.bias, description="calibrated score: intercept")
+    score_rrf: float = Field(DEFAULT_SCORE_MODEL.rrf, description="calibrated score: weight of scaled RRF")
+    score_vector: float = Field(DEFAULT_SCORE_MODEL.vector, description="calibrated score: weight of cosine")
+    score_coverage: float = Field(
+        DEFAULT_SCORE_MODEL.coverage, description="calibrated score: weight of query-word coverage"
+    )
     temporal_window_days: float = Field(30.0, gt=0.0)
     temporal_blend: float = Field(0.6, ge=0.0, le=1.0, description="share of the fused score in the blend")
     dedup_threshold: float = Field(0.99, gt=0.0, le=1.0)

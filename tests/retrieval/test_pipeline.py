@@ -70,10 +70,19 @@ def test_rrf_and_fused_scores_match_hand_computed_values(service: MemoryService)
             expected += 0.7 / (10 + hit.stages["vector_rank"])
         if "bm25_rank" in hit.stages:
             expected += 0.3 / (10 + hit.stages["bm25_rank"])
+        if "bm25_prf_rank" in hit.stages:
+            expected += 0.3 / (10 + hit.stages["bm25_prf_rank"])
         assert hit.stages["rrf"] == pytest.approx(expected)
-    # The exact match is first in both rankings: 0.7/11 + 0.3/11, normalised to 1.
+        # The score is the calibrated probability of the three signals, and the order follows it.
+        model = paper.config.score_model
+        assert hit.stages["fused"] == pytest.approx(
+            model.probability(hit.stages["rrf_scaled"], hit.stages["cosine"], hit.stages["coverage"])
+        )
+    # The exact match is first in both rankings: 0.7/11 + 0.3/11, scaled to 1.
     assert by_source["b"].stages["rrf"] == pytest.approx(1.0 / 11)
-    assert by_source["b"].stages["fused"] == 1.0 and result.hits[0].record.source_ids == ["b"]
+    assert by_source["b"].stages["rrf_scaled"] == pytest.approx(1.0)
+    assert by_source["b"].stages["coverage"] == 1.0 and result.hits[0].record.source_ids == ["b"]
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
     assert weighted_rrf({"v": [ScoredId(id="x", score=1)]}, {"v": 0.7}, 10) == {"x": pytest.approx(0.7 / 11)}
 
 

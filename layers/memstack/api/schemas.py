@@ -141,6 +141,13 @@ class SearchMemoriesRequest(Strict):
     reference_time: datetime | None = Field(None, description="'now' for relative dates in the query")
     explain: StrictBool = False
     include_history: StrictBool = False
+    min_score: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="only results scoring at least this: the score is a calibrated probability of relevance "
+        "(the reranker's relevance when one is configured), comparable across queries",
+    )
 
 
 class UpdateMemoryRequest(Strict):
@@ -183,8 +190,10 @@ class Memory(BaseModel):
 
 
 class SearchResultItem(Memory):
-    score: float
-    stages: dict[str, float] | None = Field(None, description="each stage's score (explain=true)")
+    score: float = Field(description="calibrated probability that the result is relevant (0-1)")
+    stages: dict[str, float] | None = Field(
+        None, description="each stage's score and the result's rank after each stage (explain=true)"
+    )
 
 
 class SearchMemoriesResponse(BaseModel):

@@ -14,6 +14,7 @@ import numpy as np
 
 from memstack.adapters.dynamodb import items
 from memstack.domain.bm25 import Bm25Index
+from memstack.domain.text import bm25_document
 from memstack.domain.vectors import from_blob
 from memstack.models import MemoryFilters, ScoredId
 
@@ -47,7 +48,7 @@ class Snapshot:
         }
         # Only current, live text is searchable by BM25 (as in the embedded store's FTS index).
         self.text_rows = np.flatnonzero(self.current & ~self.deleted)
-        self.bm25 = Bm25Index([self.records[i].indexed_text for i in self.text_rows])
+        self.bm25 = Bm25Index([bm25_document(self.records[i].indexed_text) for i in self.text_rows])
 
     def mask(self, filters: MemoryFilters, *, search: bool = True) -> np.ndarray:
         """``items.matches`` for every record at once."""
