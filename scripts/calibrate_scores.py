@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,7 @@ from memstack.factory import build_embedder
 from memstack.models import MemoryFilters
 from memstack.settings import load_settings
 
-FEATURES = ("rrf_scaled", "cosine", "coverage")
+FEATURES = ("rrf_scaled", "cosine", "coverage", "category")
 
 
 def collect(args: argparse.Namespace) -> list[dict]:
@@ -131,6 +132,7 @@ def reliability(p: np.ndarray, y: np.ndarray) -> list[tuple[str, int, float]]:
 
 
 def main() -> None:
+    logging.getLogger("memstack").setLevel(logging.WARNING)  # one log line per search otherwise
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path)
     parser.add_argument("--store-dir", type=Path, required=True)
@@ -159,7 +161,7 @@ def main() -> None:
     x, y = design(questions)
     print("all: pipeline order", recall(questions, ks, None), "fitted order", recall(questions, ks, w))
     print("share relevant per fitted-score bin (bin, results, share):", reliability(predict(w, x), y))
-    named = zip(("bias", "rrf", "vector", "coverage"), w, strict=True)
+    named = zip(("bias", "rrf", "vector", "coverage", "category"), w, strict=True)
     print("ScoreModel(" + ", ".join(f"{n}={v:.3f}" for n, v in named) + ")")
 
 

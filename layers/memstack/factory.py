@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from memstack.domain.consolidation.job import ConsolidationConfig, Consolidator
+from memstack.domain.consolidation.profiles import ProfileBuilder, ProfileConfig
 from memstack.domain.extraction.handler import ExtractionConfig, ExtractionJobHandler
 from memstack.domain.extraction.timeparse import set_default_timezone
 from memstack.domain.indexing import IndexingConfig
@@ -149,6 +150,7 @@ def build_store(settings: Settings, clients: dict[str, Any]) -> MemoryStore:
 def indexing_config(settings: Settings) -> IndexingConfig:
     return IndexingConfig(
         context_turns=settings.index_context_turns,
+        context_after=settings.index_context_after,
         context_in_embedding=settings.index_context_embedding,
         date_in_text=settings.index_date_in_text,
     )
@@ -172,6 +174,7 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
             rrf=settings.score_rrf,
             vector=settings.score_vector,
             coverage=settings.score_coverage,
+            category=settings.score_category,
         ),
         temporal_window_days=settings.temporal_window_days,
         temporal_blend=settings.temporal_blend,
@@ -265,6 +268,16 @@ def build_service(
     service.register_job_handler("extract", extraction_handler(settings, store, stm, embedder, extractor))
     summariser = clients.get("summariser") or build_summariser(settings, clients.get("bedrock_runtime"))
     service.consolidator = Consolidator(store, stm, embedder, summariser, consolidation_config(settings))
+    if settings.profile_memories:
+        service.profiles = ProfileBuilder(
+            store,
+            embedder,
+            ProfileConfig(
+                min_items=settings.profile_min_items,
+                max_items=settings.profile_max_items,
+                coarse_dim=settings.coarse_dim,
+            ),
+        )
     service.register_job_handler("consolidate", service.run_consolidate_job)
     if queue is not None:
         queue.set_handler(service.process_job)

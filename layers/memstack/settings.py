@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     score_coverage: float = Field(
         DEFAULT_SCORE_MODEL.coverage, description="calibrated score: weight of query-word coverage"
     )
+    score_category: float = Field(
+        DEFAULT_SCORE_MODEL.category, description="calibrated score: weight of category affinity (0: off)"
+    )
     temporal_window_days: float = Field(30.0, gt=0.0)
     temporal_blend: float = Field(0.6, ge=0.0, le=1.0, description="share of the fused score in the blend")
     dedup_threshold: float = Field(0.99, gt=0.0, le=1.0)
@@ -81,6 +84,9 @@ class Settings(BaseSettings):
     index_context_turns: int = Field(
         2, ge=0, le=10, description="earlier turns of the same batch indexed (BM25) with each turn"
     )
+    index_context_after: int = Field(
+        0, ge=0, le=10, description="later turns of the same batch indexed (BM25) with each turn"
+    )
     index_context_embedding: bool = Field(False, description="embed each turn with that context too")
     index_date_in_text: bool = Field(True, description="index each turn's date with its text (BM25)")
 
@@ -92,6 +98,13 @@ class Settings(BaseSettings):
     summary_max_tokens: int = Field(300, ge=16)
     synthesis_max_tokens: int = Field(400, ge=16)
     queue_max_attempts: int = Field(3, ge=1, le=100)
+    profile_memories: bool = Field(
+        True, description="consolidation keeps one profile memory per person and category (cross-session)"
+    )
+    profile_min_items: int = Field(2, ge=1, le=100, description="memories a profile needs to be written")
+    profile_max_items: int = Field(
+        12, ge=1, le=100, description="most memories (newest first) one profile lists"
+    )
     consolidation_window_hours: float = Field(24.0, gt=0, description="longest time span one summary covers")
     consolidation_group_size: int = Field(20, ge=1, le=500, description="most STM turns one summary covers")
     consolidation_max_entries: int = Field(

@@ -3,16 +3,19 @@
 Min-max scaling gave every query's best result 1.0 however poor it was, so no
 threshold could mean anything. Instead each fused candidate gets
 
-    score = σ(bias + w_rrf · rrf + w_vector · cosine + w_coverage · coverage)
+    score = σ(bias + w_rrf · rrf + w_vector · cosine + w_coverage · coverage
+              + w_category · category)
 
-from three signals that each mean the same in every query:
+from signals that each mean the same in every query:
 
 * ``rrf``: the weighted RRF value scaled so that first place in every ranking
   is 1 (it says how well the rankings agree on the candidate);
 * ``cosine``: the full-dimension cosine of the query and the candidate (an
   absolute similarity, where RRF only knows ranks);
-* ``coverage``: the share of the query's content words (as stems, when BM25
-  stems) that the candidate's indexed text contains.
+* ``coverage``: the share of the query's content words (as stems) that the
+  candidate's indexed text contains;
+* ``category``: how much the candidate is about the kind of thing the query
+  asks for (``categories``: its expected cosine with the query's categories).
 
 The weights are a logistic regression fitted on labelled (query, candidate)
 pairs: ``scripts/calibrate_scores.py`` fits them on LoCoMo and checks them
@@ -35,9 +38,11 @@ class ScoreModel:
     rrf: float
     vector: float
     coverage: float
+    category: float = 0.0
 
-    def probability(self, rrf: float, cosine: float, coverage: float) -> float:
+    def probability(self, rrf: float, cosine: float, coverage: float, category: float = 0.0) -> float:
         z = self.bias + self.rrf * rrf + self.vector * cosine + self.coverage * coverage
+        z += self.category * category
         # Written to never overflow: exp of a large positive number is avoided on either side.
         if z >= 0:
             return 1.0 / (1.0 + math.exp(-z))

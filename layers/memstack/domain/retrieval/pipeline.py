@@ -23,6 +23,7 @@ from aws_lambda_powertools import Logger
 from memstack.domain.query_analysis import analyse_query
 from memstack.domain.retrieval import stages
 from memstack.domain.retrieval.calibration import coverage
+from memstack.domain.retrieval.categories import CategoryPrototypes
 from memstack.domain.retrieval.types import RetrievalConfig, SearchHit, SearchRequest, SearchResult
 from memstack.domain.scoring import near_duplicates, temporal_blend, weighted_rrf
 from memstack.domain.temporal import TimeWindow, temporal_score
@@ -70,6 +71,7 @@ class Retriever:
         self.embedder = embedder
         self.config = config
         self.reranker = reranker
+        self.categories = CategoryPrototypes(embedder)
 
     def vector_stage(self, req: SearchRequest, query_vec: np.ndarray) -> list[ScoredId]:
         """Stage 2 alone (the vector-only baseline of the evaluation uses it)."""
@@ -172,6 +174,13 @@ class Retriever:
         # First place in every ranking that has any candidates scales to 1.
         top = sum(w for name, w in weights.items() if rankings[name]) / (cfg.rrf_k + 1)
         query_terms = query_index_terms(req.query)
+        affinity: dict[str, float] = {}
+        # Computed when it counts, or when explain asks for every signal.
+        if (cfg.score_model.category or req.explain) and pool_ids:
+            with_vectors = [i for i in pool_ids if i in run.vectors]
+            p_category = self.categories.query_weights(run.query_vec)
+            values = self.categories.affinity(p_category, np.vstack([run.vectors[i] for i in with_vectors]))
+            affinity = dict(zip(with_vectors, (float(v) for v in values), strict=True))
         ranks = {name: {s.id: r for r, s in enumerate(r_, start=1)} for name, r_ in rankings.items()}
         raw = {name: {s.id: s.score for s in r_} for name, r_ in rankings.items()}
         hits = []
@@ -189,7 +198,9 @@ class Retriever:
             st["rrf"] = fused[i]
             scaled = fused[i] / top if top > 0 else 0.0
             st["rrf_scaled"] = scaled
-            st["fused"] = cfg.score_model.probability(scaled, cosine, st["coverage"])
+            if affinity:
+                st["category"] = affinity.get(i, 0.0)
+            st["fused"] = cfg.score_model.probability(scaled, cosine, st["coverage"], st.get("category", 0.0))
             hits.append(SearchHit(record=records[i], score=st["fused"], stages=st))
         hits = _ranked(hits, "fusion")
         run.status["fusion"] = f"ok: {len(fused)} fused, {len(hits)} carried on"
