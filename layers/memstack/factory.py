@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from memstack.adapters.blas import limit_blas_threads
 from memstack.domain.consolidation.job import ConsolidationConfig, Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder, ProfileConfig
 from memstack.domain.extraction.handler import ExtractionConfig, ExtractionJobHandler
@@ -196,6 +197,7 @@ def build_service(
     reranker: Reranker | None = None,
     **clients: Any,
 ) -> MemoryService:
+    limit_blas_threads(settings.blas_threads)
     closers = []
     db = None
     if (

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memstack.domain import versions
+from memstack.domain import keyed, versions
 from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.consolidation.scheduler import due_users, housekeeping, schedule
 from memstack.domain.ingest import Ingestor, IngestResult
 from memstack.domain.retrieve import Retriever, SearchRequest, SearchResult
-from memstack.models import MemoryFilters, MemoryRecord, Message, Scope
+from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Message, Scope
 from memstack.ports.embedder import Embedder
 from memstack.ports.queue import Job, JobQueue
 from memstack.ports.stm import ShortTermStore
@@ -113,6 +113,40 @@ class MemoryService:
         )
         self.store.supersede(tenant, user_id, old.id, tombstone)
         return tombstone
+
+    # ------------------------------------------------------------ keyed memories
+    def put_key(
+        self,
+        tenant: str,
+        user_id: str,
+        key: str,
+        content: str,
+        *,
+        session_id: str | None = None,
+        scope: Scope | None = None,
+        kind: Kind | None = None,
+        category: Category | None = None,
+        event_time: datetime | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> tuple[MemoryRecord, bool]:
+        """Write the memory named ``key`` directly (no extraction); returns (record, created)."""
+        return keyed.put_key(
+            self.store,
+            self.embedder,
+            self.settings.coarse_dim,
+            tenant,
+            user_id,
+            key,
+            content,
+            fields=keyed.record_fields(session_id, scope, kind, category, event_time),
+            metadata=dict(metadata or {}),
+        )
+
+    def get_key(self, tenant: str, user_id: str, key: str) -> MemoryRecord:
+        return keyed.get_key(self.store, tenant, user_id, key)
+
+    def delete_key(self, tenant: str, user_id: str, key: str) -> MemoryRecord:
+        return self.delete(tenant, user_id, keyed.get_key(self.store, tenant, user_id, key).id)
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
         counts = dict(self.store.erase_user(tenant, user_id))

@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstack.domain.retrieval.calibration import DEFAULT_SCORE_MODEL
@@ -41,6 +41,13 @@ class Settings(BaseSettings):
     # --- embeddings ----------------------------------------------------------------
     embedding_dim: int = Field(384, ge=8, le=4096, description="full dimension (hashing and Bedrock)")
     coarse_dim: int = Field(128, ge=8, le=4096, description="Matryoshka prefix for the coarse pass")
+    blas_threads: int = Field(
+        1,
+        ge=0,
+        le=256,
+        description="BLAS threads numpy may use in this process (0 leaves the library default); "
+        "concurrency comes from requests, and OpenBLAS's own threads slow a shared machine down",
+    )
 
     # --- retrieval pipeline (defaults from the Cognis paper unless measured better) -
     vector_candidates: int = Field(200, ge=1, le=10_000)
@@ -134,6 +141,15 @@ class Settings(BaseSettings):
         3600, ge=1, description="how long an Idempotency-Key is remembered"
     )
 
+    # --- MCP server (memstack mcp, /mcp on memstack serve) -----------------------------
+    mcp_user_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        description="the one user the MCP tools act for (else a tool argument)",
+    )
+    mcp_allow_erase: bool = Field(False, description="offer the erase_user tool (off: a model cannot erase)")
+
     # --- AWS -----------------------------------------------------------------------
     aws_region: str | None = None
     memories_table: str | None = None
@@ -161,6 +177,14 @@ class Settings(BaseSettings):
     alert_topic_arn: str | None = None
     project_tag: str = "memstack"
 
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir_is_a_directory(cls, value: Path) -> Path:
+        # Said here, by name, rather than as "File exists" from the first mkdir.
+        if value.exists() and not value.is_dir():
+            raise ValueError(f"{value} is a file; it must be a directory (or not exist yet)")
+        return value
+
     @model_validator(mode="after")
     def _check_consistency(self) -> Settings:
         if self.coarse_dim > self.embedding_dim:
@@ -174,9 +198,13 @@ class Settings(BaseSettings):
         return self.data_dir / "memstack.sqlite3"
 
     def api_key_map(self) -> dict[str, str]:
-        """``MEMSTACK_API_KEYS`` as {key: tenant}; unset means the one dev key."""
+        """``MEMSTACK_API_KEYS`` as {key: tenant}; unset means the one dev key.
+
+        The dev key's tenant is the CLI's (``MEMSTACK_DEFAULT_TENANT``): what ``memstack
+        ingest`` wrote, ``memstack serve`` finds with ``dev-key``, and the other way round.
+        """
         if not self.api_keys:
-            return {"dev-key": "dev"}
+            return {"dev-key": self.default_tenant}
         pairs: dict[str, str] = {}
         for item in self.api_keys.split(","):
             key, sep, tenant = item.strip().partition("=")

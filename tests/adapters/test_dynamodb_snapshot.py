@@ -12,6 +12,8 @@ from memstack.adapters.dynamodb import items
 from memstack.adapters.dynamodb.snapshot import Snapshot
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
 
+from ..strategies import memory_filters
+
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -44,17 +46,7 @@ def _records() -> list[MemoryRecord]:
 RECORDS = _records()
 SNAPSHOT = Snapshot("gen", [items.to_item(r) for r in RECORDS])
 
-filters_strategy = st.builds(
-    MemoryFilters,
-    kind=st.none() | st.sampled_from(list(Kind)),
-    category=st.none() | st.sampled_from([Category.TRAVEL, Category.HEALTH]),
-    scope=st.none() | st.sampled_from(list(Scope)),
-    tier=st.none() | st.sampled_from(list(Tier)),
-    after=st.none() | st.integers(0, 60).map(lambda d: T0 + timedelta(days=d)),
-    before=st.none() | st.integers(0, 60).map(lambda d: T0 + timedelta(days=d)),
-    session_id=st.none() | st.sampled_from(["s1", "s2", "s3"]),
-    include_superseded=st.booleans(),
-)
+filters_strategy = memory_filters(T0, 60)
 
 
 @settings(max_examples=150, deadline=None)

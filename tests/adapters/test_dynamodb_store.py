@@ -166,6 +166,29 @@ def test_hybrid_candidates_read_the_partition_once(client: Any, calls: Counter[s
     assert calls["GetItem"] == 2  # one META read for the pair, one for the check after
 
 
+def test_a_search_reads_the_partition_state_once(client: Any, calls: Counter[str]) -> None:
+    from memstack.domain.retrieval import RetrievalConfig, Retriever, SearchRequest
+
+    store = DynamoDBMemoryStore(TABLE, client)
+    store.put([rec(f"note {i} about tea and gardening") for i in range(30)])
+    retriever = Retriever(store, HashingEmbedder(32), RetrievalConfig(coarse_dim=8, vector_candidates=20))
+    request = SearchRequest(tenant="t1", user_id="u1", query="where did I drink tea before?", top_k=5)
+    calls.clear()
+    first = retriever.search(request)
+    # META once, the partition once; full vectors for the rescoring (stage 2) and for the
+    # BM25-only hits of the near-duplicate check (stage 6). Records and version chains
+    # (a history query) come from the snapshot.
+    assert dict(calls) == {"GetItem": 1, "Query": 1, "BatchGetItem": 2}
+    calls.clear()
+    second = retriever.search(request)
+    assert dict(calls) == {"GetItem": 1}  # the same state: the snapshot holds the vectors it fetched
+    assert [h.record.id for h in second.hits] == [h.record.id for h in first.hits]
+    store.put([rec("fresh tea notes")])
+    calls.clear()
+    retriever.search(request)
+    assert calls["GetItem"] == 1 and calls["Query"] == 1  # vectors already fetched carry over
+
+
 def _cancelled(stubber: Stubber, *codes: str) -> None:
     stubber.add_client_error(
         "transact_write_items",

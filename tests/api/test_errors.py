@@ -197,7 +197,7 @@ def test_not_found_cases(api: Api) -> None:
         *api("GET", "/v1/memories/does-not-exist/history", query={"user_id": "alice"}), 404, "not_found"
     )
     assert_error(*api("GET", "/v2/anything"), 404, "not_found")
-    assert_error(*api("PUT", "/v1/memories", body={}), 404, "not_found")
+    assert_error(*api("PUT", "/v1/memories", body={}), 405, "method_not_allowed")  # a route, another method
 
 
 @pytest.mark.parametrize(

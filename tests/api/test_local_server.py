@@ -132,3 +132,22 @@ def test_concurrent_requests_of_two_tenants_stay_isolated(live_server: str) -> N
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(probe, range(64)))
     assert errors == []
+
+
+def test_async_client_round_trip(live_server: str) -> None:
+    import anyio
+    from memstack.client import AsyncMemoryClient
+
+    async def scenario() -> None:
+        async with AsyncMemoryClient(live_server, api_key="acme-key") as client:
+            added = await client.add("I keep bees on my roof.", user_id="alice", infer=False)
+            assert added.status == "stored"
+            hits = await client.search("bees", user_id="alice", top_k=3)
+            assert hits.results[0].content == "I keep bees on my roof."
+            memories = [m async for m in client.iter_memories(user_id="alice", page_size=1)]
+            assert [m.content for m in memories] == ["I keep bees on my roof."]
+            with pytest.raises(MemoryApiError) as err:
+                await client.get("nope", user_id="alice")
+            assert err.value.code == "not_found"
+
+    anyio.run(scenario)

@@ -193,6 +193,9 @@ def test_openapi_document_lists_every_route(api: Api) -> None:
     doc = json.loads(result["body"])
     ops = {(path, method) for path, item in doc["paths"].items() for method in item}
     assert ops == {
+        ("/v1/memories/keys/{key}", "put"),
+        ("/v1/memories/keys/{key}", "get"),
+        ("/v1/memories/keys/{key}", "delete"),
         ("/v1/memories", "post"),
         ("/v1/memories", "get"),
         ("/v1/memories/search", "post"),

@@ -17,7 +17,7 @@ from memstack.domain import versions
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import BadRequest, Conflict
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
-from memstack.ports.store import HybridCandidates
+from memstack.ports.store import HybridCandidates, ReadView, pinned
 
 from .conftest import COARSE_DIM, FULL_DIM
 
@@ -387,3 +387,45 @@ def test_combined_candidates_equal_the_two_separate_searches(store: Any) -> None
     assert bm25 == store.bm25_search("t1", "u1", "the retriever puppy", 3, filters)
     assert vec == store.vector_search("t1", "u1", q, 4, filters)
     assert bm25 and len(vec) == 4
+
+
+# ------------------------------------------------------------------------- read views
+def _reads(store: Any, tenant: str, user: str, ids: list[str]) -> dict[str, Any]:
+    """Every read a search makes, as comparable values."""
+    q = _coarse("retriever puppy")
+    return {
+        "bm25": store.bm25_search(tenant, user, "the retriever puppy", 3, MemoryFilters()),
+        "vector": store.vector_search(tenant, user, q, 4, MemoryFilters()),
+        "get": store.get(tenant, user, ids[0]),
+        "get_many": store.get_many(tenant, user, ids),
+        "embeddings": {k: v.tolist() for k, v in store.embeddings(tenant, user, ids).items()},
+        "successor": store.successor(tenant, user, ids[0]),
+        "by_source": store.find_by_source(tenant, user, "m1"),
+        "list": store.list(tenant, user, MemoryFilters(include_superseded=True), 50),
+    }
+
+
+def test_a_read_view_answers_as_the_store_and_only_for_its_user(store: Any) -> None:
+    if not isinstance(store, ReadView):
+        pytest.skip("this backend has no read view (the pipeline reads the store directly)")
+    mine = [rec(d, minutes=i, source_ids=["m1"]) for i, d in enumerate(DOCS)]
+    theirs = [rec(d, "t1", "u2", minutes=i, source_ids=["m1"]) for i, d in enumerate(DOCS)]
+    store.put(mine + theirs)
+    new = versions.new_version(mine[0], content="my retriever Biscuit", embedder=EMB, coarse_dim=COARSE_DIM)
+    store.supersede("t1", "u1", mine[0].id, new)
+    my_ids = [r.id for r in mine] + [new.id]
+    view = pinned(store, "t1", "u1")
+    assert _reads(view, "t1", "u1", my_ids) == _reads(store, "t1", "u1", my_ids)
+    # Asked about another user or tenant, a view answers for them, never from its own user's state.
+    their_ids = [r.id for r in theirs]
+    assert _reads(view, "t1", "u2", their_ids) == _reads(store, "t1", "u2", their_ids)
+    assert view.get("t1", "u2", my_ids[1]) is None and view.get_many("t2", "u1", my_ids) == {}
+    assert view.embeddings("t1", "u2", my_ids) == {}
+    # A view is one state: a later write is seen by the next view, not by this one.
+    later = rec("another retriever puppy story", minutes=9)
+    store.put([later])
+    assert later.id not in {
+        h.id for h in view.bm25_search("t1", "u1", "retriever puppy", 10, MemoryFilters())
+    }
+    fresh = pinned(store, "t1", "u1")
+    assert later.id in {h.id for h in fresh.bm25_search("t1", "u1", "retriever puppy", 10, MemoryFilters())}

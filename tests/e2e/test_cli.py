@@ -70,7 +70,7 @@ def test_ingest_from_stdin(tmp_path: Path) -> None:
         (["ingest", "-", "--user", "u"], "{not json\n", "<stdin>:1: not valid JSON"),
         (["ingest", "-", "--user", "u"], '{"speaker": "x"}\n', "<stdin>:1: content"),
         (["ingest", "-", "--user", "u"], '{"content": "hi", "colour": "red"}\n', "colour"),
-        (["search", "x", "--user", "u", "--k", "0"], None, "--k must be between"),
+        (["search", "x", "--user", "u", "--k", "0"], None, "--top-k must be between"),
         (["search", "  ", "--user", "u"], None, "the query is empty"),
         (["search", "x"], None, "--user"),
     ],

@@ -47,7 +47,7 @@ def test_inconsistent_values_are_rejected() -> None:
 
 
 def test_api_keys_parse_and_reject_garbage() -> None:
-    assert load_settings().api_key_map() == {"dev-key": "dev"}
+    assert load_settings().api_key_map() == {"dev-key": "local"}  # the CLI's tenant
     assert load_settings(api_keys="k1=acme, k2=globex").api_key_map() == {"k1": "acme", "k2": "globex"}
     with pytest.raises(SettingsError, match="MEMSTACK_API_KEYS"):
         load_settings(api_keys="no-tenant").api_key_map()

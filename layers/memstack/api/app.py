@@ -18,19 +18,19 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from aws_lambda_powertools.utilities.idempotency import BasePersistenceLayer, IdempotencyConfig
 
-from memstack.api import routes_admin, routes_memories, routes_search
+from memstack.api import routes_admin, routes_keyed, routes_memories, routes_search
 from memstack.api.auth import Authenticator
 from memstack.api.errors import error_body, install_error_handlers
 from memstack.api.idempotency import build_persistence, idempotency_config
 from memstack.api.limits import check_body_size
+from memstack.api.openapi import openapi_options
 from memstack.errors import MemstackError
 from memstack.service import MemoryService
 from memstack.settings import Settings
 
-API_TITLE = "memstack"
-API_VERSION = "1.0.0"
-# Reachable without credentials: liveness and the API's own documentation.
-PUBLIC_PATHS = frozenset({"/v1/health", "/docs", "/openapi.json"})
+# Reachable without credentials: liveness, the API's own documentation, and the icon every
+# browser asks for (it answers 404, not a confusing 401).
+PUBLIC_PATHS = frozenset({"/v1/health", "/docs", "/openapi.json", "/favicon.ico"})
 
 
 @dataclass
@@ -148,20 +148,23 @@ def create_app(
     )
     app = MemstackResolver(deps)
     install_error_handlers(app)
+    # Keyed routes first: /v1/memories/keys/history is a key, not the history of memory "keys".
+    routes_keyed.register(app, deps)
     routes_memories.register(app, deps)
     routes_search.register(app, deps)
     routes_admin.register(app, deps)
-    app.enable_swagger(path="/docs", title=API_TITLE, version=API_VERSION)
+    app.enable_swagger(path="/docs", **openapi_options())
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi_document():
-        return Response(
-            status_code=200,
-            content_type=content_types.APPLICATION_JSON,
-            body=app.get_openapi_json_schema(title=API_TITLE, version=API_VERSION),
-        )
+        return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=openapi_json(app))
 
     return app
+
+
+def openapi_json(app: MemstackResolver) -> str:
+    """The OpenAPI document of ``app`` (what ``/openapi.json`` serves and ``memstack openapi`` prints)."""
+    return app.get_openapi_json_schema(**openapi_options())
 
 
 def close_app(app: MemstackResolver) -> None:

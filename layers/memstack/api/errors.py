@@ -128,6 +128,15 @@ def install_error_handlers(app: APIGatewayRestResolver) -> None:
     @app.not_found
     def _no_route(exc: NotFoundError) -> Response:
         event = app.current_event
+        allowed = allowed_methods(app, event.path)
+        if allowed:
+            answer = error_response(
+                405,
+                "method_not_allowed",
+                f"{event.http_method} is not allowed on {event.path}; allowed: {', '.join(allowed)}",
+            )
+            answer.headers["Allow"] = ", ".join(allowed)
+            return answer
         return error_response(404, "not_found", f"no route {event.http_method} {event.path}")
 
     @app.exception_handler(Exception)
@@ -135,6 +144,12 @@ def install_error_handlers(app: APIGatewayRestResolver) -> None:
         # A bug or an outage, never the caller's input: log it whole, answer without internals.
         logger.exception("unhandled error")
         return error_response(500, "internal_error", "the server failed to handle this request")
+
+
+def allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
+    """The methods some route accepts on ``path`` (a wrong method is 405, not 404)."""
+    routes = [*app._static_routes, *app._dynamic_routes]
+    return sorted({route.method for route in routes if route.rule.match(path)})
 
 
 def error_responses(*statuses: int) -> dict[int, Any]:

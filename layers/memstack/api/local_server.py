@@ -24,15 +24,17 @@ from urllib.parse import parse_qs
 from aws_lambda_powertools import Logger, Metrics
 
 from memstack.api.app import MemstackResolver, close_app, create_app
-from memstack.api.auth import ApiKeyAuthenticator
+from memstack.api.auth import ApiKeyAuthenticator, Authenticator
 from memstack.api.errors import error_body
 from memstack.api.idempotency import build_persistence
+from memstack.errors import MemstackError
 from memstack.service import MemoryService
 from memstack.settings import Settings
 
 logger = Logger(service="memstack-api")
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 
 def _status_line(code: int) -> str:
@@ -90,10 +92,14 @@ def wsgi_to_event(environ: dict[str, Any], body: bytes) -> dict[str, Any]:
 class LocalApi:
     """The WSGI application: HTTP in, proxy event through the resolver, HTTP out."""
 
-    def __init__(self, service: MemoryService, settings: Settings) -> None:
+    def __init__(
+        self, service: MemoryService, settings: Settings, authenticator: Authenticator | None = None
+    ) -> None:
         self.service = service
         self.settings = settings
-        self.authenticator = ApiKeyAuthenticator(settings.api_key_map())
+        self.authenticator = authenticator or ApiKeyAuthenticator(settings.api_key_map())
+        # Other WSGI apps served under a path prefix (the MCP endpoint), behind the same authentication.
+        self._mounts: dict[str, WsgiApp] = {}
         self.metrics = Metrics(namespace="memstack", service="memstack-api")
         # One idempotency store for all threads (it is a SQLite file with per-thread connections).
         self.persistence, self._close_persistence = build_persistence(settings)
@@ -116,6 +122,41 @@ class LocalApi:
                 self._apps.append(app)
         return app
 
+    def mount(self, prefix: str, app: WsgiApp) -> None:
+        """Serve ``app`` at ``prefix`` (and below it), for callers the API's authenticator accepts."""
+        self._mounts[prefix.rstrip("/")] = app
+
+    def _mounted(self, path: str) -> WsgiApp | None:
+        for prefix, app in self._mounts.items():
+            if path == prefix or path.startswith(prefix + "/"):
+                return app
+        return None
+
+    def _call_mounted(
+        self, app: WsgiApp, environ: dict[str, Any], start_response: StartResponse
+    ) -> tuple[int, Iterable[bytes]]:
+        """Authenticate as the API does, then hand the request to ``app``; returns (status, body)."""
+        seen: dict[str, int] = {}
+
+        def recording_start(status: str, headers: list[tuple[str, str]], *exc_info: Any) -> Any:
+            seen["status"] = int(status.split(" ", 1)[0])
+            return start_response(
+                status, [*headers, ("X-Request-Id", environ["memstack.request_id"])], *exc_info
+            )
+
+        headers = wsgi_to_event(environ, b"")["headers"]
+        try:
+            self.authenticator.tenant({"headers": headers})
+        except MemstackError as exc:
+            payload = error_body(exc.code, exc.message, exc.details).encode()
+            recording_start(
+                _status_line(exc.status),
+                [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))],
+            )
+            return exc.status, [payload]
+        body = list(app(environ, recording_start))
+        return seen.get("status", 500), body
+
     def _read_body(self, environ: dict[str, Any]) -> bytes | None:
         """The body, or ``None`` when it is larger than the limit (read no more than that)."""
         limit = self.settings.max_body_bytes
@@ -132,8 +173,14 @@ class LocalApi:
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
         method, path = environ.get("REQUEST_METHOD", "GET"), environ.get("PATH_INFO") or "/"
-        body = self._read_body(environ)
         request_id = environ.get("HTTP_X_REQUEST_ID") or uuid.uuid4().hex
+        mounted = self._mounted(path)
+        if mounted is not None:
+            environ["memstack.request_id"] = request_id
+            status, chunks = self._call_mounted(mounted, environ, start_response)
+            self._log_request(method, path, status, started, request_id, environ)
+            return chunks
+        body = self._read_body(environ)
         if body is None:
             status = 413
             payload = error_body(
@@ -154,6 +201,15 @@ class LocalApi:
         headers.append(("X-Request-Id", request_id))
         headers.append(("Content-Length", str(len(payload))))
         start_response(_status_line(status), headers)
+        self._log_request(method, path, status, started, request_id, environ)
+        # Metrics are flushed by the Lambda handler in AWS; locally the request log carries the timing.
+        self.metrics.clear_metrics()
+        return [payload] if method != "HEAD" else []
+
+    @staticmethod
+    def _log_request(
+        method: str, path: str, status: int, started: float, request_id: str, environ: dict[str, Any]
+    ) -> None:
         logger.info(
             "http_request",
             extra={
@@ -166,9 +222,6 @@ class LocalApi:
                 "remote_addr": environ.get("REMOTE_ADDR"),
             },
         )
-        # Metrics are flushed by the Lambda handler in AWS; locally the request log carries the timing.
-        self.metrics.clear_metrics()
-        return [payload] if method != "HEAD" else []
 
     @staticmethod
     def _from_proxy(result: dict[str, Any]) -> tuple[int, bytes, list[tuple[str, str]]]:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 
 from memstack.api.errors import error_responses
+from memstack.api.openapi import API_VERSION, PUBLIC
 from memstack.api.responses import json_response
 from memstack.api.schemas import (
     ID_PATTERN,
@@ -18,8 +19,6 @@ from memstack.api.schemas import (
 
 if TYPE_CHECKING:
     from memstack.api.app import ApiDeps, MemstackResolver
-
-API_VERSION = "1.0.0"
 
 
 def register(app: MemstackResolver, deps: ApiDeps) -> None:
@@ -44,7 +43,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
     @app.post(
         "/v1/consolidations",
         summary="Consolidate one user's short-term memory (run now or enqueue)",
-        tags=["users"],
+        tags=["consolidation"],
         responses={
             200: {
                 "description": "ran (sync=true): what was read and written",
@@ -69,6 +68,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         summary="Liveness and the configured backends",
         tags=["system"],
         responses={200: {"description": "alive", "content": {"application/json": {"model": HealthResponse}}}},
+        openapi_extensions=PUBLIC,
     )
     def health():
         backends = {

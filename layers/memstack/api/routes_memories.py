@@ -37,7 +37,19 @@ if TYPE_CHECKING:
 UserIdQuery = Annotated[str, Query(min_length=1, max_length=128, pattern=ID_PATTERN, description="the user")]
 MemoryIdPath = Annotated[str, Path(min_length=1, max_length=200)]
 LIST_PARAMS = frozenset(
-    {"user_id", "cursor", "limit", "kind", "category", "scope", "tier", "after", "before", "session_id"}
+    {
+        "user_id",
+        "cursor",
+        "limit",
+        "kind",
+        "category",
+        "scope",
+        "tier",
+        "after",
+        "before",
+        "session_id",
+        "run_id",
+    }
 )
 MAX_LIST_LIMIT = 1000
 
@@ -50,7 +62,10 @@ def aware(value: datetime | None, timezone: str) -> datetime | None:
 
 
 def memory_out(record: MemoryRecord) -> dict[str, Any]:
-    return Memory.model_validate(record.public_dict()).model_dump(mode="json")
+    data = record.public_dict()
+    return Memory.model_validate({**data, "agent_id": data["metadata"].get("agent_id")}).model_dump(
+        mode="json"
+    )
 
 
 def reject_unknown_query(app: MemstackResolver, allowed: frozenset[str]) -> None:
@@ -91,7 +106,8 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             scope=req.scope,
             infer=req.infer,
             sync=req.sync,
-            metadata=req.metadata,
+            # The agent rides in the metadata, which every store keeps and extraction carries on.
+            metadata={**(req.metadata or {}), **({"agent_id": req.agent_id} if req.agent_id else {})} or None,
         )
         status = "processed" if req.sync and result.queued else "queued" if result.queued else "stored"
         # Newly stored only: an idempotent replay or a resent id is not new traffic.
@@ -107,8 +123,12 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         summary="Add conversation messages",
         tags=["memories"],
         responses={
+            200: {
+                "description": "stored and extracted (sync=true)",
+                "content": {"application/json": {"model": AddMemoriesResponse}},
+            },
             202: {
-                "description": "every message is durably stored",
+                "description": "every message is durably stored; extraction is queued",
                 "content": {"application/json": {"model": AddMemoriesResponse}},
             },
             **error_responses(400, 401, 409, 413, 422),
@@ -134,7 +154,8 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             answer = do_add(request=request)
         else:
             answer = idempotent_add(request=request)
-        return _json(202, answer)
+        # 200 when the work is done (sync and extracted), 202 when some of it is still queued.
+        return _json(200 if answer["status"] == "processed" else 202, answer)
 
     @app.get(
         "/v1/memories",
@@ -159,8 +180,14 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         after: Annotated[datetime | None, Query()] = None,
         before: Annotated[datetime | None, Query()] = None,
         session_id: Annotated[str | None, Query(max_length=128, pattern=ID_PATTERN)] = None,
+        run_id: Annotated[
+            str | None, Query(max_length=128, pattern=ID_PATTERN, description="an alias of session_id")
+        ] = None,
     ):
         reject_unknown_query(app, LIST_PARAMS)
+        if session_id and run_id and session_id != run_id:
+            raise ValidationFailed("run_id is an alias of session_id: send one of them (or the same value)")
+        session_id = session_id or run_id
         filters = MemoryFilters(
             kind=kind,
             category=category,

@@ -27,6 +27,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StringConstraints,
+    model_validator,
 )
 
 from memstack.models import Category, Kind, Role, Scope, Tier
@@ -81,7 +82,7 @@ MetadataValue = Annotated[
 ]
 
 # Keys the system itself writes into a record's metadata; a caller may not forge them.
-RESERVED_METADATA_KEYS = frozenset({"role", "consolidated", "edited"})
+RESERVED_METADATA_KEYS = frozenset({"role", "consolidated", "edited", "key", "agent_id"})
 
 
 def _no_reserved_keys(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -98,6 +99,21 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class RunIdAlias(Strict):
+    """``run_id`` (Mem0's name for a conversation run) is ``session_id``."""
+
+    session_id: IdStr | None = None
+    run_id: IdStr | None = Field(None, description="an alias of session_id (Mem0's name)")
+
+    @model_validator(mode="after")
+    def _one_session(self) -> RunIdAlias:
+        if self.run_id is not None:
+            if self.session_id is not None and self.session_id != self.run_id:
+                raise ValueError("run_id is an alias of session_id: send one of them (or the same value)")
+            self.session_id, self.run_id = self.run_id, None
+        return self
+
+
 # ----------------------------------------------------------------------- requests
 class MessageIn(Strict):
     id: IdStr | None = Field(
@@ -111,9 +127,11 @@ class MessageIn(Strict):
     )
 
 
-class AddMemoriesRequest(Strict):
+class AddMemoriesRequest(RunIdAlias):
     user_id: IdStr
-    session_id: IdStr | None = None
+    agent_id: IdStr | None = Field(
+        None, description="the agent that took part; kept on the messages and the memories made from them"
+    )
     scope: Scope = Scope.USER
     messages: list[MessageIn] = Field(min_length=1)
     infer: StrictBool = Field(True, description="false stores the raw messages without extraction")
@@ -132,11 +150,10 @@ class SearchFilters(Strict):
     before: datetime | None = None
 
 
-class SearchMemoriesRequest(Strict):
+class SearchMemoriesRequest(RunIdAlias):
     user_id: IdStr
     query: Text
     top_k: StrictInt = Field(10, ge=1)
-    session_id: IdStr | None = None
     filters: SearchFilters | None = None
     reference_time: datetime | None = Field(None, description="'now' for relative dates in the query")
     explain: StrictBool = False
@@ -147,6 +164,23 @@ class SearchMemoriesRequest(Strict):
         le=1.0,
         description="only results scoring at least this: the score is a calibrated probability of relevance "
         "(the reranker's relevance when one is configured), comparable across queries",
+    )
+
+
+# A memory's key (``PUT /v1/memories/keys/{key}``): printable, no slash (it is one path segment).
+KEY_PATTERN = r"^[^\x00-\x1f\x7f/]+$"
+
+
+class PutKeyedMemoryRequest(Strict):
+    user_id: IdStr
+    content: Text
+    session_id: IdStr | None = Field(None, description="with scope CONTEXT: seen only in this session")
+    scope: Scope | None = None
+    kind: Kind | None = Field(None, description="fact (default) | event | preference")
+    category: Category | None = None
+    event_time: datetime | None = Field(None, description="when it happened (ISO 8601)")
+    metadata: Annotated[dict[MetadataKey, MetadataValue] | None, AfterValidator(_no_reserved_keys)] = Field(
+        None, max_length=50, description="replaces the previous version's metadata"
     )
 
 
@@ -187,6 +221,7 @@ class Memory(BaseModel):
     version: int
     source_ids: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    agent_id: str | None = Field(None, description="the agent of the conversation it came from")
 
 
 class SearchResultItem(Memory):

@@ -23,6 +23,7 @@ app = typer.Typer(
     help="Long-term memory for conversational AI agents (embedded store by default).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     add_completion=False,
 )
 console = Console()
@@ -66,11 +67,40 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
-def run() -> int:
-    """Run the app; turn known failures into one clear line and a non-zero exit code."""
+def plural(count: int, word: str) -> str:
+    """``1 message``, ``2 messages``."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def plain_metavars(command: Any) -> Any:
+    """Help that reads like a command line: ``--user USER``, and flags without a ``<bool>``.
+
+    (The click command Typer builds, matched by shape: Typer vendors its own click.)
+    """
+    for param in command.params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+        elif param.metavar is None and not getattr(
+            getattr(param, "type_descriptor", None), "is_choice", False
+        ):
+            param.metavar = (param.name or "value").upper()
+        if getattr(param, "param_type_name", "") == "argument":
+            # An argument's name already says what it is ("QUERY"); "<str>" after it says nothing.
+            param.display_type_rich = lambda ctx: None
+    for sub in getattr(command, "commands", {}).values():
+        plain_metavars(sub)
+    return command
+
+
+def run(args: list[str] | None = None) -> int:
+    """Run the app (on ``args``, default the command line); known failures become one clear line
+    on stderr and a non-zero exit code."""
     try:
-        app(standalone_mode=False)
-    except SystemExit as exc:  # typer.Exit inside commands
+        # Without standalone mode click returns a command's exit code (typer.Exit) instead of exiting.
+        command = plain_metavars(typer.main.get_command(app))
+        code = command.main(args=args, prog_name="memstack", standalone_mode=False)
+        return int(code) if isinstance(code, int) else 0
+    except SystemExit as exc:
         return int(exc.code or 0)
     except typer.Abort:
         err_console.print("aborted")

@@ -15,6 +15,7 @@ from memstack.cli.app import (
     UserError,
     console,
     open_service,
+    plural,
     print_json,
     settings_from_cli,
     tenant_or_default,
@@ -96,7 +97,7 @@ def ingest(
     else:
         extraction = "extracted" if sync else "queued for extraction"
         console.print(
-            f"ingested {len(accepted)} messages for user [bold]{user}[/bold] "
+            f"ingested {plural(len(accepted), 'message')} for user [bold]{user}[/bold] "
             f"({stored} new, {len(accepted) - stored} already stored, {queued} {extraction})"
         )
         if queued and not sync:

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from memstack.cli.app import console, open_service, print_json, settings_from_cli, tenant_or_default
+from memstack.cli.when import when_said
 from memstack.models import Kind, MemoryFilters, Tier
 
 
@@ -22,9 +23,9 @@ def memories(
     """List a user's current memories, newest first."""
     settings = settings_from_cli()
     with open_service(settings) as service:
-        records, cursor = service.list(
-            tenant_or_default(tenant, settings), user, MemoryFilters(tier=tier, kind=kind), limit
-        )
+        t = tenant_or_default(tenant, settings)
+        records, cursor = service.list(t, user, MemoryFilters(tier=tier, kind=kind), limit)
+        when = when_said(service, t, user, records)
     if as_json:
         print_json({"memories": [r.public_dict() for r in records], "next_cursor": cursor})
         return
@@ -43,7 +44,7 @@ def memories(
             str(r.kind),
             str(r.category or "-"),
             str(r.version),
-            (r.event_time or r.created_at).strftime("%Y-%m-%d"),
+            when[r.id].strftime("%Y-%m-%d"),
             f"{r.speaker}: {r.content}" if r.speaker and r.tier == Tier.STM else r.content,
         )
     console.print(table)

@@ -15,6 +15,7 @@ from memstack.cli.app import (
     settings_from_cli,
     tenant_or_default,
 )
+from memstack.cli.when import when_said
 from memstack.domain.retrieve import SearchRequest
 from memstack.models import MemoryFilters
 
@@ -22,7 +23,7 @@ from memstack.models import MemoryFilters
 def search(
     query: Annotated[str, typer.Argument(help="what to look for")],
     user: Annotated[str, typer.Option("--user", "-u")],
-    k: Annotated[int, typer.Option("--k", "-k", help="number of results")] = 10,
+    k: Annotated[int, typer.Option("--top-k", "--k", "-k", help="number of results (the API's top_k)")] = 10,
     session: Annotated[str | None, typer.Option("--session", "-s")] = None,
     tenant: Annotated[str | None, typer.Option()] = None,
     explain: Annotated[bool, typer.Option(help="show every stage's score and rank")] = False,
@@ -37,13 +38,14 @@ def search(
         raise UserError("the query is empty")
     settings = settings_from_cli()
     if not 1 <= k <= settings.max_top_k:
-        raise UserError(f"--k must be between 1 and {settings.max_top_k}")
+        raise UserError(f"--top-k must be between 1 and {settings.max_top_k}")
+    t = tenant_or_default(tenant, settings)
     if min_score is not None and not 0.0 <= min_score <= 1.0:
         raise UserError(f"--min-score must be between 0 and 1, got {min_score}")
     with open_service(settings) as service:
         result = service.search(
             SearchRequest(
-                tenant=tenant_or_default(tenant, settings),
+                tenant=t,
                 user_id=user,
                 query=query,
                 top_k=k,
@@ -52,6 +54,7 @@ def search(
                 min_score=min_score,
             )
         )
+        said = when_said(service, t, user, [h.record for h in result.hits])
     if as_json:
         print_json(
             {
@@ -76,7 +79,7 @@ def search(
         table.add_column("stages", overflow="fold")
     for rank, hit in enumerate(result.hits, start=1):
         r = hit.record
-        when = (r.event_time or r.created_at).strftime("%Y-%m-%d")
+        when = said[r.id].strftime("%Y-%m-%d")
         text = f"{r.speaker}: {r.content}" if r.speaker else r.content
         row = [str(rank), f"{hit.score:.4f}", str(r.tier), when, text]
         if explain:

@@ -122,7 +122,13 @@ class Ingestor:
                     type="extract",
                     tenant=tenant,
                     user_id=user_id,
-                    payload={"message_id": mid, "session_id": session_id, "scope": str(scope)},
+                    payload={
+                        "message_id": mid,
+                        "session_id": session_id,
+                        "scope": str(scope),
+                        # The caller's metadata, carried onto the memories extracted from the message.
+                        **({"metadata": metadata} if metadata else {}),
+                    },
                 )
                 for mid in stored
             ]

@@ -100,3 +100,23 @@ class HybridCandidates(Protocol):
     ) -> tuple[builtins.list[ScoredId], builtins.list[ScoredId]]:
         """(BM25 hits, coarse vector hits), each best first, as the two separate methods return them."""
         ...
+
+
+@runtime_checkable
+class ReadView(Protocol):
+    """Optional extra of a store: the reads of one search, on one state of the user's memories.
+
+    DynamoDB reads its ``META`` token once and answers both candidate stages,
+    the record fetch and the version chains from that one partition snapshot.
+    The embedded store checks the user's generation once and runs both
+    candidate stages on that one index (records it still reads by id). A view
+    is for reading; the retrieval pipeline makes one per search (``pinned``).
+    Asked about another tenant or user, it answers as the store does.
+    """
+
+    def read_view(self, tenant: str, user_id: str) -> MemoryStore: ...
+
+
+def pinned(store: MemoryStore, tenant: str, user_id: str) -> MemoryStore:
+    """The store's ``ReadView`` of the user when it has one, else the store itself."""
+    return store.read_view(tenant, user_id) if isinstance(store, ReadView) else store

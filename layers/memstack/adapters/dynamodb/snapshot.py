@@ -1,9 +1,15 @@
 """One user's partition held in memory, and the in-process BM25 and vector ranking over it.
 
 A snapshot is built once per ``META.gen`` token (see ``store``) and then
-answers any number of searches: the filter columns are numpy arrays, so a
-search is a few vector operations, not a Python loop over records. The
-filter semantics are ``items.matches`` (tested to agree on every filter).
+answers any number of searches: the filter columns are numpy arrays
+(``FilterColumns``, shared with the embedded store), so a search is a few
+vector operations, not a Python loop over records. The filter semantics are
+``items.matches`` (tested to agree on every filter).
+
+The full-dimension vectors are not part of the partition read (they are most
+of its bytes); the ones a search rescored are kept in ``full`` for the next
+searches, and carried over to the next snapshot, since a record's vectors
+never change (a new version is a new record).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from memstack.adapters.dynamodb import items
+from memstack.adapters.filter_columns import FilterColumns
 from memstack.domain.bm25 import Bm25Index
 from memstack.domain.text import bm25_document
 from memstack.domain.vectors import from_blob
@@ -22,12 +29,13 @@ from memstack.models import MemoryFilters, ScoredId
 class Snapshot:
     """Records (without full vectors), the coarse matrix, filter columns and a BM25 index."""
 
-    def __init__(self, token: str | None, rows: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, token: str | None, rows: list[dict[str, Any]], full: dict[str, np.ndarray] | None = None
+    ) -> None:
         self.token = token
         self.records = [items.from_item(row) for row in rows]
         self.by_id = {r.id: r for r in self.records}
         self.ids = [r.id for r in self.records]
-        n = len(self.records)
         coarse = [from_blob(items.binary(row.get("emb_coarse", {}).get("B"))) for row in rows]
         vectors = [(i, v) for i, v in enumerate(coarse) if v is not None]
         self.vector_rows = np.asarray([i for i, _ in vectors], dtype=np.int64)
@@ -36,39 +44,16 @@ class Snapshot:
             if vectors
             else np.zeros((0, 1), dtype=np.float32)
         )
-        # Filter columns, one entry per record.
-        self.current = np.fromiter((r.is_current for r in self.records), dtype=bool, count=n)
-        self.deleted = np.fromiter((r.deleted for r in self.records), dtype=bool, count=n)
-        self.when = np.fromiter(
-            ((r.event_time or r.created_at).timestamp() for r in self.records), dtype=np.float64, count=n
-        )
-        self.columns = {
-            name: np.array([_text(getattr(r, name)) for r in self.records], dtype=object)
-            for name in ("kind", "category", "scope", "tier", "session_id")
-        }
+        self.columns = FilterColumns.from_records(self.records)
         # Only current, live text is searchable by BM25 (as in the embedded store's FTS index).
-        self.text_rows = np.flatnonzero(self.current & ~self.deleted)
+        self.text_rows = np.flatnonzero(self.columns.current & ~self.columns.deleted)
         self.bm25 = Bm25Index([bm25_document(self.records[i].indexed_text) for i in self.text_rows])
+        #: full-dimension vectors fetched so far, by record id
+        self.full: dict[str, np.ndarray] = {i: v for i, v in (full or {}).items() if i in self.by_id}
 
     def mask(self, filters: MemoryFilters, *, search: bool = True) -> np.ndarray:
         """``items.matches`` for every record at once."""
-        keep = ~self.deleted
-        if not filters.include_superseded:
-            keep &= self.current
-        for name in ("kind", "category", "scope", "tier"):
-            wanted = getattr(filters, name)
-            if wanted is not None:
-                keep &= self.columns[name] == str(wanted)
-        if filters.after is not None:
-            keep &= self.when >= filters.after.timestamp()
-        if filters.before is not None:
-            keep &= self.when < filters.before.timestamp()
-        user_scope = self.columns["scope"] == "USER"
-        if filters.session_id is not None:
-            keep &= user_scope | (self.columns["session_id"] == filters.session_id)
-        elif search:
-            keep &= user_scope
-        return keep
+        return self.columns.mask(filters, search=search)
 
     def bm25_search(self, query: str, k: int, filters: MemoryFilters) -> list[ScoredId]:
         if not len(self.text_rows):
@@ -91,7 +76,3 @@ class Snapshot:
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [ScoredId(id=self.ids[self.vector_rows[i]], score=float(scores[i])) for i in top]
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)

@@ -46,6 +46,7 @@ from memstack.adapters.dynamodb.snapshot import Snapshot
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict, DependencyFailed, SettingsError
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
+from memstack.ports.store import MemoryStore
 
 # DynamoDB limits: 100 actions and 4 MB per transaction, 100 keys per BatchGetItem,
 # 25 requests per BatchWriteItem. We stay under them with room for the META update.
@@ -291,6 +292,7 @@ class DynamoDBMemoryStore:
         snapshot = Snapshot(
             token,
             list(calls.query_partition(self.client, self.table, tenant, user_id, items.SEARCH_ATTRIBUTES)),
+            full=cached.full if cached is not None else None,
         )
         with self._lock:
             self._cache[key] = snapshot
@@ -299,14 +301,20 @@ class DynamoDBMemoryStore:
                 self._cache.popitem(last=False)
         return snapshot
 
+    def full_vectors(
+        self, snapshot: Snapshot, tenant: str, user_id: str, ids: builtins.list[str]
+    ) -> dict[str, np.ndarray]:
+        """Full vectors of the snapshot's records among ``ids``; fetched once, then kept with it."""
+        missing = [i for i in dict.fromkeys(ids) if i in snapshot.by_id and i not in snapshot.full]
+        if missing:
+            snapshot.full.update(self.embeddings(tenant, user_id, missing))
+        return {i: snapshot.full[i] for i in ids if i in snapshot.full}
+
     def successor(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
-        snap = self._snapshot(tenant, user_id)
-        return next((r for r in snap.records if r.replaces_id == memory_id), None)
+        return _successor(self._snapshot(tenant, user_id), memory_id)
 
     def find_by_source(self, tenant: str, user_id: str, source_id: str) -> list[MemoryRecord]:
-        snap = self._snapshot(tenant, user_id)
-        found = [r for r in snap.records if source_id in r.source_ids]
-        return sorted(found, key=lambda r: (r.created_at, r.version, r.id))
+        return _by_source(self._snapshot(tenant, user_id), source_id)
 
     def list(
         self,
@@ -316,29 +324,8 @@ class DynamoDBMemoryStore:
         limit: int,
         cursor: str | None = None,
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
-        after: tuple[float, str] | None = None
-        if cursor:
-            try:
-                created, last_id = base64.urlsafe_b64decode(cursor.encode()).decode().split("|", 1)
-                after = (float(created), last_id)
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise BadRequest("cursor is not one this API returned") from exc
-        snap = self._snapshot(tenant, user_id)
-        rows = sorted(
-            (r for r in snap.records if items.matches(r, filters, search=False)),
-            key=lambda r: (r.created_at.timestamp(), r.id),
-            reverse=True,
-        )
-        if after is not None:
-            rows = [r for r in rows if (r.created_at.timestamp(), r.id) < after]
-        page = rows[:limit]
-        next_cursor = None
-        if len(rows) > limit and page:
-            last = page[-1]
-            next_cursor = base64.urlsafe_b64encode(
-                f"{last.created_at.timestamp()}|{last.id}".encode()
-            ).decode()
-        return page, next_cursor
+        after = _decode_cursor(cursor)
+        return _page(self._snapshot(tenant, user_id), filters, limit, after)
 
     # ------------------------------------------------------------------ search
     def bm25_search(
@@ -365,6 +352,10 @@ class DynamoDBMemoryStore:
         snap = self._snapshot(tenant, user_id)
         return snap.bm25_search(query, k_bm25, filters), snap.vector_search(query_coarse, k_vector, filters)
 
+    def read_view(self, tenant: str, user_id: str) -> MemoryStore:
+        """Every read of one search from one snapshot: one META read (``ports.store.ReadView``)."""
+        return _PinnedPartition(self, tenant, user_id, self._snapshot(tenant, user_id))
+
     def close(self) -> None:
         with self._lock:
             self._cache.clear()
@@ -383,3 +374,74 @@ def _chunks_by_size(records: builtins.list[MemoryRecord]) -> Iterator[builtins.l
         size += approx
     if chunk:
         yield chunk
+
+
+def _decode_cursor(cursor: str | None) -> tuple[float, str] | None:
+    if not cursor:
+        return None
+    try:
+        created, last_id = base64.urlsafe_b64decode(cursor.encode()).decode().split("|", 1)
+        return float(created), last_id
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest("cursor is not one this API returned") from exc
+
+
+def _page(
+    snap: Snapshot, filters: MemoryFilters, limit: int, after: tuple[float, str] | None
+) -> tuple[builtins.list[MemoryRecord], str | None]:
+    """One page of ``list``: newest first, after the cursor's (created_at, id)."""
+    rows = sorted(
+        (r for r in snap.records if items.matches(r, filters, search=False)),
+        key=lambda r: (r.created_at.timestamp(), r.id),
+        reverse=True,
+    )
+    if after is not None:
+        rows = [r for r in rows if (r.created_at.timestamp(), r.id) < after]
+    page = rows[:limit]
+    next_cursor = None
+    if len(rows) > limit and page:
+        last = page[-1]
+        next_cursor = base64.urlsafe_b64encode(f"{last.created_at.timestamp()}|{last.id}".encode()).decode()
+    return page, next_cursor
+
+
+def _successor(snap: Snapshot, memory_id: str) -> MemoryRecord | None:
+    return next((r for r in snap.records if r.replaces_id == memory_id), None)
+
+
+def _by_source(snap: Snapshot, source_id: str) -> builtins.list[MemoryRecord]:
+    found = [r for r in snap.records if source_id in r.source_ids]
+    return sorted(found, key=lambda r: (r.created_at, r.version, r.id))
+
+
+class _PinnedPartition(DynamoDBMemoryStore):
+    """One user's reads on one snapshot; other users and every write go to the store as usual."""
+
+    def __init__(self, store: DynamoDBMemoryStore, tenant: str, user_id: str, snapshot: Snapshot) -> None:
+        # The same table, client and cache as the store.
+        self.table, self.region, self._client = store.table, store.region, store.client
+        self._cache, self._cache_size, self._lock = store._cache, store._cache_size, store._lock
+        self._store = store
+        self._key = (tenant, user_id)
+        self._pinned = snapshot
+
+    def _snapshot(self, tenant: str, user_id: str) -> Snapshot:
+        return self._pinned if (tenant, user_id) == self._key else super()._snapshot(tenant, user_id)
+
+    def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
+        if (tenant, user_id) != self._key:
+            return super().get(tenant, user_id, memory_id)
+        return self._pinned.by_id.get(memory_id)
+
+    def get_many(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, MemoryRecord]:
+        if (tenant, user_id) != self._key:
+            return super().get_many(tenant, user_id, ids)
+        return {i: self._pinned.by_id[i] for i in ids if i in self._pinned.by_id}
+
+    def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
+        if (tenant, user_id) != self._key:
+            return super().embeddings(tenant, user_id, ids)
+        return self._store.full_vectors(self._pinned, tenant, user_id, ids)
+
+    def close(self) -> None:
+        """The view owns nothing; closing it leaves the store open."""

@@ -15,7 +15,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SCHEMA = """
+from memstack.adapters.embedded import fts
+
+#: PRAGMA user_version of a file laid out as below (round one's files are 0)
+SCHEMA_VERSION = 2
+
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS memories (
     rid INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
@@ -39,26 +45,36 @@ CREATE TABLE IF NOT EXISTS memories (
     source_ids TEXT NOT NULL,
     metadata TEXT NOT NULL,
     emb_full BLOB,
-    emb_coarse BLOB
-);
-CREATE INDEX IF NOT EXISTS memories_user ON memories (tenant, user_id, is_current, created_at);
-CREATE INDEX IF NOT EXISTS memories_replaces ON memories (tenant, user_id, replaces_id);
+    emb_coarse BLOB,
+    -- the user's generation (store_users) of the last write that changed this row's
+    -- searchable state: a cache at generation g re-reads only rows with row_gen > g
+    row_gen INTEGER NOT NULL DEFAULT 0
+)""",
+    "CREATE INDEX IF NOT EXISTS memories_user ON memories (tenant, user_id, is_current, created_at)",
+    "CREATE INDEX IF NOT EXISTS memories_replaces ON memories (tenant, user_id, replaces_id)",
+    "CREATE INDEX IF NOT EXISTS memories_changes ON memories (tenant, user_id, row_gen)",
+    """
 CREATE TABLE IF NOT EXISTS memory_sources (
     tenant TEXT NOT NULL,
     user_id TEXT NOT NULL,
     source_id TEXT NOT NULL,
     memory_id TEXT NOT NULL,
     PRIMARY KEY (tenant, user_id, source_id, memory_id)
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (text, tokenize = 'porter unicode61');
--- A counter per user bumped in every write transaction: caches compare it to
--- know whether what they hold is still the user's latest state.
-CREATE TABLE IF NOT EXISTS user_generations (
+)""",
+    # Current, live text only; every token carries its user's prefix (see fts.py).
+    "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (text, tokenize = 'porter unicode61')",
+    # One row per user with memories: ``uid`` names the user's FTS prefix and is never
+    # reused (AUTOINCREMENT), ``generation`` is bumped by every write transaction, so
+    # (uid, generation) tells a cache whether what it holds is still the user's state.
+    """
+CREATE TABLE IF NOT EXISTS store_users (
+    uid INTEGER PRIMARY KEY AUTOINCREMENT,
     tenant TEXT NOT NULL,
     user_id TEXT NOT NULL,
     generation INTEGER NOT NULL,
-    PRIMARY KEY (tenant, user_id)
-);
+    UNIQUE (tenant, user_id)
+)""",
+    """
 CREATE TABLE IF NOT EXISTS stm (
     tenant TEXT NOT NULL,
     user_id TEXT NOT NULL,
@@ -70,8 +86,9 @@ CREATE TABLE IF NOT EXISTS stm (
     consolidated INTEGER NOT NULL DEFAULT 0,
     message TEXT NOT NULL,
     PRIMARY KEY (tenant, user_id, message_id)
-);
-CREATE INDEX IF NOT EXISTS stm_pending ON stm (consolidated, tenant, user_id, received_at);
+)""",
+    "CREATE INDEX IF NOT EXISTS stm_pending ON stm (consolidated, tenant, user_id, received_at)",
+    """
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY,
     body TEXT NOT NULL,
@@ -80,16 +97,68 @@ CREATE TABLE IF NOT EXISTS jobs (
     available_at REAL NOT NULL,
     last_error TEXT,
     created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS jobs_ready ON jobs (status, available_at);
+)""",
+    "CREATE INDEX IF NOT EXISTS jobs_ready ON jobs (status, available_at)",
+    """
 CREATE TABLE IF NOT EXISTS kv (
     namespace TEXT NOT NULL,
     key TEXT NOT NULL,
     value TEXT NOT NULL,
     expires_at REAL,
     PRIMARY KEY (namespace, key)
-);
-"""
+)""",
+)
+
+
+def _upgrade_round_one_file(conn: sqlite3.Connection) -> None:
+    """Bring a file written by round one (schema 0) to this layout, inside the caller's transaction.
+
+    Its memories gain ``row_gen``, its users a ``uid``, and its FTS index is
+    rebuilt with owner prefixes (the old one had none).
+    """
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+    if not columns or "row_gen" in columns:
+        return
+    conn.execute("ALTER TABLE memories ADD COLUMN row_gen INTEGER NOT NULL DEFAULT 0")
+    conn.execute("DROP TABLE IF EXISTS memories_fts")
+
+
+def _reindex_round_one_file(conn: sqlite3.Connection) -> None:
+    has_old = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'user_generations'"
+    ).fetchone()
+    if has_old is None:
+        return
+    conn.execute(
+        "INSERT OR IGNORE INTO store_users (tenant, user_id, generation) "
+        "SELECT tenant, user_id, 1 FROM memories GROUP BY tenant, user_id ORDER BY MIN(rid)"
+    )
+    conn.execute("DROP TABLE user_generations")
+    rows = conn.execute(
+        "SELECT m.rid, u.uid, COALESCE(m.search_text, m.content) FROM memories m "
+        "JOIN store_users u ON u.tenant = m.tenant AND u.user_id = m.user_id "
+        "WHERE m.is_current = 1 AND m.deleted = 0"
+    )
+    conn.executemany(
+        "INSERT INTO memories_fts (rowid, text) VALUES (?, ?)",
+        ((rid, fts.indexed_text(fts.owner_prefix(uid), text)) for rid, uid, text in rows.fetchall()),
+    )
+
+
+def create_or_upgrade(conn: sqlite3.Connection) -> None:
+    """Create the schema, or upgrade an older file to it, in one transaction (safe to race)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+            _upgrade_round_one_file(conn)
+            for statement in SCHEMA:
+                conn.execute(statement)
+            _reindex_round_one_file(conn)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 class Database:
@@ -103,9 +172,8 @@ class Database:
         self._write_lock = threading.RLock()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
-        # executescript manages its own transaction (it commits first).
         with self._write_lock:
-            self.connection().executescript(SCHEMA)
+            create_or_upgrade(self.connection())
 
     def connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

@@ -104,6 +104,7 @@ class ExtractionJobHandler:
             session_id=session_id,
             scope=scope,
             now=now,
+            metadata=payload.get("metadata"),
         )
         if self.on_operations is not None:
             self.on_operations([op.op for op in ops])

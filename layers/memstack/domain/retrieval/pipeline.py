@@ -31,7 +31,7 @@ from memstack.domain.text import index_terms, query_index_terms
 from memstack.models import MemoryFilters, ScoredId, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.reranker import Reranker
-from memstack.ports.store import MemoryStore
+from memstack.ports.store import MemoryStore, pinned
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg,unused-ignore]
@@ -83,7 +83,9 @@ class Retriever:
     def search(self, req: SearchRequest) -> SearchResult:
         cfg = self.config
         clock = _Clock()
-        run = _Search(req=req, status={}, degraded=[])
+        # Every read of this search sees one state of the user's memories (one
+        # partition snapshot on DynamoDB, one generation check on the embedded store).
+        run = _Search(req=req, store=pinned(self.store, req.tenant, req.user_id), status={}, degraded=[])
         started = time.perf_counter()
 
         with clock.stage("query_analysis"):
@@ -101,7 +103,7 @@ class Retriever:
         with clock.stage("vector"):
             run.query_vec = self.embedder.embed([req.query])[0]
             run.vector, run.vectors = stages.vector_search(
-                self.store, req, run.filters, run.query_vec, cfg.coarse_dim, cfg.vector_candidates
+                run.store, req, run.filters, run.query_vec, cfg.coarse_dim, cfg.vector_candidates
             )
         run.status["vector"] = f"ok: {len(run.vector)} candidates"
 
@@ -120,7 +122,7 @@ class Retriever:
                 hits = [h for h in hits if h.score >= req.min_score]
             hits = hits[: req.top_k]
             if history:
-                hits = stages.expand_history(self.store, req, hits, cfg.history_max_versions)[: req.top_k]
+                hits = stages.expand_history(run.store, req, hits, cfg.history_max_versions)[: req.top_k]
                 run.status["history"] = "ok: version chains expanded"
             else:
                 run.status["history"] = "skipped: current versions only"
@@ -148,12 +150,10 @@ class Retriever:
     # ------------------------------------------------------------------ stage 3
     def _bm25(self, run: _Search) -> None:
         cfg, req = self.config, run.req
-        run.bm25 = self.store.bm25_search(
-            req.tenant, req.user_id, req.query, cfg.bm25_candidates, run.filters
-        )
+        run.bm25 = run.store.bm25_search(req.tenant, req.user_id, req.query, cfg.bm25_candidates, run.filters)
         terms: list[str] = []
         if cfg.prf_terms > 0 and cfg.weight_prf > 0 and run.bm25:
-            run.prf, terms = stages.feedback_search(self.store, req, run.filters, run.bm25, cfg)
+            run.prf, terms = stages.feedback_search(run.store, req, run.filters, run.bm25, cfg)
         run.status["bm25"] = f"ok: {len(run.bm25)} candidates" + (
             f"; feedback query (+{len(terms)} terms): {len(run.prf)} candidates" if terms else ""
         )
@@ -166,11 +166,11 @@ class Retriever:
         weights = {"vector": cfg.weight_vector, "bm25": cfg.weight_bm25, "bm25_prf": cfg.weight_prf}
         fused = weighted_rrf(rankings, weights, cfg.rrf_k)
         pool_ids = sorted(fused, key=lambda i: fused[i], reverse=True)[: max(cfg.candidate_pool, req.top_k)]
-        records = self.store.get_many(req.tenant, req.user_id, pool_ids)
+        records = run.store.get_many(req.tenant, req.user_id, pool_ids)
         pool_ids = [i for i in pool_ids if i in records]
         missing = [i for i in pool_ids if i not in run.vectors]
         if missing:
-            run.vectors = {**run.vectors, **self.store.embeddings(req.tenant, req.user_id, missing)}
+            run.vectors = {**run.vectors, **run.store.embeddings(req.tenant, req.user_id, missing)}
         # First place in every ranking that has any candidates scales to 1.
         top = sum(w for name, w in weights.items() if rankings[name]) / (cfg.rrf_k + 1)
         query_terms = query_index_terms(req.query)
@@ -263,6 +263,8 @@ class _Search:
     """What one search has found so far, passed from stage to stage."""
 
     req: SearchRequest
+    #: the store as this search reads it (pinned to one state of the user's memories)
+    store: MemoryStore
     status: dict[str, str]
     degraded: list[str]
     filters: MemoryFilters = field(default_factory=MemoryFilters)

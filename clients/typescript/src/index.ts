@@ -1,0 +1,209 @@
+/**
+ * memstack's REST API from TypeScript, typed from the API's own OpenAPI document.
+ *
+ * `schema.d.ts` is generated from `openapi.json` (`memstack openapi > openapi.json`,
+ * then `npm run generate`); `openapi-fetch` turns those types into a fetch client.
+ * `MemstackClient` adds what every caller needs on top: the credential, retries with
+ * jittered backoff that honour `Retry-After`, a timeout, and one error type carrying
+ * the API's machine-readable code.
+ *
+ *     const memstack = new MemstackClient({ baseUrl: "http://127.0.0.1:8000", apiKey: "dev-key" });
+ *     await memstack.add({ user_id: "ann", messages: [{ role: "user", content: "I moved to Osaka." }], sync: true });
+ *     const { results } = await memstack.search({ user_id: "ann", query: "where does Ann live?" });
+ */
+import createClient, { type Client } from "openapi-fetch";
+
+import type { components, paths } from "./schema.js";
+
+export type { components, paths } from "./schema.js";
+export type Schemas = components["schemas"];
+export type Memory = Schemas["Memory"];
+export type SearchResult = Schemas["SearchResultItem"];
+
+export interface MemstackOptions {
+  baseUrl: string;
+  /** An API key of `memstack serve` (sent as `Authorization: Bearer <key>`). */
+  apiKey?: string;
+  /** Extra headers on every request (for example a signed `Authorization` from your own signer). */
+  headers?: Record<string, string>;
+  /** Milliseconds one attempt may take (default 30 000). */
+  timeoutMs?: number;
+  /** Attempts in all, the first included (default 4; 1 never retries). */
+  maxAttempts?: number;
+  /** Backoff: a random wait in [0, baseDelayMs * 2^n], at most maxDelayMs (defaults 250, 8000). */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** The fetch to use (default: the global one). */
+  fetch?: typeof fetch;
+  /** How to wait (tests replace it). */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** An error answer of the API (or no answer: `code` "connection_error" / "timeout", `status` 0). */
+export class MemstackApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: Record<string, unknown>[] = [],
+    readonly requestId?: string,
+  ) {
+    super(`${status} ${code}: ${message}`);
+    this.name = "MemstackApiError";
+  }
+}
+
+const RETRIED = new Set([429, 503]);
+const RETRIED_WHEN_IDEMPOTENT = new Set([502, 504]);
+
+/** `Retry-After` in milliseconds: delta-seconds or an HTTP date; undefined when absent. */
+export function retryAfterMs(value: string | null, now: number = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const when = Date.parse(value);
+  return Number.isNaN(when) ? undefined : Math.max(0, when - now);
+}
+
+function isIdempotent(request: Request): boolean {
+  const path = new URL(request.url).pathname;
+  if (request.method === "GET" || request.method === "PUT") return true;
+  if (request.method === "DELETE") return path.startsWith("/v1/users/");
+  // search reads; an add whose messages carry ids stores nothing twice (this client sets them).
+  return request.method === "POST" && (path.endsWith("/v1/memories/search") || path.endsWith("/v1/memories"));
+}
+
+/** A fetch that retries throttling, unavailable dependencies and broken connections. */
+function retryingFetch(options: Required<Pick<MemstackOptions, "maxAttempts" | "baseDelayMs" | "maxDelayMs" | "timeoutMs">> & {
+  fetch: typeof fetch;
+  sleep: (ms: number) => Promise<void>;
+}): typeof fetch {
+  return async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const original = new Request(input, init);
+    const body = original.body ? await original.arrayBuffer() : undefined;
+    const idempotent = isIdempotent(original);
+    for (let attempt = 1; ; attempt++) {
+      const backoff = Math.random() * Math.min(options.maxDelayMs, options.baseDelayMs * 2 ** (attempt - 1));
+      const last = attempt >= options.maxAttempts;
+      let response: Response;
+      try {
+        response = await options.fetch(new Request(original, { body, signal: AbortSignal.timeout(options.timeoutMs) }));
+      } catch (error) {
+        if (last || !idempotent) {
+          const timedOut = error instanceof DOMException && error.name === "TimeoutError";
+          throw new MemstackApiError(0, timedOut ? "timeout" : "connection_error", `could not reach ${original.url}: ${error}`);
+        }
+        await options.sleep(backoff);
+        continue;
+      }
+      const retryable = RETRIED.has(response.status) || (idempotent && RETRIED_WHEN_IDEMPOTENT.has(response.status));
+      if (last || !retryable) return response;
+      await response.body?.cancel();
+      await options.sleep((retryAfterMs(response.headers.get("retry-after")) ?? 0) + backoff);
+    }
+  };
+}
+
+function newId(): string {
+  return crypto.randomUUID().replaceAll("-", "");
+}
+
+type Answer<T> = { data?: T; error?: unknown; response: Response };
+
+async function unwrap<T>(call: Promise<Answer<T>>): Promise<T> {
+  const { data, error, response } = await call;
+  if (response.ok && data !== undefined) return data;
+  const requestId = response.headers.get("x-request-id") ?? response.headers.get("x-amzn-requestid") ?? undefined;
+  const body = error as { error?: { code?: string; message?: string; details?: Record<string, unknown>[] }; message?: string };
+  if (body?.error) {
+    throw new MemstackApiError(response.status, body.error.code ?? "error", body.error.message ?? "", body.error.details, requestId);
+  }
+  throw new MemstackApiError(response.status, "http_error", body?.message ?? response.statusText, [], requestId);
+}
+
+type Body<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
+  requestBody?: { content: { "application/json": infer B } };
+}
+  ? B
+  : never;
+type Query<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends { parameters: { query?: infer Q } } ? NonNullable<Q> : never;
+
+export class MemstackClient {
+  /** The generated, fully typed openapi-fetch client (every route, every field). */
+  readonly api: Client<paths>;
+
+  constructor(options: MemstackOptions) {
+    const headers: Record<string, string> = { Accept: "application/json", ...(options.headers ?? {}) };
+    if (options.apiKey) headers.Authorization = `Bearer ${options.apiKey}`;
+    this.api = createClient<paths>({
+      baseUrl: options.baseUrl.replace(/\/+$/, ""),
+      headers,
+      fetch: retryingFetch({
+        fetch: options.fetch ?? globalThis.fetch,
+        sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+        maxAttempts: options.maxAttempts ?? 4,
+        baseDelayMs: options.baseDelayMs ?? 250,
+        maxDelayMs: options.maxDelayMs ?? 8000,
+        timeoutMs: options.timeoutMs ?? 30_000,
+      }),
+    });
+  }
+
+  /** Store messages; every message gets an id first, so a retried add stores nothing twice. */
+  add(body: Body<"/v1/memories", "post">, idempotencyKey?: string) {
+    const messages = body.messages.map((m) => ({ ...m, id: m.id ?? newId() }));
+    const header = idempotencyKey ? { "idempotency-key": idempotencyKey } : undefined;
+    return unwrap(this.api.POST("/v1/memories", { body: { ...body, messages }, params: { header } }));
+  }
+
+  search(body: Body<"/v1/memories/search", "post">) {
+    return unwrap(this.api.POST("/v1/memories/search", { body }));
+  }
+
+  list(query: Query<"/v1/memories", "get">) {
+    return unwrap(this.api.GET("/v1/memories", { params: { query } }));
+  }
+
+  get(memoryId: string, userId: string) {
+    return unwrap(this.api.GET("/v1/memories/{memory_id}", { params: { path: { memory_id: memoryId }, query: { user_id: userId } } }));
+  }
+
+  update(memoryId: string, body: Body<"/v1/memories/{memory_id}", "patch">) {
+    return unwrap(this.api.PATCH("/v1/memories/{memory_id}", { params: { path: { memory_id: memoryId } }, body }));
+  }
+
+  delete(memoryId: string, userId: string) {
+    return unwrap(this.api.DELETE("/v1/memories/{memory_id}", { params: { path: { memory_id: memoryId }, query: { user_id: userId } } }));
+  }
+
+  async history(memoryId: string, userId: string): Promise<Memory[]> {
+    const chain = await unwrap(
+      this.api.GET("/v1/memories/{memory_id}/history", { params: { path: { memory_id: memoryId }, query: { user_id: userId } } }),
+    );
+    return chain.memories;
+  }
+
+  putKey(key: string, body: Body<"/v1/memories/keys/{key}", "put">) {
+    return unwrap(this.api.PUT("/v1/memories/keys/{key}", { params: { path: { key } }, body }));
+  }
+
+  getKey(key: string, userId: string) {
+    return unwrap(this.api.GET("/v1/memories/keys/{key}", { params: { path: { key }, query: { user_id: userId } } }));
+  }
+
+  deleteKey(key: string, userId: string) {
+    return unwrap(this.api.DELETE("/v1/memories/keys/{key}", { params: { path: { key }, query: { user_id: userId } } }));
+  }
+
+  eraseUser(userId: string) {
+    return unwrap(this.api.DELETE("/v1/users/{user_id}", { params: { path: { user_id: userId } } }));
+  }
+
+  consolidate(body: Body<"/v1/consolidations", "post">) {
+    return unwrap(this.api.POST("/v1/consolidations", { body }));
+  }
+
+  health() {
+    return unwrap(this.api.GET("/v1/health"));
+  }
+}

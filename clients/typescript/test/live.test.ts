@@ -1,0 +1,119 @@
+// The TypeScript client against a live `memstack serve` (a free port, a throwaway data directory).
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+
+import { MemstackApiError, MemstackClient } from "../src/index.js";
+
+const python = process.env.MEMSTACK_PYTHON ?? "python3";
+let server: ChildProcess;
+let baseUrl: string;
+let dataDir: string;
+
+before(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "memstack-ts-"));
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("MEMSTACK_")) env[k] = v;
+  Object.assign(env, {
+    MEMSTACK_DATA_DIR: join(dataDir, "data"),
+    MEMSTACK_EMBEDDER: "hashing",
+    MEMSTACK_API_KEYS: "ts-key=ts,other-key=other",
+    COLUMNS: "200",
+  });
+  server = spawn(python, ["-m", "memstack", "serve", "--port", "0", "--threads", "4"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  baseUrl = await new Promise<string>((resolve, reject) => {
+    let seen = "";
+    const timer = setTimeout(() => reject(new Error(`memstack serve did not start: ${seen}`)), 120_000);
+    server.stdout!.on("data", (chunk: Buffer) => {
+      seen += chunk.toString();
+      const match = /memstack API on (http:\/\/[\d.]+:\d+)/.exec(seen);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    server.on("exit", (code) => reject(new Error(`memstack serve exited (${code}): ${seen}`)));
+  });
+});
+
+after(async () => {
+  const exited = new Promise((resolve) => server.once("exit", resolve));
+  server.kill("SIGINT");
+  await exited;
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+test("every route, typed, against the live server", async () => {
+  const memstack = new MemstackClient({ baseUrl, apiKey: "ts-key" });
+  assert.equal((await memstack.health()).status, "ok");
+
+  const added = await memstack.add({
+    user_id: "ann",
+    sync: true,
+    messages: [
+      { role: "user", content: "I moved to Lisbon last spring." },
+      { role: "user", content: "I am allergic to peanuts." },
+    ],
+  });
+  assert.equal(added.status, "processed");
+  assert.equal(added.stored.length, 2);
+
+  const found = await memstack.search({ user_id: "ann", query: "where does Ann live", top_k: 5, explain: true });
+  const lisbon = found.results.find((r) => r.tier === "ltm" && r.content.includes("Lisbon"));
+  assert.ok(lisbon, JSON.stringify(found.results));
+  assert.ok(lisbon.stages && typeof lisbon.score === "number");
+
+  const page = await memstack.list({ user_id: "ann", tier: "ltm", limit: 10 });
+  assert.ok(page.memories.some((m) => m.id === lisbon.id));
+  assert.equal((await memstack.get(lisbon.id, "ann")).content, lisbon.content);
+
+  const edited = await memstack.update(lisbon.id, { user_id: "ann", content: "Ann lives in Porto." });
+  assert.equal(edited.replaces_id, lisbon.id);
+  assert.deepEqual((await memstack.history(edited.id, "ann")).map((m) => m.version), [1, 2]);
+  const deleted = await memstack.delete(edited.id, "ann");
+  assert.equal(deleted.deleted, true);
+
+  const keyed = await memstack.putKey("diet", { user_id: "ann", content: "Ann is vegetarian.", kind: "preference" });
+  assert.equal(keyed.version, 1);
+  assert.equal((await memstack.putKey("diet", { user_id: "ann", content: "Ann is vegan." })).version, 2);
+  assert.equal((await memstack.getKey("diet", "ann")).content, "Ann is vegan.");
+  await memstack.deleteKey("diet", "ann");
+
+  const report = await memstack.consolidate({ user_id: "ann", sync: true });
+  assert.equal(report.user_id, "ann");
+  const erased = await memstack.eraseUser("ann");
+  assert.ok(erased.erased.memories! > 0);
+  assert.deepEqual((await memstack.list({ user_id: "ann" })).memories, []);
+});
+
+test("errors carry the API's code, and tenants stay apart", async () => {
+  const ts = new MemstackClient({ baseUrl, apiKey: "ts-key" });
+  const other = new MemstackClient({ baseUrl, apiKey: "other-key" });
+  await ts.add({ user_id: "bob", messages: [{ role: "user", content: "My locker code is 4411." }], infer: false });
+  assert.deepEqual((await other.search({ user_id: "bob", query: "locker code" })).results, []);
+
+  await assert.rejects(ts.get("no-such-id", "bob"), (err: unknown) => {
+    assert.ok(err instanceof MemstackApiError);
+    assert.equal(err.status, 404);
+    assert.equal(err.code, "not_found");
+    assert.ok(err.requestId);
+    return true;
+  });
+  await assert.rejects(ts.search({ user_id: "bob", query: "   " }), (err: unknown) => {
+    assert.ok(err instanceof MemstackApiError && err.code === "validation_error");
+    assert.equal(err.details[0]!.field, "query");
+    return true;
+  });
+  const stranger = new MemstackClient({ baseUrl, apiKey: "stolen" });
+  await assert.rejects(stranger.health().then(() => stranger.list({ user_id: "bob" })), { code: "unauthorized", status: 401 });
+});
+
+test("the raw generated client reaches every route too", async () => {
+  const memstack = new MemstackClient({ baseUrl, apiKey: "ts-key" });
+  const { data, response } = await memstack.api.GET("/v1/memories", { params: { query: { user_id: "bob", limit: 1 } } });
+  assert.equal(response.status, 200);
+  assert.equal(data!.memories.length, 1);
+});

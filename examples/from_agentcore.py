@@ -1,0 +1,51 @@
+"""Bedrock AgentCore Memory's common calls, as memstack calls. Run it against `memstack serve`:
+
+python examples/from_agentcore.py       # MEMSTACK_URL, MEMSTACK_API_KEY (default dev-key)
+"""
+
+import os
+from datetime import UTC, datetime
+
+from memstack.client import MemoryClient
+
+client = MemoryClient(
+    os.environ.get("MEMSTACK_URL", "http://127.0.0.1:8000"),
+    api_key=os.environ.get("MEMSTACK_API_KEY", "dev-key"),
+)
+actor, session = "user-84", "session-2024-05-01"
+
+# CreateEvent(memoryId, actorId, sessionId, eventTimestamp, payload=[conversational...], clientToken)
+client.add(
+    [
+        {
+            "role": "user",
+            "content": "Book me a window seat, I always get airsick.",
+            "timestamp": datetime.now(UTC),
+        },
+        {"role": "assistant", "content": "Window seat it is."},
+    ],
+    user_id=actor,
+    session_id=session,
+    idempotency_key="create-event-0001",  # clientToken
+    sync=True,
+)
+
+# ListEvents(actorId, sessionId): the raw turns (short-term memory)
+events = client.list(user_id=actor, session_id=session, tier="stm").memories
+
+# RetrieveMemoryRecords(namespace, searchCriteria={searchQuery, topK})
+records = client.search("seat preference", user_id=actor, top_k=5).results
+print([(round(r.score, 3), r.content) for r in records])
+
+# BatchCreateMemoryRecords: a record you write yourself, under your own key (versioned when rewritten)
+client.put_key("seat", "Prefers window seats (airsick).", user_id=actor, kind="preference")
+
+print(client.get_key("seat", user_id=actor).content)
+
+# ListMemoryRecords / GetMemoryRecord / DeleteMemoryRecord (pick a record by what it says)
+long_term = client.list(user_id=actor, tier="ltm").memories
+airsick = next(m for m in long_term if "airsick" in m.content and m.metadata.get("key") is None)
+record = client.get(airsick.id, user_id=actor)
+client.delete(record.id, user_id=actor)
+client.delete_key("seat", user_id=actor)
+client.erase_user(actor)

@@ -1,0 +1,40 @@
+"""Mem0's common calls, as memstack calls. Run it against `memstack serve`:
+
+python examples/from_mem0.py            # MEMSTACK_URL, MEMSTACK_API_KEY (default dev-key)
+"""
+
+import os
+
+from memstack.client import MemoryClient
+
+client = MemoryClient(
+    os.environ.get("MEMSTACK_URL", "http://127.0.0.1:8000"),
+    api_key=os.environ.get("MEMSTACK_API_KEY", "dev-key"),
+)
+
+# m.add(messages, user_id=, agent_id=, run_id=, metadata=)
+messages = [
+    {"role": "user", "content": "I'm vegetarian and I'm allergic to peanuts."},
+    {"role": "assistant", "content": "Noted: no meat, no peanuts."},
+]
+client.add(
+    messages, user_id="alice", agent_id="chef-bot", run_id="dinner-1", metadata={"topic": "food"}, sync=True
+)
+
+# m.search(query, user_id=, limit=)
+for hit in client.search("what can't alice eat?", user_id="alice", top_k=3).results:
+    print(f"{hit.score:.3f} {hit.content}  (agent {hit.agent_id}, said in {hit.session_id})")
+
+# m.get_all(user_id=)  -- every page
+memories = list(client.iter_memories(user_id="alice", tier="ltm"))
+
+# m.update(memory_id, data) -- pick the memory by what it says, never "the first one"
+peanuts = next(m for m in memories if "peanut" in m.content)
+new = client.update(peanuts.id, "Alice is allergic to peanuts and tree nuts.", user_id="alice")
+
+# m.history(memory_id)
+print([(m.version, m.content) for m in client.history(new.id, user_id="alice")])
+
+# m.delete(memory_id), m.delete_all(user_id=)
+client.delete(new.id, user_id="alice")
+client.erase_user("alice")

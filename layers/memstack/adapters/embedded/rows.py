@@ -1,0 +1,119 @@
+"""Memory records <-> rows of the ``memories`` table, and the filters as SQL."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from typing import Any
+
+from memstack.domain.vectors import to_blob
+from memstack.models import MemoryFilters, MemoryRecord
+
+#: the record columns every read selects, in this order
+COLUMNS = (
+    "id, tenant, user_id, session_id, scope, tier, kind, category, content, search_text, speaker, "
+    "event_time, created_at, is_current, superseded_at, deleted, replaces_id, version, source_ids, metadata"
+)
+#: the same, on alias ``m``
+M_COLUMNS = ", ".join("m." + c.strip() for c in COLUMNS.split(","))
+INSERT = (
+    f"INSERT INTO memories ({COLUMNS}, emb_full, emb_coarse, row_gen) "
+    f"VALUES ({', '.join('?' * (COLUMNS.count(',') + 4))})"
+)
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def _dt(value: float | None) -> datetime | None:
+    return datetime.fromtimestamp(value, UTC) if value is not None else None
+
+
+def insert_values(r: MemoryRecord, row_gen: int) -> tuple[Any, ...]:
+    """The values of ``INSERT`` for a record written at the user's generation ``row_gen``."""
+    return (
+        r.id,
+        r.tenant,
+        r.user_id,
+        r.session_id,
+        str(r.scope),
+        str(r.tier),
+        str(r.kind),
+        str(r.category) if r.category else None,
+        r.content,
+        r.search_text,
+        r.speaker,
+        _ts(r.event_time),
+        r.created_at.timestamp(),
+        int(r.is_current),
+        _ts(r.superseded_at),
+        int(r.deleted),
+        r.replaces_id,
+        r.version,
+        json.dumps(r.source_ids),
+        json.dumps(r.metadata),
+        to_blob(r.embedding_full),
+        to_blob(r.embedding_coarse),
+        row_gen,
+    )
+
+
+def to_record(row: sqlite3.Row) -> MemoryRecord:
+    """The record of a row selected with ``COLUMNS`` (without its vectors)."""
+    # Validation (pydantic-core) is faster here than model_construct, which runs in Python.
+    return MemoryRecord(
+        id=row["id"],
+        tenant=row["tenant"],
+        user_id=row["user_id"],
+        session_id=row["session_id"],
+        scope=row["scope"],
+        tier=row["tier"],
+        kind=row["kind"],
+        category=row["category"],
+        content=row["content"],
+        search_text=row["search_text"],
+        speaker=row["speaker"],
+        event_time=_dt(row["event_time"]),
+        created_at=_dt(row["created_at"]),
+        is_current=bool(row["is_current"]),
+        superseded_at=_dt(row["superseded_at"]),
+        deleted=bool(row["deleted"]),
+        replaces_id=row["replaces_id"],
+        version=int(row["version"]),
+        source_ids=json.loads(row["source_ids"]),
+        metadata=json.loads(row["metadata"]),
+    )
+
+
+def filter_sql(filters: MemoryFilters, *, search: bool) -> tuple[str, list[Any]]:
+    """SQL conditions (on alias ``m``) for the filters; tenant and user are added by the caller.
+
+    Search never shows tombstones and applies the scope rule: CONTEXT memories
+    only inside their own session. A listing without a session shows them all.
+    (``filter_columns.FilterColumns.mask`` is the same rule in numpy.)
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    if not filters.include_superseded:
+        clauses.append("m.is_current = 1")
+    if search:
+        clauses.append("m.deleted = 0")
+    for column in ("kind", "category", "scope", "tier"):
+        value = getattr(filters, column)
+        if value is not None:
+            clauses.append(f"m.{column} = ?")
+            params.append(str(value))
+    if filters.after is not None:
+        clauses.append("COALESCE(m.event_time, m.created_at) >= ?")
+        params.append(filters.after.timestamp())
+    if filters.before is not None:
+        clauses.append("COALESCE(m.event_time, m.created_at) < ?")
+        params.append(filters.before.timestamp())
+    if filters.session_id is not None:
+        clauses.append("(m.scope = 'USER' OR m.session_id = ?)")
+        params.append(filters.session_id)
+    elif search:
+        clauses.append("m.scope = 'USER'")
+    return (" AND " + " AND ".join(clauses)) if clauses else "", params

@@ -1,0 +1,257 @@
+"""One user's searchable rows in numpy: coarse vectors and filter columns, kept current cheaply.
+
+A ``UserIndex`` is read from SQLite once (every live row of the user) and from
+then on brought up to date by reading only the rows whose ``row_gen`` is
+newer than the generation it holds: the rows a write added or changed since.
+Ingesting into a user with 100,000 memories therefore costs the next search
+a few rows, not the whole user.
+
+Searches read an ``IndexView``: the rows as of one generation. A view never
+changes under its reader: rows are appended past the end every older view
+knows about, and an update to an existing row (a version made not current)
+writes into fresh copies of the small filter columns. Only the vectors are
+appended in place, and a row's vector never changes (a new version is a new
+row).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memstack.adapters.filter_columns import FilterColumns
+
+# The columns of a row the index keeps (deleted rows are left out when first read).
+_COLUMNS = (
+    "rid, id, session_id, scope, tier, kind, category, COALESCE(event_time, created_at), "
+    "is_current, deleted, emb_coarse"
+)
+_RID, _ID, _SESSION, _SCOPE, _TIER, _KIND, _CATEGORY, _WHEN, _CURRENT, _DELETED, _COARSE = range(11)
+
+
+@dataclass(frozen=True)
+class IndexView:
+    """The user's rows as of ``generation``: row ``i`` is ``ids[i]`` (only the first ``size`` count)."""
+
+    uid: int
+    generation: int
+    size: int
+    rids: np.ndarray  # int64, ascending: the FTS rowids of the rows
+    ids: list[str]  # shared and append-only: read it only below ``size``
+    coarse: np.ndarray  # float32 (size, dim); zeros where a row has no vector
+    has_vector: np.ndarray  # bool
+    columns: FilterColumns
+
+    def positions(self, rids: np.ndarray) -> np.ndarray:
+        """The row of each rid, -1 for a rid this view does not hold."""
+        if not self.size:
+            return np.full(len(rids), -1, dtype=np.int64)
+        pos = np.searchsorted(self.rids, rids)
+        pos[pos >= self.size] = self.size - 1
+        return np.where(self.rids[pos] == rids, pos, -1)
+
+
+def empty_view(uid: int = 0, generation: int = 0) -> IndexView:
+    return IndexView(
+        uid=uid,
+        generation=generation,
+        size=0,
+        rids=np.zeros(0, dtype=np.int64),
+        ids=[],
+        coarse=np.zeros((0, 1), dtype=np.float32),
+        has_vector=np.zeros(0, dtype=bool),
+        columns=_columns([], {}),
+    )
+
+
+def _columns(rows: Sequence[Sequence[Any]], sessions: dict[str, int]) -> FilterColumns:
+    return FilterColumns.from_values(
+        current=[bool(r[_CURRENT]) for r in rows],
+        deleted=[bool(r[_DELETED]) for r in rows],
+        scope=[r[_SCOPE] for r in rows],
+        tier=[r[_TIER] for r in rows],
+        kind=[r[_KIND] for r in rows],
+        category=[r[_CATEGORY] for r in rows],
+        session=[r[_SESSION] for r in rows],
+        when=[r[_WHEN] for r in rows],
+        sessions=sessions,
+    )
+
+
+def _vectors(rows: Sequence[Sequence[Any]], dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """(matrix, has_vector) of the rows' coarse blobs; a missing blob is a zero row."""
+    blobs = [r[_COARSE] for r in rows]
+    has = np.array([b is not None for b in blobs], dtype=bool).reshape(len(rows))
+    for b in blobs:
+        if b is not None and len(b) != dim * 4:
+            raise ValueError(
+                f"stored coarse vectors have different dimensions ({len(b) // 4} and {dim}); "
+                "was MEMSTACK_COARSE_DIM changed after memories were stored?"
+            )
+    zero = bytes(dim * 4)
+    joined = b"".join(b if b is not None else zero for b in blobs)
+    return np.frombuffer(joined, dtype=np.float32).reshape(len(rows), dim), has
+
+
+def _read(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    cur = conn.cursor()
+    cur.row_factory = None  # plain tuples: the full read of a big user makes a row object per row otherwise
+    try:
+        return cur.execute(sql, params).fetchall()
+    finally:
+        cur.close()
+
+
+class UserIndex:
+    """The growing arrays behind a user's views; ``refresh`` under the caller's per-user lock."""
+
+    def __init__(self, uid: int, generation: int, rows: list[tuple[Any, ...]]) -> None:
+        self.uid = uid
+        self.generation = generation
+        self.sessions: dict[str, int] = {}
+        self.ids = [r[_ID] for r in rows]
+        self.size = len(rows)
+        #: the coarse dimension, known from the first row with a vector (0 until then)
+        self.dim = 0
+        capacity = max(64, self.size + self.size // 4)
+        self._rids = np.zeros(capacity, dtype=np.int64)
+        self._rids[: self.size] = [r[_RID] for r in rows]
+        self._coarse = np.zeros((capacity, 1), dtype=np.float32)
+        self._has_vector = np.zeros(capacity, dtype=bool)
+        self._columns = _grown(_columns([], self.sessions), capacity)
+        self._write_rows(0, rows)
+        self._view = self._make_view()
+
+    # -------------------------------------------------------------- reading
+    @classmethod
+    def load(cls, conn: sqlite3.Connection, tenant: str, user_id: str) -> UserIndex | None:
+        """Every live row of the user, read in one transaction with the generation it is at."""
+        conn.execute("BEGIN")
+        try:
+            head = conn.execute(
+                "SELECT uid, generation FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user_id)
+            ).fetchone()
+            if head is None:
+                return None
+            rows = _read(
+                conn,
+                f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND user_id = ? AND deleted = 0 "
+                "ORDER BY rid",
+                (tenant, user_id),
+            )
+        finally:
+            conn.execute("COMMIT")
+        return cls(int(head[0]), int(head[1]), rows)
+
+    def refresh(self, conn: sqlite3.Connection, tenant: str, user_id: str) -> bool:
+        """Read the rows changed since ``generation`` and apply them; False when a full load is needed."""
+        conn.execute("BEGIN")
+        try:
+            head = conn.execute(
+                "SELECT uid, generation FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user_id)
+            ).fetchone()
+            if head is None or int(head[0]) != self.uid:
+                return False
+            rows = _read(
+                conn,
+                f"SELECT {_COLUMNS} FROM memories WHERE tenant = ? AND user_id = ? AND row_gen > ? "
+                "ORDER BY rid",
+                (tenant, user_id, self.generation),
+            )
+        finally:
+            conn.execute("COMMIT")
+        if not self._apply(rows):
+            return False
+        self.generation = int(head[1])
+        self._view = self._make_view()
+        return True
+
+    def view(self) -> IndexView:
+        return self._view
+
+    # ------------------------------------------------------------- updating
+    def _apply(self, rows: list[tuple[Any, ...]]) -> bool:
+        if not rows:
+            return True
+        rids = np.fromiter((r[_RID] for r in rows), dtype=np.int64, count=len(rows))
+        pos = self._view.positions(rids)
+        known = pos >= 0
+        changed = [rows[i] for i in np.flatnonzero(known)]
+        added = [rows[i] for i in np.flatnonzero(~known) if not rows[i][_DELETED]]
+        if added and self.size and added[0][_RID] <= self._rids[self.size - 1]:
+            return False  # not an append (never seen in practice): let the caller load afresh
+        if changed:
+            # Copies, so views already handed out keep the values of their generation.
+            self._columns = FilterColumns(
+                **{name: getattr(self._columns, name).copy() for name in FilterColumns.array_names()},
+                sessions=self.sessions,
+            )
+            self._write_rows_at(pos[known], changed)
+        if added:
+            self._reserve(self.size + len(added))
+            self._rids[self.size : self.size + len(added)] = [r[_RID] for r in added]
+            self.ids.extend(r[_ID] for r in added)
+            self._write_rows(self.size, added)
+            self.size += len(added)
+        return True
+
+    def _reserve(self, needed: int) -> None:
+        capacity = len(self._rids)
+        if needed <= capacity:
+            return
+        capacity = max(needed, capacity * 2)
+        self._rids = _grow(self._rids, capacity)
+        self._coarse = _grow(self._coarse, capacity)
+        self._has_vector = _grow(self._has_vector, capacity)
+        self._columns = _grown(self._columns, capacity)
+
+    def _write_rows(self, start: int, rows: list[tuple[Any, ...]]) -> None:
+        """Rows at ``start`` onwards (past every view's end): filter columns and vectors."""
+        self._write_rows_at(np.arange(start, start + len(rows)), rows)
+        if not self.dim:
+            first = next((r[_COARSE] for r in rows if r[_COARSE] is not None), None)
+            if first is None:
+                return
+            self.dim = len(first) // 4
+            self._coarse = np.zeros((len(self._rids), self.dim), dtype=np.float32)
+        matrix, has = _vectors(rows, self.dim)
+        self._coarse[start : start + len(rows)] = matrix
+        self._has_vector[start : start + len(rows)] = has
+
+    def _write_rows_at(self, positions: np.ndarray, rows: list[tuple[Any, ...]]) -> None:
+        values = _columns(rows, self.sessions)
+        for name in FilterColumns.array_names():
+            getattr(self._columns, name)[positions] = getattr(values, name)
+
+    def _make_view(self) -> IndexView:
+        n = self.size
+        return IndexView(
+            uid=self.uid,
+            generation=self.generation,
+            size=n,
+            rids=self._rids[:n],
+            ids=self.ids,
+            coarse=self._coarse[:n],
+            has_vector=self._has_vector[:n],
+            columns=FilterColumns(
+                **{name: getattr(self._columns, name)[:n] for name in FilterColumns.array_names()},
+                sessions=self.sessions,
+            ),
+        )
+
+
+def _grow(array: np.ndarray, capacity: int) -> np.ndarray:
+    out = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+    out[: len(array)] = array
+    return out
+
+
+def _grown(columns: FilterColumns, capacity: int) -> FilterColumns:
+    return FilterColumns(
+        **{name: _grow(getattr(columns, name), capacity) for name in FilterColumns.array_names()},
+        sessions=columns.sessions,
+    )

@@ -1,0 +1,69 @@
+"""``memstack mcp``: memstack as an MCP server over stdio (Claude Desktop, IDEs, any MCP host).
+
+By default it serves this machine's store (the embedded backend, or whatever
+``MEMSTACK_*`` configures) as tenant ``MEMSTACK_DEFAULT_TENANT``, running
+extraction in the background. With ``--url`` it fronts a remote memstack API
+instead (an API key, or SigV4 with ``--aws-region``), and the tenant is that
+credential's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from memstack.cli.app import UserError, open_service, settings_from_cli, tenant_or_default
+from memstack.cli.serve import background_jobs
+
+if TYPE_CHECKING:
+    from memstack.integrations.toolkit import MemoryToolkit
+
+
+def _remote_toolkit(url: str, api_key: str | None, aws_region: str | None, user: str | None) -> MemoryToolkit:
+    from memstack.client import MemoryClient
+    from memstack.integrations.toolkit import MemoryToolkit
+
+    if not api_key and not aws_region:
+        raise UserError("--url needs --api-key (memstack serve) or --aws-region (API Gateway, SigV4)")
+    return MemoryToolkit(MemoryClient(url, api_key=api_key, aws_region=aws_region), user_id=user)
+
+
+def mcp(
+    user: Annotated[
+        str | None, typer.Option("--user", "-u", help="the one user the tools act for (MEMSTACK_MCP_USER_ID)")
+    ] = None,
+    tenant: Annotated[str | None, typer.Option(help="tenant (default: MEMSTACK_DEFAULT_TENANT)")] = None,
+    url: Annotated[
+        str | None, typer.Option(help="front a remote memstack API instead of this machine's")
+    ] = None,
+    api_key: Annotated[str | None, typer.Option(envvar="MEMSTACK_API_KEY", help="API key for --url")] = None,
+    aws_region: Annotated[
+        str | None, typer.Option(help="sign --url requests with SigV4 (API Gateway)")
+    ] = None,
+) -> None:
+    """Serve memstack's memory tools over MCP on stdin/stdout."""
+    try:
+        from memstack.client.in_process import in_process_client, local_api
+        from memstack.integrations.mcp_server import build_mcp_server
+        from memstack.integrations.toolkit import MemoryToolkit
+    except ImportError as exc:
+        raise UserError(
+            f"the MCP server needs the MCP SDK ({exc.name}): pip install -r requirements-integrations.txt"
+        ) from None
+    settings = settings_from_cli(mcp_user_id=user)
+    if url:
+        toolkit = _remote_toolkit(url, api_key, aws_region, settings.mcp_user_id)
+        build_mcp_server(toolkit, allow_erase=settings.mcp_allow_erase).run("stdio")
+        return
+    with open_service(settings) as service, background_jobs(service):
+        api = local_api(service, settings, tenant_or_default(tenant, settings))
+        toolkit = MemoryToolkit(in_process_client(api), user_id=settings.mcp_user_id)
+        try:
+            build_mcp_server(toolkit, allow_erase=settings.mcp_allow_erase).run("stdio")
+        finally:
+            api.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(mcp)

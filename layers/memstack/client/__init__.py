@@ -1,0 +1,14 @@
+"""Python clients of the memstack REST API: ``MemoryClient`` (blocking) and ``AsyncMemoryClient``.
+
+Both send the same requests, return the same pydantic models
+(``memstack.api.schemas``), retry the same way (``RetryPolicy``) and raise the
+same ``MemoryApiError``. They need ``httpx`` (requirements-integrations.txt;
+``pip install 'memstack[client]'``), which the Lambda layer does not ship.
+"""
+
+from memstack.client.aio import AsyncMemoryClient
+from memstack.client.errors import MemoryApiError
+from memstack.client.retry import NO_RETRIES, RetryPolicy
+from memstack.client.sync import MemoryClient
+
+__all__ = ["NO_RETRIES", "AsyncMemoryClient", "MemoryApiError", "MemoryClient", "RetryPolicy"]

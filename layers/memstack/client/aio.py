@@ -1,0 +1,111 @@
+"""``AsyncMemoryClient``: the same API and behaviour as ``MemoryClient``, for asyncio code (httpx).
+
+::
+
+    async with AsyncMemoryClient("http://127.0.0.1:8000", api_key="dev-key") as client:
+        await client.add("I'm vegetarian.", user_id="ann", sync=True)
+        hits = await client.search("what does she eat?", user_id="ann")
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import httpx
+
+from memstack.api.schemas import Memory
+from memstack.client import calls
+from memstack.client.base import DEFAULT_TIMEOUT, ClientCore
+from memstack.client.binding import async_method
+from memstack.client.calls import ApiCall
+from memstack.client.retry import RetryPolicy
+
+T = TypeVar("T")
+
+
+class AsyncMemoryClient(ClientCore):
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        aws_region: str | None = None,
+        aws_credentials: Any = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """The arguments of ``MemoryClient``; ``transport`` is an async httpx transport."""
+        super().__init__(base_url, api_key, aws_region, aws_credentials, timeout, retry, headers)
+        self._sleep = sleep
+        self._http = httpx.AsyncClient(**self._http_options, transport=transport)
+
+    async def call(self, call: ApiCall[T]) -> T:
+        """Send one described call (with retries); returns its typed answer or raises ``MemoryApiError``."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = await self._http.request(**self._request_args(call))
+            except httpx.TransportError as exc:
+                delay = self._delay_or_raise(call, attempt, exc)
+            else:
+                answer, retry_in = self._answer_or_delay(call, attempt, response)
+                if retry_in is None:
+                    return answer
+                delay = retry_in
+            await self._sleep(delay)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        query: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Any route; returns the decoded JSON answer or raises ``MemoryApiError``."""
+        return await self.call(calls.raw(method, path, body=body, query=query, headers=headers))
+
+    add = async_method(calls.add)
+    search = async_method(calls.search)
+    list = async_method(calls.list_memories)
+    get = async_method(calls.get)
+    update = async_method(calls.update)
+    delete = async_method(calls.delete)
+    history = async_method(calls.history)
+    put_key = async_method(calls.put_key)
+    get_key = async_method(calls.get_key)
+    delete_key = async_method(calls.delete_key)
+    erase_user = async_method(calls.erase_user)
+    consolidate = async_method(calls.consolidate)
+    health = async_method(calls.health)
+
+    async def iter_memories(
+        self, *, user_id: str, page_size: int = 100, **filters: Any
+    ) -> AsyncIterator[Memory]:
+        """Every current memory, following the cursor page by page."""
+        cursor = None
+        while True:
+            page = await self.call(
+                calls.list_memories(user_id=user_id, limit=page_size, cursor=cursor, **filters)
+            )
+            for memory in page.memories:
+                yield memory
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncMemoryClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,276 @@
+"""Every API call described once (method, path, body, query, answer model, idempotency).
+
+``MemoryClient`` and ``AsyncMemoryClient`` turn these descriptions into HTTP
+requests; neither repeats how a call's body is built or its answer parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+from pydantic import BaseModel
+
+from memstack.api.schemas import (
+    AddMemoriesResponse,
+    ConsolidationResponse,
+    DeleteMemoryResponse,
+    EraseUserResponse,
+    HealthResponse,
+    Memory,
+    MemoryHistory,
+    MemoryList,
+    SearchMemoriesResponse,
+)
+
+T = TypeVar("T")
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class ApiCall(Generic[T]):
+    method: str
+    path: str
+    parse: Callable[[Any], T]
+    body: Any = None
+    query: Mapping[str, Any] | None = None
+    headers: Mapping[str, str] | None = None
+    # Safe to send twice (a retry after a lost answer changes nothing).
+    idempotent: bool = True
+
+
+def jsonable(value: Any) -> Any:
+    """Models, datetimes and mappings as plain JSON values; ``None`` fields are left out."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {k: jsonable(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def query_params(query: Mapping[str, Any] | None) -> dict[str, str]:
+    """Query values as strings: booleans lower-case, mappings (metadata filters) as JSON."""
+    out: dict[str, str] = {}
+    for key, value in (query or {}).items():
+        if value is None:
+            continue
+        value = jsonable(value)
+        if isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        elif isinstance(value, dict | list):
+            out[key] = json.dumps(value, separators=(",", ":"))
+        else:
+            out[key] = str(value)
+    return out
+
+
+def _model(model: type[ModelT]) -> Callable[[Any], ModelT]:
+    return model.model_validate
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+def session_of(session_id: str | None, run_id: str | None) -> str | None:
+    """``run_id`` (Mem0's name) is ``session_id``; both at once must agree."""
+    if session_id and run_id and session_id != run_id:
+        raise ValueError("run_id is an alias of session_id: pass one of them (or the same value)")
+    return session_id or run_id
+
+
+def with_ids(messages: str | Sequence[Mapping[str, Any] | BaseModel]) -> list[dict[str, Any]]:
+    """The messages as JSON objects, each with an id (a string is one user message).
+
+    The client gives every message an id before the first attempt, so a retry
+    after a lost answer stores nothing twice (the API keeps one copy per id).
+    """
+    items = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
+    out = []
+    for item in items:
+        data = dict(jsonable(item))
+        data.setdefault("id", uuid.uuid4().hex)
+        out.append(data)
+    return out
+
+
+# ------------------------------------------------------------------------ the calls
+def add(
+    messages: str | Sequence[Mapping[str, Any] | BaseModel],
+    *,
+    user_id: str,
+    session_id: str | None = None,
+    run_id: str | None = None,
+    agent_id: str | None = None,
+    scope: str | None = None,
+    infer: bool | None = None,
+    sync: bool | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    idempotency_key: str | None = None,
+) -> ApiCall[AddMemoriesResponse]:
+    body = {
+        "user_id": user_id,
+        "session_id": session_of(session_id, run_id),
+        "agent_id": agent_id,
+        "scope": scope,
+        "messages": with_ids(messages),
+        "infer": infer,
+        "sync": sync,
+        "metadata": metadata,
+    }
+    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+    return ApiCall("POST", "/v1/memories", _model(AddMemoriesResponse), body=body, headers=headers)
+
+
+def search(
+    query: str,
+    *,
+    user_id: str,
+    top_k: int | None = None,
+    session_id: str | None = None,
+    run_id: str | None = None,
+    filters: Mapping[str, Any] | None = None,
+    reference_time: datetime | None = None,
+    explain: bool | None = None,
+    include_history: bool | None = None,
+    min_score: float | None = None,
+) -> ApiCall[SearchMemoriesResponse]:
+    body = {
+        "user_id": user_id,
+        "query": query,
+        "top_k": top_k,
+        "session_id": session_of(session_id, run_id),
+        "filters": filters,
+        "reference_time": reference_time,
+        "explain": explain,
+        "include_history": include_history,
+        "min_score": min_score,
+    }
+    return ApiCall("POST", "/v1/memories/search", _model(SearchMemoriesResponse), body=body)
+
+
+def list_memories(
+    *,
+    user_id: str,
+    limit: int | None = None,
+    cursor: str | None = None,
+    session_id: str | None = None,
+    run_id: str | None = None,
+    **filters: Any,
+) -> ApiCall[MemoryList]:
+    query = {
+        "user_id": user_id,
+        "limit": limit,
+        "cursor": cursor,
+        "session_id": session_of(session_id, run_id),
+        **filters,
+    }
+    return ApiCall("GET", "/v1/memories", _model(MemoryList), query=query)
+
+
+def get(memory_id: str, *, user_id: str) -> ApiCall[Memory]:
+    return ApiCall("GET", f"/v1/memories/{_segment(memory_id)}", _model(Memory), query={"user_id": user_id})
+
+
+def update(memory_id: str, content: str, *, user_id: str) -> ApiCall[Memory]:
+    # Not idempotent: a second PATCH after a lost answer would find the memory superseded (409).
+    body = {"user_id": user_id, "content": content}
+    return ApiCall(
+        "PATCH", f"/v1/memories/{_segment(memory_id)}", _model(Memory), body=body, idempotent=False
+    )
+
+
+def delete(memory_id: str, *, user_id: str) -> ApiCall[DeleteMemoryResponse]:
+    return ApiCall(
+        "DELETE",
+        f"/v1/memories/{_segment(memory_id)}",
+        _model(DeleteMemoryResponse),
+        query={"user_id": user_id},
+        idempotent=False,
+    )
+
+
+def history(memory_id: str, *, user_id: str) -> ApiCall[list[Memory]]:
+    def parse(payload: Any) -> list[Memory]:
+        return MemoryHistory.model_validate(payload).memories
+
+    return ApiCall("GET", f"/v1/memories/{_segment(memory_id)}/history", parse, query={"user_id": user_id})
+
+
+def put_key(
+    key: str,
+    content: str,
+    *,
+    user_id: str,
+    session_id: str | None = None,
+    scope: str | None = None,
+    kind: str | None = None,
+    category: str | None = None,
+    event_time: datetime | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> ApiCall[Memory]:
+    """Write the memory named ``key`` directly (no extraction): version 1, or the next version."""
+    body = {
+        "user_id": user_id,
+        "content": content,
+        "session_id": session_id,
+        "scope": scope,
+        "kind": kind,
+        "category": category,
+        "event_time": event_time,
+        "metadata": metadata,
+    }
+    # Idempotent in effect: writing the same content twice leaves the same current memory.
+    return ApiCall("PUT", f"/v1/memories/keys/{_segment(key)}", _model(Memory), body=body)
+
+
+def get_key(key: str, *, user_id: str) -> ApiCall[Memory]:
+    return ApiCall("GET", f"/v1/memories/keys/{_segment(key)}", _model(Memory), query={"user_id": user_id})
+
+
+def delete_key(key: str, *, user_id: str) -> ApiCall[DeleteMemoryResponse]:
+    return ApiCall(
+        "DELETE",
+        f"/v1/memories/keys/{_segment(key)}",
+        _model(DeleteMemoryResponse),
+        query={"user_id": user_id},
+        idempotent=False,
+    )
+
+
+def erase_user(user_id: str) -> ApiCall[EraseUserResponse]:
+    return ApiCall("DELETE", f"/v1/users/{_segment(user_id)}", _model(EraseUserResponse))
+
+
+def consolidate(user_id: str, *, sync: bool = False) -> ApiCall[ConsolidationResponse]:
+    body = {"user_id": user_id, "sync": sync}
+    return ApiCall("POST", "/v1/consolidations", _model(ConsolidationResponse), body=body)
+
+
+def health() -> ApiCall[HealthResponse]:
+    return ApiCall("GET", "/v1/health", _model(HealthResponse))
+
+
+def raw(
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    query: Mapping[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
+    idempotent: bool | None = None,
+) -> ApiCall[Any]:
+    """Any route; the answer is the decoded JSON. Only reads are retried on an ambiguous failure."""
+    safe = method.upper() in ("GET", "HEAD") if idempotent is None else idempotent
+    return ApiCall(
+        method.upper(), path, lambda p: p, body=body, query=query, headers=headers, idempotent=safe
+    )

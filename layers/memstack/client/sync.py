@@ -1,0 +1,117 @@
+"""``MemoryClient``: the memstack REST API from Python (blocking, httpx), with typed results.
+
+Local server (API key)::
+
+    client = MemoryClient("http://127.0.0.1:8000", api_key="dev-key")
+
+API Gateway (IAM, each attempt signed with SigV4 for ``execute-api``)::
+
+    client = MemoryClient("https://abc123.execute-api.eu-west-1.amazonaws.com/prod", aws_region="eu-west-1")
+
+Every failure answer becomes a ``MemoryApiError`` carrying the API's error
+``code``; throttling, unavailable dependencies and broken connections are
+retried as ``RetryPolicy`` says. Argument order follows Mem0's client
+(``add(messages, user_id=...)``, ``search(query, user_id=...)``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+import httpx
+
+from memstack.api.schemas import Memory
+from memstack.client import calls
+from memstack.client.base import DEFAULT_TIMEOUT, ClientCore
+from memstack.client.binding import sync_method
+from memstack.client.calls import ApiCall
+from memstack.client.retry import RetryPolicy
+
+T = TypeVar("T")
+
+
+class MemoryClient(ClientCore):
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        aws_region: str | None = None,
+        aws_credentials: Any = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """``api_key`` for the local server; ``aws_region`` (optional botocore credentials) for SigV4.
+
+        ``transport`` replaces the network (``httpx.MockTransport`` in tests, or
+        ``memstack.client.local.in_process_transport`` to call a service in this process).
+        """
+        super().__init__(base_url, api_key, aws_region, aws_credentials, timeout, retry, headers)
+        self._sleep = sleep
+        self._http = httpx.Client(**self._http_options, transport=transport)
+
+    def call(self, call: ApiCall[T]) -> T:
+        """Send one described call (with retries); returns its typed answer or raises ``MemoryApiError``."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = self._http.request(**self._request_args(call))
+            except httpx.TransportError as exc:
+                delay = self._delay_or_raise(call, attempt, exc)
+            else:
+                answer, retry_in = self._answer_or_delay(call, attempt, response)
+                if retry_in is None:
+                    return answer
+                delay = retry_in
+            self._sleep(delay)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        query: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Any route; returns the decoded JSON answer or raises ``MemoryApiError``."""
+        return self.call(calls.raw(method, path, body=body, query=query, headers=headers))
+
+    add = sync_method(calls.add)
+    search = sync_method(calls.search)
+    list = sync_method(calls.list_memories)
+    get = sync_method(calls.get)
+    update = sync_method(calls.update)
+    delete = sync_method(calls.delete)
+    history = sync_method(calls.history)
+    put_key = sync_method(calls.put_key)
+    get_key = sync_method(calls.get_key)
+    delete_key = sync_method(calls.delete_key)
+    erase_user = sync_method(calls.erase_user)
+    consolidate = sync_method(calls.consolidate)
+    health = sync_method(calls.health)
+
+    def iter_memories(self, *, user_id: str, page_size: int = 100, **filters: Any) -> Iterator[Memory]:
+        """Every current memory, following the cursor page by page."""
+        cursor = None
+        while True:
+            page = self.call(calls.list_memories(user_id=user_id, limit=page_size, cursor=cursor, **filters))
+            yield from page.memories
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> MemoryClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,226 @@
+"""memstack as a Model Context Protocol server, on the official ``mcp`` SDK (``MCPServer``).
+
+Tools: ``add_memory``, ``search_memories``, ``list_memories``, ``get_memory``,
+``update_memory``, ``delete_memory``, ``memory_history``, and ``erase_user``
+when ``MEMSTACK_MCP_ALLOW_ERASE=true``. Each has a JSON schema built from its
+signature and descriptions written for the model that reads them. The tenant
+is the credential of the connection (stdio: ``MEMSTACK_DEFAULT_TENANT``; HTTP:
+the caller's API key, checked as the REST API checks it), never an argument.
+
+Served two ways: ``memstack mcp`` (stdio, for desktop hosts) and ``/mcp`` on
+``memstack serve`` (streamable HTTP, ``memstack.integrations.mcp_http``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from functools import wraps
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from memstack import __version__
+from memstack.api.schemas import (
+    AddMemoriesResponse,
+    DeleteMemoryResponse,
+    EraseUserResponse,
+    Memory,
+    MemoryHistory,
+    MemoryList,
+    SearchMemoriesResponse,
+)
+from memstack.client import calls
+from memstack.client.in_process import credentials_of
+from memstack.integrations.toolkit import MemoryToolkit, ToolFailure
+from memstack.models import Category, Kind, Tier
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+INSTRUCTIONS = """\
+memstack is the user's long-term memory. Before answering something that depends on
+what the user told you before (preferences, facts about their life, past events), call
+search_memories. When the user tells you something worth keeping, call add_memory with
+their words. Memories are versioned: update_memory writes a new version and
+memory_history shows how a memory changed."""
+
+UserArg = Annotated[
+    str | None,
+    Field(description="whose memories; leave empty when the server is configured for one user"),
+]
+SessionArg = Annotated[
+    str | None, Field(description="the conversation session; CONTEXT-scoped memories are seen only in it")
+]
+MemoryIdArg = Annotated[
+    str, Field(description="a memory id, as returned by search_memories or list_memories")
+]
+MetadataArg = Annotated[
+    dict[str, str | int | float | bool] | None,
+    Field(description="labels stored with the memory and usable as search filters"),
+]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+
+
+def tool_errors(fn: Callable[P, T]) -> Callable[P, T]:
+    """A ``ToolFailure`` becomes the SDK's ``ToolError``: an ``isError`` result the model reads."""
+
+    @wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except ToolFailure as exc:
+            raise ToolError(str(exc)) from exc
+
+    return wrapper
+
+
+def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MCPServer[Any]:
+    """An ``MCPServer`` whose tools act through ``toolkit`` (and the caller's credential, over HTTP)."""
+    server: MCPServer[Any] = MCPServer(
+        "memstack",
+        title="memstack memory",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        # The SDK configures the root logger; its INFO lines repeat memstack's own request log.
+        log_level="WARNING",
+    )
+    kit = toolkit
+
+    def headers(ctx: Context[Any, Any]) -> dict[str, str]:
+        """Over HTTP, the caller's credential (its tenant); over stdio, none (the process's tenant)."""
+        try:
+            return credentials_of(ctx.headers)
+        except ValueError:  # no request (a direct call outside a session)
+            return {}
+
+    @server.tool(annotations=ADDITIVE)
+    @tool_errors
+    def add_memory(
+        content: Annotated[str, Field(description="what was said, in the speaker's own words")],
+        ctx: Context[Any, Any],
+        role: Annotated[
+            Literal["user", "assistant"], Field(description="who said it (default: the user)")
+        ] = "user",
+        user_id: UserArg = None,
+        session_id: SessionArg = None,
+        metadata: MetadataArg = None,
+        wait: Annotated[
+            bool, Field(description="true waits until facts have been extracted (slower)")
+        ] = False,
+    ) -> AddMemoriesResponse:
+        """Remember something said in the conversation. memstack stores the turn at once and
+        extracts facts, events and preferences from it, updating what it already knew."""
+        call = calls.add(
+            [{"role": role, "content": content}],
+            user_id=kit.user(user_id),
+            session_id=session_id or kit.session_id,
+            agent_id=kit.agent_id,
+            metadata=metadata,
+            sync=wait or None,
+        )
+        return kit.run(call, headers(ctx))
+
+    @server.tool(annotations=READ_ONLY)
+    @tool_errors
+    def search_memories(
+        query: Annotated[str, Field(description="a question or topic, in natural language")],
+        ctx: Context[Any, Any],
+        user_id: UserArg = None,
+        top_k: Annotated[int, Field(ge=1, le=100, description="how many memories to return")] = 10,
+        session_id: SessionArg = None,
+        kind: Annotated[Kind | None, Field(description="only facts, events or preferences")] = None,
+        category: Annotated[Category | None, Field(description="only one semantic category")] = None,
+        after: Annotated[
+            datetime | None, Field(description="only memories of events after this time")
+        ] = None,
+        before: Annotated[datetime | None, Field(description="only memories of events before this")] = None,
+    ) -> SearchMemoriesResponse:
+        """Find what memstack knows that is relevant to a query, best first (hybrid keyword +
+        semantic search with time awareness: 'what did I do last week' works)."""
+        filters = {"kind": kind, "category": category, "after": after, "before": before}
+        call = calls.search(
+            query,
+            user_id=kit.user(user_id),
+            top_k=top_k,
+            session_id=session_id or kit.session_id,
+            filters={k: v for k, v in filters.items() if v is not None} or None,
+        )
+        return kit.run(call, headers(ctx))
+
+    @server.tool(annotations=READ_ONLY)
+    @tool_errors
+    def list_memories(
+        ctx: Context[Any, Any],
+        user_id: UserArg = None,
+        limit: Annotated[int, Field(ge=1, le=200, description="page size")] = 20,
+        cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
+        tier: Annotated[
+            Tier | None, Field(description="ltm: distilled memories; stm: raw recent turns")
+        ] = None,
+        kind: Annotated[Kind | None, Field(description="only facts, events or preferences")] = None,
+        session_id: SessionArg = None,
+    ) -> MemoryList:
+        """List the user's current memories, newest first, one page at a time."""
+        call = calls.list_memories(
+            user_id=kit.user(user_id),
+            limit=limit,
+            cursor=cursor,
+            tier=tier,
+            kind=kind,
+            session_id=session_id or kit.session_id,
+        )
+        return kit.run(call, headers(ctx))
+
+    @server.tool(annotations=READ_ONLY)
+    @tool_errors
+    def get_memory(memory_id: MemoryIdArg, ctx: Context[Any, Any], user_id: UserArg = None) -> Memory:
+        """Read one memory (any version) by its id."""
+        return kit.run(calls.get(memory_id, user_id=kit.user(user_id)), headers(ctx))
+
+    @server.tool(annotations=DESTRUCTIVE)
+    @tool_errors
+    def update_memory(
+        memory_id: MemoryIdArg,
+        content: Annotated[str, Field(description="the corrected memory, as a full sentence")],
+        ctx: Context[Any, Any],
+        user_id: UserArg = None,
+    ) -> Memory:
+        """Correct a memory. memstack writes a new version; the old one stays in its history."""
+        return kit.run(calls.update(memory_id, content, user_id=kit.user(user_id)), headers(ctx))
+
+    @server.tool(annotations=DESTRUCTIVE)
+    @tool_errors
+    def delete_memory(
+        memory_id: MemoryIdArg, ctx: Context[Any, Any], user_id: UserArg = None
+    ) -> DeleteMemoryResponse:
+        """Forget one memory (it stops appearing in search; its history keeps a tombstone)."""
+        return kit.run(calls.delete(memory_id, user_id=kit.user(user_id)), headers(ctx))
+
+    @server.tool(annotations=READ_ONLY)
+    @tool_errors
+    def memory_history(
+        memory_id: MemoryIdArg, ctx: Context[Any, Any], user_id: UserArg = None
+    ) -> MemoryHistory:
+        """How a memory changed over time: its versions, oldest first."""
+        chain = kit.run(calls.history(memory_id, user_id=kit.user(user_id)), headers(ctx))
+        return MemoryHistory(memories=chain)
+
+    if allow_erase:
+
+        @server.tool(annotations=DESTRUCTIVE)
+        @tool_errors
+        def erase_user(
+            user_id: Annotated[str, Field(description="the user whose every memory is erased")],
+            ctx: Context[Any, Any],
+        ) -> EraseUserResponse:
+            """Erase everything memstack stores about a user. Irreversible: only when the user asks."""
+            return kit.run(calls.erase_user(kit.user(user_id)), headers(ctx))
+
+    return server

@@ -1,0 +1,59 @@
+"""Fixtures for the agent-framework integrations: a live local server with /mcp, and toolkits."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from memstack.api.local_server import LocalApi, make_server, stop_server
+from memstack.client.in_process import in_process_client, local_api
+from memstack.client.sync import MemoryClient
+from memstack.factory import build_service
+from memstack.service import MemoryService
+from memstack.settings import Settings, load_settings
+
+
+@dataclass
+class LiveServer:
+    url: str
+    settings: Settings
+    service: MemoryService
+    api: LocalApi
+
+
+@pytest.fixture
+def mcp_server(tmp_path: Path) -> Iterator[LiveServer]:
+    """``memstack serve`` in this process (waitress, a free loopback port) with /mcp mounted."""
+    from memstack.integrations.mcp_http import mount_mcp
+
+    settings = load_settings(
+        data_dir=tmp_path / "live",
+        embedder="hashing",
+        api_keys="acme-key=acme,globex-key=globex",
+        mcp_allow_erase=True,
+    )
+    service = build_service(settings)
+    server, api = make_server(service, settings, host="127.0.0.1", port=0, threads=4)
+    endpoint = mount_mcp(api, settings)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        yield LiveServer(f"http://127.0.0.1:{server.effective_port}", settings, service, api)
+    finally:
+        stop_server(server, thread)
+        endpoint.close()
+        api.close()
+        service.close()
+
+
+@pytest.fixture
+def local_client(service: MemoryService, settings: Settings) -> Iterator[MemoryClient]:
+    """A ``MemoryClient`` over the service in this process (tenant ``local``)."""
+    api = local_api(service, settings, "local")
+    client = in_process_client(api)
+    yield client
+    client.close()
+    api.close()

@@ -1,0 +1,76 @@
+"""One walk through every memstack MCP tool, shared by the stdio and the HTTP tests."""
+
+from __future__ import annotations
+
+from mcp.client.session import ClientSession
+
+from tests.integrations.mcp_session import failed, ok
+
+TOOLS = {
+    "add_memory",
+    "search_memories",
+    "list_memories",
+    "get_memory",
+    "update_memory",
+    "delete_memory",
+    "memory_history",
+}
+
+
+async def check_tool_list(session: ClientSession, *, erase: bool) -> None:
+    tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert set(tools) == TOOLS | ({"erase_user"} if erase else set())
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 30, tool.name
+        props = tool.input_schema["properties"]
+        assert "tenant" not in props, "the tenant must never be a tool argument"
+        assert "ctx" not in props
+        assert all(p.get("description") for p in props.values()), tool.name
+        assert tool.output_schema is not None, tool.name
+    assert tools["add_memory"].input_schema["required"] == ["content"]
+    assert tools["search_memories"].input_schema["required"] == ["query"]
+    assert tools["search_memories"].annotations.read_only_hint is True
+    assert tools["delete_memory"].annotations.destructive_hint is True
+
+
+async def walk_every_tool(session: ClientSession, user: dict[str, str]) -> None:
+    """add → search → list → get → update → history → delete, with ``user`` ({} or {"user_id": ...})."""
+    added = ok(
+        await session.call_tool(
+            "add_memory", {"content": "I moved to Lisbon last spring.", "wait": True, **user}
+        )
+    )
+    assert added["status"] == "processed" and len(added["stored"]) == 1
+    ok(await session.call_tool("add_memory", {"content": "I am allergic to peanuts.", "wait": True, **user}))
+
+    found = ok(await session.call_tool("search_memories", {"query": "where does the user live", **user}))
+    assert any("Lisbon" in r["content"] for r in found["results"])
+
+    page = ok(await session.call_tool("list_memories", {"tier": "ltm", **user}))
+    lisbon = next(m for m in page["memories"] if "Lisbon" in m["content"])
+    assert (
+        ok(await session.call_tool("get_memory", {"memory_id": lisbon["id"], **user}))["id"] == lisbon["id"]
+    )
+
+    new = ok(
+        await session.call_tool(
+            "update_memory", {"memory_id": lisbon["id"], "content": "The user lives in Porto now.", **user}
+        )
+    )
+    assert new["replaces_id"] == lisbon["id"] and new["version"] == lisbon["version"] + 1
+    chain = ok(await session.call_tool("memory_history", {"memory_id": new["id"], **user}))["memories"]
+    assert [m["id"] for m in chain] == [lisbon["id"], new["id"]]
+
+    gone = ok(await session.call_tool("delete_memory", {"memory_id": new["id"], **user}))
+    assert gone["deleted"] is True
+    after = ok(await session.call_tool("search_memories", {"query": "Porto", **user}))
+    assert new["id"] not in [r["id"] for r in after["results"]]
+
+
+async def check_errors(session: ClientSession, user: dict[str, str]) -> None:
+    """Failures are tool results the model can read (isError + the API's code), never crashes."""
+    assert "not_found" in failed(await session.call_tool("get_memory", {"memory_id": "no-such-id", **user}))
+    assert "validation_error" in failed(await session.call_tool("add_memory", {"content": "   ", **user}))
+    # The SDK validates arguments against the published schema before the tool runs.
+    assert "top_k" in failed(await session.call_tool("search_memories", {"query": "x", "top_k": 0, **user}))
+    assert "content" in failed(await session.call_tool("add_memory", {**user}))

@@ -1,0 +1,330 @@
+"""The embedded store's search hot path: exact against brute force, isolated, current after any write.
+
+The reference answers are computed the slow, obviously right way, straight
+from SQL on the same file: every row of the user with ``filter_sql``'s
+conditions for the vectors, and the FTS5 MATCH joined to the rows and
+filtered in SQL for BM25 (the layout before the per-user index).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from memstack.adapters.embedded import fts
+from memstack.adapters.embedded.database import Database
+from memstack.adapters.embedded.rows import filter_sql
+from memstack.adapters.embedded.store import EmbeddedMemoryStore
+from memstack.domain import versions
+from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, ScoredId, Tier
+from memstack.ports.store import pinned
+
+from ..strategies import memory_filters
+
+DIM = 8
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+WORDS = ["tea", "coffee", "garden", "piano", "hiking", "ramen", "puppy", "nurse", "lisbon", "osaka", "jazz"]
+USERS = [("t1", "u1"), ("t1", "u2"), ("t2", "u1")]
+
+
+def _vector(rng: np.random.Generator) -> list[float]:
+    v = rng.normal(size=DIM).astype(np.float32)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def _record(rng: np.random.Generator, tenant: str, user: str, i: int) -> MemoryRecord:
+    vec = _vector(rng)
+    scope = Scope.CONTEXT if rng.random() < 0.3 else Scope.USER
+    return MemoryRecord(
+        tenant=tenant,
+        user_id=user,
+        content=" ".join(rng.choice(WORDS, size=int(rng.integers(1, 6)))),
+        scope=scope,
+        session_id=str(rng.choice(["s1", "s2"])) if rng.random() < 0.7 else None,
+        tier=Tier.STM if rng.random() < 0.5 else Tier.LTM,
+        kind=list(Kind)[int(rng.integers(0, 3))],
+        category=[None, Category.TRAVEL, Category.HEALTH][int(rng.integers(0, 3))],
+        created_at=T0 + timedelta(days=i),
+        event_time=T0 + timedelta(days=int(rng.integers(0, 40))) if rng.random() < 0.5 else None,
+        embedding_full=vec,
+        embedding_coarse=vec,
+    )
+
+
+def _brute_vector(db: Database, tenant: str, user: str, q: np.ndarray, k: int, f: MemoryFilters) -> list[Any]:
+    where, params = filter_sql(f, search=True)
+    rows = db.read().execute(
+        f"SELECT m.id, m.emb_coarse FROM memories m WHERE m.tenant = ? AND m.user_id = ?{where}",
+        (tenant, user, *params),
+    )
+    scored = [(row[0], float(np.frombuffer(row[1], dtype=np.float32) @ q)) for row in rows]
+    return sorted(scored, key=lambda s: -s[1])[:k]
+
+
+def _brute_bm25(db: Database, tenant: str, user: str, query: str, k: int, f: MemoryFilters) -> list[Any]:
+    conn = db.read()
+    uid = conn.execute(
+        "SELECT uid FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user)
+    ).fetchone()
+    match = fts.match_expression(fts.owner_prefix(uid[0]), query) if uid else None
+    if match is None:
+        return []
+    where, params = filter_sql(f, search=True)
+    rows = conn.execute(
+        "SELECT m.id, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND m.tenant = ? AND m.user_id = ?{where} ORDER BY 2 LIMIT ?",
+        (match, tenant, user, *params, k),
+    )
+    return [(row[0], -float(row[1])) for row in rows]
+
+
+def assert_same_top_k(got: list[ScoredId], expected: list[tuple[str, float]]) -> None:
+    """Same scores in the same order; the same ids wherever a score is not tied with the cut-off."""
+    assert len(got) == len(expected)
+    np.testing.assert_allclose([h.score for h in got], [s for _, s in expected], atol=1e-5)
+    if expected:
+        cut = expected[-1][1]
+        assert {h.id for h in got if abs(h.score - cut) > 1e-5} == {
+            i for i, s in expected if abs(s - cut) > 1e-5
+        }
+
+
+filters_strategy = memory_filters(T0, 40)
+operations = st.lists(
+    st.tuples(
+        st.sampled_from(["put", "put", "put", "update", "delete", "erase", "mark"]),
+        st.sampled_from(USERS),
+        st.booleans(),  # through a second store on the same file (another process)
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def _apply(
+    store: EmbeddedMemoryStore, op: str, tenant: str, user: str, rng: np.random.Generator, step: int
+) -> None:
+    current = store.list(tenant, user, MemoryFilters(), 500)[0]
+    if op == "put" or not current:
+        store.put([_record(rng, tenant, user, step * 10 + j) for j in range(int(rng.integers(1, 8)))])
+    elif op == "erase":
+        store.erase_user(tenant, user)
+    elif op == "mark":
+        store.mark(tenant, user, [current[0].id], consolidated=True)
+    else:
+        old = current[int(rng.integers(0, len(current)))]
+        text = " ".join(rng.choice(WORDS, size=3))
+        vec = _vector(rng)
+        new = versions.new_version(
+            old.model_copy(update={"embedding_full": vec, "embedding_coarse": vec}),
+            content=None if op == "delete" else text,
+            embedder=None,
+            coarse_dim=DIM,
+            deleted=op == "delete",
+        )
+        if op != "delete":
+            new = new.model_copy(update={"embedding_full": vec, "embedding_coarse": vec})
+        store.supersede(tenant, user, old.id, new)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=operations, searches=st.lists(st.tuples(filters_strategy, st.integers(1, 15)), min_size=1, max_size=4)
+)
+def test_searches_equal_brute_force_after_any_writes_from_any_process(
+    ops: list[tuple[str, tuple[str, str], bool]], searches: list[tuple[MemoryFilters, int]]
+) -> None:
+    rng = np.random.default_rng(len(ops))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.sqlite3"
+        reader, writer = EmbeddedMemoryStore(Database(path)), EmbeddedMemoryStore(Database(path))
+        try:
+            for step, (op, (tenant, user), elsewhere) in enumerate(ops):
+                _apply(writer if elsewhere else reader, op, tenant, user, rng, step)
+                for (f, k), (t, u) in itertools.product(searches, USERS):
+                    q = np.asarray(_vector(rng), dtype=np.float32)
+                    query = " ".join(rng.choice(WORDS, size=2))
+                    for view in (reader, pinned(reader, t, u)):
+                        assert_same_top_k(
+                            view.vector_search(t, u, q, k, f), _brute_vector(reader.db, t, u, q, k, f)
+                        )
+                        assert_same_top_k(
+                            view.bm25_search(t, u, query, k, f), _brute_bm25(reader.db, t, u, query, k, f)
+                        )
+        finally:
+            reader.close()
+            writer.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Any:
+    s = EmbeddedMemoryStore(Database(tmp_path / "m.sqlite3"))
+    yield s
+    s.close()
+
+
+def _plan(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> str:
+    return " | ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params))
+
+
+def _simulate_a_user_with_100k_memories(conn: sqlite3.Connection) -> None:
+    """Planner statistics of one user holding 100,000 memories (as ``ANALYZE`` would leave them)."""
+    conn.execute("ANALYZE")
+    conn.execute("DELETE FROM sqlite_stat1 WHERE tbl = 'memories'")
+    conn.executemany(
+        "INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES ('memories', ?, ?)",
+        [
+            ("memories_user", "100000 100000 100000 50000 1"),
+            ("memories_replaces", "100000 100000 100000 1"),
+            ("memories_changes", "100000 100000 100000 1"),
+            ("sqlite_autoindex_memories_1", "100000 1"),
+        ],
+    )
+    conn.execute("ANALYZE sqlite_master")  # load them
+
+
+@pytest.mark.parametrize("statistics", [False, True], ids=["no-statistics", "100k-statistics"])
+def test_lookups_by_id_use_the_id_index_not_every_row_of_the_user(
+    store: EmbeddedMemoryStore, statistics: bool
+) -> None:
+    rng = np.random.default_rng(1)
+    store.put([_record(rng, "t1", "u1", i) for i in range(300)])
+    conn = store.db.read()
+    if statistics:
+        _simulate_a_user_with_100k_memories(conn)
+    ids = [r.id for r in store.list("t1", "u1", MemoryFilters(), 200)[0]]
+    marks = ", ".join(f"'{i}'" for i in ids)
+    old_form = f"SELECT id FROM memories WHERE tenant = 't1' AND user_id = 'u1' AND id IN ({marks})"
+    if not statistics:  # what the issue measured: a fresh file picks the per-user index
+        assert "USING INDEX sqlite_autoindex_memories_1" not in _plan(conn, old_form, ())
+    traced: list[str] = []
+    conn.set_trace_callback(traced.append)
+    store.get_many("t1", "u1", ids)
+    store.embeddings("t1", "u1", ids)
+    store.get("t1", "u1", ids[0])
+    store.mark("t1", "u1", ids[:5], seen=True)
+    conn.set_trace_callback(None)
+    selects = [sql for sql in traced if sql.startswith("SELECT") and (" id IN (" in sql or " id = " in sql)]
+    assert len(selects) == 4
+    for sql in selects:
+        plan = _plan(conn, sql, ())
+        assert plan == "SEARCH memories USING INDEX sqlite_autoindex_memories_1 (id=?)", plan
+
+
+def test_one_users_bm25_reads_only_that_users_postings(store: EmbeddedMemoryStore) -> None:
+    rng = np.random.default_rng(2)
+    store.put([_record(rng, "t1", "u1", i) for i in range(5)])
+    store.put([_record(rng, "t1", "u2", i).model_copy(update={"content": "tea tea tea"}) for i in range(50)])
+    match = fts.match_expression(fts.owner_prefix(1), "tea")
+    hits = store.db.read().execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (match,))
+    u1_tea = sum("tea" in r.content.split() for r in store.list("t1", "u1", MemoryFilters(), 50)[0])
+    assert hits.fetchone()[0] == u1_tea  # the other user's 50 tea rows are not even matched
+
+
+def test_no_text_can_spell_another_users_tokens(store: EmbeddedMemoryStore) -> None:
+    victim = MemoryRecord(tenant="t1", user_id="victim", content="the secret is marzipan")
+    store.put([victim])
+    prefix = fts.owner_prefix(1)
+    attacker = MemoryRecord(tenant="t1", user_id="attacker", content=f"{prefix}marzipan {prefix} marzipan")
+    store.put([attacker])
+    assert [h.id for h in store.bm25_search("t1", "attacker", "marzipan", 10, MemoryFilters())] == [
+        attacker.id
+    ]
+    assert [h.id for h in store.bm25_search("t1", "victim", "marzipan", 10, MemoryFilters())] == [victim.id]
+    assert store.bm25_search("t1", "victim", f"{fts.owner_prefix(2)}marzipan", 10, MemoryFilters()) == []
+    prefixes = {fts.owner_prefix(uid) for uid in range(1, 5000)}
+    assert len(prefixes) == 4999 and {len(p) for p in prefixes} == {fts.PREFIX_WIDTH}
+
+
+def test_a_new_user_after_an_erase_never_reuses_the_old_index(store: EmbeddedMemoryStore) -> None:
+    rng = np.random.default_rng(3)
+    store.put([_record(rng, "t1", "u1", 0)])
+    first = store.index("t1", "u1").uid
+    store.erase_user("t1", "u1")
+    assert store.index("t1", "u1").size == 0
+    again = _record(rng, "t1", "u1", 1)
+    store.put([again])
+    view = store.index("t1", "u1")
+    assert view.uid != first and view.ids[: view.size] == [again.id]
+
+
+def test_a_write_costs_the_next_search_only_the_rows_it_changed(store: EmbeddedMemoryStore) -> None:
+    rng = np.random.default_rng(4)
+    store.put([_record(rng, "t1", "u1", i) for i in range(200)])
+    before = store.index("t1", "u1")
+    conn = store.db.read()
+    traced: list[str] = []
+    conn.set_trace_callback(traced.append)
+    store.put([_record(rng, "t1", "u1", 300)])
+    after = store.index("t1", "u1")
+    conn.set_trace_callback(None)
+    assert after.size == before.size + 1 and after.generation > before.generation
+    reads = [sql for sql in traced if "FROM memories WHERE" in sql]
+    assert reads and all("row_gen >" in sql for sql in reads)  # the delta, never the whole user
+    assert before.size == 200 and before.ids[: before.size] == after.ids[:200]  # the old view is unchanged
+
+
+def test_views_handed_out_keep_their_generation(store: EmbeddedMemoryStore) -> None:
+    rng = np.random.default_rng(5)
+    first = _record(rng, "t1", "u1", 0).model_copy(update={"scope": Scope.USER})
+    store.put([first])
+    old = store.index("t1", "u1")
+    new = versions.new_version(first, content="replaced", embedder=None, coarse_dim=DIM)
+    store.supersede("t1", "u1", first.id, new.model_copy(update={"embedding_coarse": first.embedding_coarse}))
+    current = store.index("t1", "u1")
+    assert old.columns.current.tolist() == [True]
+    assert current.columns.current.tolist() == [False, True]
+
+
+def test_concurrent_searches_during_writes_see_only_their_users_rows(store: EmbeddedMemoryStore) -> None:
+    import threading
+
+    rng = np.random.default_rng(6)
+    store.put(
+        [_record(rng, "t1", "u1", i) for i in range(100)] + [_record(rng, "t1", "u2", i) for i in range(100)]
+    )
+    owned = {u: {r.id for r in store.list("t1", u, MemoryFilters(), 500)[0]} for u in ("u1", "u2")}
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        wrng = np.random.default_rng(7)
+        try:
+            for step in range(40):
+                user = ("u1", "u2")[step % 2]
+                fresh = [_record(wrng, "t1", user, 200 + step)]
+                with lock:  # known before any search can return it
+                    owned[user].update(r.id for r in fresh)
+                store.put(fresh)
+        except BaseException as exc:
+            errors.append(exc)
+
+    def searcher(user: str) -> None:
+        srng = np.random.default_rng(hash(user) % 1000)
+        try:
+            for _ in range(40):
+                q = np.asarray(_vector(srng), dtype=np.float32)
+                hits = store.vector_search("t1", user, q, 20, MemoryFilters(include_superseded=True))
+                hits += store.bm25_search("t1", user, "tea garden puppy", 20, MemoryFilters(session_id="s1"))
+                with lock:
+                    assert {h.id for h in hits} <= owned[user]
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer)] + [
+        threading.Thread(target=searcher, args=(u,)) for u in ("u1", "u2", "u1", "u2")
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []

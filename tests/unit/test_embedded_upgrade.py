@@ -1,0 +1,100 @@
+"""A data directory written by round one (schema 0) opens, is upgraded once, and searches as before."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+from memstack.adapters.embedded.database import SCHEMA_VERSION, Database
+from memstack.adapters.embedded.store import EmbeddedMemoryStore
+from memstack.models import MemoryFilters
+
+# The round-one layout of the tables the upgrade touches (adapters/embedded/database.py at dd3c3a2).
+ROUND_ONE = """
+CREATE TABLE memories (
+    rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL, user_id TEXT NOT NULL,
+    session_id TEXT, scope TEXT NOT NULL, tier TEXT NOT NULL, kind TEXT NOT NULL, category TEXT,
+    content TEXT NOT NULL, search_text TEXT, speaker TEXT, event_time REAL, created_at REAL NOT NULL,
+    is_current INTEGER NOT NULL, superseded_at REAL, deleted INTEGER NOT NULL DEFAULT 0, replaces_id TEXT,
+    version INTEGER NOT NULL, source_ids TEXT NOT NULL, metadata TEXT NOT NULL, emb_full BLOB, emb_coarse BLOB
+);
+CREATE INDEX memories_user ON memories (tenant, user_id, is_current, created_at);
+CREATE INDEX memories_replaces ON memories (tenant, user_id, replaces_id);
+CREATE TABLE memory_sources (
+    tenant TEXT NOT NULL, user_id TEXT NOT NULL, source_id TEXT NOT NULL, memory_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, user_id, source_id, memory_id)
+);
+CREATE VIRTUAL TABLE memories_fts USING fts5 (text, tokenize = 'porter unicode61');
+CREATE TABLE user_generations (
+    tenant TEXT NOT NULL, user_id TEXT NOT NULL, generation INTEGER NOT NULL, PRIMARY KEY (tenant, user_id)
+);
+"""
+
+ROWS = [
+    # (id, tenant, user, content, is_current)
+    ("a", "t1", "u1", "Maya adopted a puppy named Biscuit", 1),
+    ("b", "t1", "u1", "Maya lived in Tokyo", 0),
+    ("c", "t1", "u1", "Maya lives in Osaka now", 1),
+    ("d", "t1", "u2", "Biscuit is also the name of my cat", 1),
+]
+
+
+def _round_one_file(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.executescript(ROUND_ONE)
+    for rid, (memory_id, tenant, user, content, current) in enumerate(ROWS, start=1):
+        vec = np.zeros(4, dtype=np.float32)
+        vec[rid % 4] = 1.0
+        conn.execute(
+            "INSERT INTO memories (rid, id, tenant, user_id, scope, tier, kind, content, created_at, "
+            "is_current, version, source_ids, metadata, emb_full, emb_coarse) "
+            "VALUES (?, ?, ?, ?, 'USER', 'ltm', 'fact', ?, ?, ?, 1, ?, '{}', ?, ?)",
+            (
+                rid,
+                memory_id,
+                tenant,
+                user,
+                content,
+                1000.0 + rid,
+                current,
+                json.dumps([memory_id]),
+                vec.tobytes(),
+                vec.tobytes(),
+            ),
+        )
+        if current:
+            conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (rid, content))
+    conn.executemany("INSERT INTO user_generations VALUES (?, ?, ?)", [("t1", "u1", 7), ("t1", "u2", 2)])
+    conn.commit()
+    conn.close()
+
+
+def test_a_round_one_file_is_upgraded_and_searches_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "memstack.sqlite3"
+    _round_one_file(path)
+    store = EmbeddedMemoryStore(Database(path))
+    try:
+        conn = store.db.read()
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert (
+            conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'user_generations'").fetchone()[0]
+            == 0
+        )
+        hits = store.bm25_search("t1", "u1", "Biscuit puppy", 10, MemoryFilters())
+        assert [h.id for h in hits] == ["a"]  # and not u2's "d"
+        assert [h.id for h in store.bm25_search("t1", "u2", "Biscuit", 10, MemoryFilters())] == ["d"]
+        assert store.bm25_search("t1", "u1", "Tokyo", 10, MemoryFilters()) == []  # superseded stays out
+        q = np.array([0.0, 0.0, 0.0, 1.0], dtype=np.float32)
+        assert {h.id for h in store.vector_search("t1", "u1", q, 10, MemoryFilters())} == {"a", "c"}
+        store.put([store.get("t1", "u1", "a").model_copy(update={"id": "e", "content": "Biscuit again"})])  # type: ignore[union-attr]
+        assert {h.id for h in store.bm25_search("t1", "u1", "Biscuit", 10, MemoryFilters())} == {"a", "e"}
+    finally:
+        store.close()
+    # Opening it again changes nothing.
+    again = EmbeddedMemoryStore(Database(path))
+    try:
+        assert {h.id for h in again.bm25_search("t1", "u1", "Biscuit", 10, MemoryFilters())} == {"a", "e"}
+    finally:
+        again.close()
