@@ -1,9 +1,10 @@
 """Fit the calibrated score of retrieval stage 4 on LoCoMo, checked leave-one-conversation-out.
 
 For every question of every conversation the pipeline's pool (``--pool``
-results, ``explain`` on) is collected with three signals per result (scaled
-RRF, cosine, query-term coverage; see memstack.domain.retrieval.calibration)
-and a label: does the result cite an evidence turn. A logistic regression
+results, ``explain`` on) is collected with its signals (``--features``: by
+default the result's scaled RRF and the query's best cosine and coverage;
+see memstack.domain.retrieval.calibration) and a label: does the result cite
+an evidence turn. A logistic regression
 (Newton's method, a small L2 penalty) maps the signals to a probability.
 
 Leave-one-conversation-out: for each conversation, the model is fitted on the
@@ -38,10 +39,10 @@ from memstack.factory import build_embedder
 from memstack.models import MemoryFilters
 from memstack.settings import load_settings
 
-FEATURES = ("rrf_scaled", "cosine", "coverage", "category")
+FEATURES = ("rrf_scaled", "query_cosine", "query_coverage")
 
 
-def collect(args: argparse.Namespace) -> list[dict]:
+def collect(args: argparse.Namespace, features: tuple[str, ...]) -> list[dict]:
     """Per question: the conversation, evidence, and each pooled result's signals and sources."""
     settings = load_settings()
     model = build_embedder(settings)
@@ -69,7 +70,7 @@ def collect(args: argparse.Namespace) -> list[dict]:
                     "category": q.category_name,
                     "evidence": list(q.evidence),
                     "sessions": {t.dia_id: str(t.session) for t in conv.turns},
-                    "features": [[h.stages.get(f, 0.0) for f in FEATURES] for h in hits],
+                    "features": [[h.stages.get(f, 0.0) for f in features] for h in hits],
                     "sources": [h.record.source_ids for h in hits],
                 }
             )
@@ -140,13 +141,19 @@ def main() -> None:
     parser.add_argument("--raw", action="store_true", help="turns only (no extraction)")
     parser.add_argument("--pool", type=int, default=100, help="results per question (at most MAX_TOP_K)")
     parser.add_argument("--dump", type=Path, help="also write the collected signals as JSON here")
+    parser.add_argument(
+        "--features",
+        default=",".join(FEATURES),
+        help="stage signals to fit on (e.g. rrf_scaled,cosine,coverage,category: per-result ones re-order)",
+    )
     args = parser.parse_args()
-    questions = collect(args)
+    features = tuple(f.strip() for f in args.features.split(",") if f.strip())
+    questions = collect(args, features)
     if args.dump:
         args.dump.write_text(json.dumps(questions))
     ks = [5, 10, 25]
     names = sorted({q["conversation"] for q in questions})
-    print(f"{len(questions)} questions, {len(names)} conversations; features {FEATURES}")
+    print(f"{len(questions)} questions, {len(names)} conversations; features {features}")
     for held in names:
         train = [q for q in questions if q["conversation"] != held]
         test = [q for q in questions if q["conversation"] == held]
@@ -161,8 +168,10 @@ def main() -> None:
     x, y = design(questions)
     print("all: pipeline order", recall(questions, ks, None), "fitted order", recall(questions, ks, w))
     print("share relevant per fitted-score bin (bin, results, share):", reliability(predict(w, x), y))
-    named = zip(("bias", "rrf", "vector", "coverage", "category"), w, strict=True)
-    print("ScoreModel(" + ", ".join(f"{n}={v:.3f}" for n, v in named) + ")")
+    print(
+        "weights (bias first):",
+        ", ".join(f"{n}={v:.3f}" for n, v in zip(("bias", *features), w, strict=True)),
+    )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from memstack.domain.retrieve import STAGES, RetrievalConfig, Retriever, SearchRequest, SearchResult
-from memstack.domain.scoring import min_max, temporal_blend, weighted_rrf
+from memstack.domain.scoring import weighted_rrf
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import ScoredId, Tier
 from memstack.service import MemoryService
@@ -76,8 +76,11 @@ def test_rrf_and_fused_scores_match_hand_computed_values(service: MemoryService)
         # The score is the calibrated probability of the three signals, and the order follows it.
         model = paper.config.score_model
         assert hit.stages["fused"] == pytest.approx(
-            model.probability(hit.stages["rrf_scaled"], hit.stages["cosine"], hit.stages["coverage"])
+            model.probability(
+                hit.stages["rrf_scaled"], hit.stages["query_cosine"], hit.stages["query_coverage"]
+            )
         )
+        assert hit.stages["query_coverage"] == 1.0  # the best coverage in the pool
     # The exact match is first in both rankings: 0.7/11 + 0.3/11, scaled to 1.
     assert by_source["b"].stages["rrf"] == pytest.approx(1.0 / 11)
     assert by_source["b"].stages["rrf_scaled"] == pytest.approx(1.0)
@@ -103,8 +106,10 @@ def test_a_dated_memory_wins_a_last_week_query(service: MemoryService) -> None:
     assert first.stages["temporal"] == 1.0  # inside the window: distance 0
     # 90 days before a window that ends 3 days before REF is far past 30 days: the floor.
     assert second.stages["temporal"] == pytest.approx(0.1)
-    assert first.score == pytest.approx(temporal_blend(first.stages["fused"], 1.0, 0.6))
-    assert first.score == pytest.approx(0.6 * first.stages["fused"] + 0.4 * 1.0)
+    # The temporal factor blend + (1 - blend) · temporal keeps the score a probability:
+    # inside the window it is unchanged, far outside it is 0.6 + 0.4 · 0.1 of what it was.
+    assert first.stages["temporal_factor"] == 1.0 and first.score == pytest.approx(first.stages["fused"])
+    assert second.score == pytest.approx(second.stages["fused"] * (0.6 + 0.4 * 0.1))
 
 
 def test_no_time_phrase_leaves_the_fused_order(service: MemoryService) -> None:
@@ -228,7 +233,3 @@ def test_other_users_and_tenants_are_never_seen(service: MemoryService) -> None:
     service.store.put([other, other_tenant])
     result = search(service, "secret plan", top_k=10)
     assert [h.record.source_ids for h in result.hits] == [["mine"]]
-
-
-def test_min_max_normalisation_before_the_blend() -> None:
-    assert min_max({"a": 0.1, "b": 0.05}) == {"a": 1.0, "b": 0.0}

@@ -3,25 +3,29 @@
 Min-max scaling gave every query's best result 1.0 however poor it was, so no
 threshold could mean anything. Instead each fused candidate gets
 
-    score = σ(bias + w_rrf · rrf + w_vector · cosine + w_coverage · coverage
+    score = σ(bias + w_rrf · rrf + w_vector · best_cosine + w_coverage · best_coverage
               + w_category · category)
 
-from signals that each mean the same in every query:
+* ``rrf``: the candidate's weighted RRF value scaled so that first place in
+  every ranking is 1: how well the rankings agree on it;
+* ``best_cosine`` and ``best_coverage``: the evidence the *query* found at
+  all, the same for each of its results: the highest full-dimension cosine in
+  the pool, and the highest share of the query's content words (as stems)
+  that one candidate's indexed text contains. They lift or lower every result
+  of a query together, so a query that matched nothing well scores low;
+* ``category`` (0 by default): the candidate's affinity with the kind of thing
+  the query asks about (``categories``).
 
-* ``rrf``: the weighted RRF value scaled so that first place in every ranking
-  is 1 (it says how well the rankings agree on the candidate);
-* ``cosine``: the full-dimension cosine of the query and the candidate (an
-  absolute similarity, where RRF only knows ranks);
-* ``coverage``: the share of the query's content words (as stems) that the
-  candidate's indexed text contains;
-* ``category``: how much the candidate is about the kind of thing the query
-  asks for (``categories``: its expected cosine with the query's categories).
+Only ``rrf`` and ``category`` differ between the results of one query, so with
+``w_category = 0`` the score orders them exactly as the fused ranking does.
+A per-result cosine or coverage term was measured too: fitted pointwise it
+re-orders each pool by absolute similarity and loses recall (LoCoMo, leave-one-
+conversation-out: @10 0.794 -> 0.717), because what predicts relevance across
+queries is not what ranks within one.
 
-The weights are a logistic regression fitted on labelled (query, candidate)
-pairs: ``scripts/calibrate_scores.py`` fits them on LoCoMo and checks them
-leave-one-conversation-out (docs/retrieval.md). The candidates are ranked by
-this score, so rank and score always agree; a ``min_score`` threshold then
-keeps results at least that likely to be relevant. The cosine's scale is the
+The weights are a logistic regression fitted on labelled (query, result) pairs:
+``scripts/calibrate_scores.py`` fits them on LoCoMo and checks them
+leave-one-conversation-out (docs/retrieval.md). The cosine's scale is the
 embedder's: the defaults are fitted for the offline ``minilm`` model.
 """
 
@@ -40,8 +44,10 @@ class ScoreModel:
     coverage: float
     category: float = 0.0
 
-    def probability(self, rrf: float, cosine: float, coverage: float, category: float = 0.0) -> float:
-        z = self.bias + self.rrf * rrf + self.vector * cosine + self.coverage * coverage
+    def probability(
+        self, rrf: float, best_cosine: float, best_coverage: float, category: float = 0.0
+    ) -> float:
+        z = self.bias + self.rrf * rrf + self.vector * best_cosine + self.coverage * best_coverage
         z += self.category * category
         # Written to never overflow: exp of a large positive number is avoided on either side.
         if z >= 0:
@@ -58,4 +64,4 @@ def coverage(query_terms: set[str], document_terms: Iterable[str]) -> float:
 
 
 #: fitted by scripts/calibrate_scores.py on LoCoMo (embedder minilm); see docs/retrieval.md
-DEFAULT_SCORE_MODEL = ScoreModel(bias=-4.0, rrf=4.0, vector=0.0, coverage=0.0)
+DEFAULT_SCORE_MODEL = ScoreModel(bias=-5.786, rrf=5.638, vector=0.565, coverage=0.141, category=0.0)

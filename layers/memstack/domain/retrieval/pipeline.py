@@ -25,7 +25,7 @@ from memstack.domain.retrieval import stages
 from memstack.domain.retrieval.calibration import coverage
 from memstack.domain.retrieval.categories import CategoryPrototypes
 from memstack.domain.retrieval.types import RetrievalConfig, SearchHit, SearchRequest, SearchResult
-from memstack.domain.scoring import near_duplicates, temporal_blend, weighted_rrf
+from memstack.domain.scoring import near_duplicates, temporal_factor, weighted_rrf
 from memstack.domain.temporal import TimeWindow, temporal_score
 from memstack.domain.text import index_terms, query_index_terms
 from memstack.models import MemoryFilters, ScoredId, Tier
@@ -183,7 +183,7 @@ class Retriever:
             affinity = dict(zip(with_vectors, (float(v) for v in values), strict=True))
         ranks = {name: {s.id: r for r, s in enumerate(r_, start=1)} for name, r_ in rankings.items()}
         raw = {name: {s.id: s.score for s in r_} for name, r_ in rankings.items()}
-        hits = []
+        signals: dict[str, dict[str, float]] = {}
         for i in pool_ids:
             st: dict[str, float] = {}
             for name in ("vector", "bm25", "bm25_prf"):
@@ -192,15 +192,22 @@ class Retriever:
                     if name != "bm25_prf":
                         st[name] = raw[name][i]
             vec = run.vectors.get(i)
-            cosine = float(np.dot(vec, run.query_vec)) if vec is not None else 0.0
-            st["cosine"] = cosine
+            st["cosine"] = float(np.dot(vec, run.query_vec)) if vec is not None else 0.0
             st["coverage"] = coverage(query_terms, index_terms(records[i].indexed_text))
             st["rrf"] = fused[i]
-            scaled = fused[i] / top if top > 0 else 0.0
-            st["rrf_scaled"] = scaled
+            st["rrf_scaled"] = fused[i] / top if top > 0 else 0.0
             if affinity:
                 st["category"] = affinity.get(i, 0.0)
-            st["fused"] = cfg.score_model.probability(scaled, cosine, st["coverage"], st.get("category", 0.0))
+            signals[i] = st
+        # What the query found at all: the same for each of its results.
+        best_cosine = max((st["cosine"] for st in signals.values()), default=0.0)
+        best_coverage = max((st["coverage"] for st in signals.values()), default=0.0)
+        hits = []
+        for i, st in signals.items():
+            st["query_cosine"], st["query_coverage"] = best_cosine, best_coverage
+            st["fused"] = cfg.score_model.probability(
+                st["rrf_scaled"], best_cosine, best_coverage, st.get("category", 0.0)
+            )
             hits.append(SearchHit(record=records[i], score=st["fused"], stages=st))
         hits = _ranked(hits, "fusion")
         run.status["fusion"] = f"ok: {len(fused)} fused, {len(hits)} carried on"
@@ -215,7 +222,9 @@ class Retriever:
                 when = hit.record.event_time or hit.record.created_at
                 t = temporal_score(window.distance_days(when), cfg.temporal_window_days)
                 hit.stages["temporal"] = t
-                hit.score = temporal_blend(hit.score, t, cfg.temporal_blend)
+                # A factor, so the score stays a probability: inside the window it is unchanged.
+                hit.stages["temporal_factor"] = temporal_factor(t, cfg.temporal_blend)
+                hit.score *= hit.stages["temporal_factor"]
             if hit.record.tier == Tier.STM and hit.record.metadata.get("consolidated"):
                 # STM already folded into LTM by consolidation counts for less (0 hides it).
                 if cfg.consolidated_stm_weight <= 0:
