@@ -233,3 +233,25 @@ def test_other_users_and_tenants_are_never_seen(service: MemoryService) -> None:
     service.store.put([other, other_tenant])
     result = search(service, "secret plan", top_k=10)
     assert [h.record.source_ids for h in result.hits] == [["mine"]]
+
+
+def test_scores_mean_the_same_in_every_query_and_min_score_keeps_the_likely_ones(
+    service: MemoryService,
+) -> None:
+    put(
+        service,
+        record(service, "adopted a greyhound called Pixel", "a"),
+        record(service, "the quarterly tax filing is due in April", "b"),
+    )
+    good = search(service, "adopted a greyhound called Pixel", top_k=2)
+    nonsense = search(service, "zzyzx quorble", top_k=2)
+    # The best answer to a query that matches well is likely relevant; the best "answer"
+    # to one that matches nothing is not, though min-max scaling would have called both 1.0.
+    assert good.hits[0].score > 0.3
+    assert nonsense.hits and nonsense.hits[0].score < 0.05
+    assert search(service, "zzyzx quorble", top_k=2, min_score=0.1).hits == []
+    kept = search(service, "adopted a greyhound called Pixel", top_k=2, min_score=0.1).hits
+    assert [h.record.source_ids for h in kept] == [["a"]]
+    # explain shows where each stage left each result
+    explained = search(service, "adopted a greyhound called Pixel", top_k=2, explain=True).hits[0]
+    assert {"rank_after_fusion", "rank_after_temporal", "rank_after_dedup"} <= set(explained.stages)

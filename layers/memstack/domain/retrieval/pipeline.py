@@ -171,8 +171,11 @@ class Retriever:
         missing = [i for i in pool_ids if i not in run.vectors]
         if missing:
             run.vectors = {**run.vectors, **run.store.embeddings(req.tenant, req.user_id, missing)}
-        # First place in every ranking that has any candidates scales to 1.
-        top = sum(w for name, w in weights.items() if rankings[name]) / (cfg.rrf_k + 1)
+        # First place in the vector and BM25 rankings (and the feedback one, when it ran)
+        # scales to 1. A query no word of which matches anything has no BM25 ranking:
+        # its best result then scales to the vector weight alone, and scores low.
+        ran = {"vector", "bm25", *(("bm25_prf",) if run.prf else ())}
+        top = sum(weights[name] for name in ran) / (cfg.rrf_k + 1)
         query_terms = query_index_terms(req.query)
         affinity: dict[str, float] = {}
         # Computed when it counts, or when explain asks for every signal.
