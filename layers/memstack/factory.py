@@ -179,6 +179,7 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
         ),
         temporal_window_days=settings.temporal_window_days,
         temporal_blend=settings.temporal_blend,
+        temporal_report_lag_days=settings.temporal_report_lag_days,
         consolidated_stm_weight=settings.consolidated_stm_weight,
         dedup_threshold=settings.dedup_threshold,
         dedup_by_source=settings.dedup_by_source,

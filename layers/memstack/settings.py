@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     )
     temporal_window_days: float = Field(30.0, gt=0.0)
     temporal_blend: float = Field(0.6, ge=0.0, le=1.0, description="share of the fused score in the blend")
+    temporal_report_lag_days: float = Field(
+        7.0, ge=0.0, le=365.0, description="days after a query's window a memory still counts as inside it"
+    )
     dedup_threshold: float = Field(0.99, gt=0.0, le=1.0)
     dedup_by_source: bool = Field(
         True, description="drop a raw turn when an LTM memory made from it is also a result"

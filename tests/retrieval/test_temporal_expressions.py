@@ -175,6 +175,9 @@ CASES = [
     ("a week after Halloween", "2022-11-07", "2022-11-07"),
     ("three days after Easter", "2023-04-12", "2023-04-12"),
     ("around the week before Christmas", "2022-12-15", "2022-12-27"),
+    ("in the second week of November 2022", "2022-11-08", "2022-11-14"),
+    ("in the last week of August", "2023-08-25", "2023-08-31"),
+    ("the first week of last month", "2023-09-01", "2023-09-07"),
     # --- explicit days
     ("on 8 May 2023", "2023-05-08", "2023-05-08"),
     ("May 8, 2023", "2023-05-08", "2023-05-08"),

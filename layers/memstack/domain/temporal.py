@@ -66,13 +66,19 @@ class TimeWindow:
     end: datetime
     phrase: str
 
-    def distance_days(self, when: datetime) -> float:
-        """Days from ``when`` to the window: 0 inside it, else to the nearest edge (naive = UTC)."""
+    def distance_days(self, when: datetime, report_lag_days: float = 0.0) -> float:
+        """Days from ``when`` to the window: 0 inside it, else to the nearest edge (naive = UTC).
+
+        ``report_lag_days``: a memory dated up to that long after the window is not
+        far from it. What is said is said after it happens ("last week we went
+        camping" is dated the day it was said), so a turn reporting an event of the
+        window carries a date just after it.
+        """
         when = _aware(when)
         if when < self.start:
             return (self.start - when).total_seconds() / 86400
         if when > self.end:
-            return (when - self.end).total_seconds() / 86400
+            return max(0.0, (when - self.end).total_seconds() / 86400 - report_lag_days)
         return 0.0
 
     def as_dict(self) -> dict[str, str]:
@@ -324,7 +330,7 @@ _CORES = [
     _Core(
         _rx(
             rf"\b(?:(?:in|over|during|within)\s+)?the\s+(?:last|past)\s+"
-            rf"(?:(?P<n>{_NUMBER}|{_VAGUE}|few|couple of)\s+)?(?P<unit>day|week|month|year)s?\b"
+            rf"(?:(?P<n>{_NUMBER}|{_VAGUE}|few|couple of)\s+)?(?P<unit>day|week|month|year)s?\b(?!\s+of\b)"
         ),
         _up_to_now,
     ),
@@ -364,8 +370,8 @@ _CORES = [
     ),
     _Core(
         _rx(
-            rf"\b(?:(?:in|during|since|by|until|from|between)\s+)?(?:{_MONTH})\.?,?\s+(?:of\s+)?{_YEAR}\b"
-            rf"|\b(?:in|during|since|by|until|from|between)\s+(?:{_MONTH})\b"
+            rf"\b(?:(?:in|during|since|by|until|from|between|of)\s+)?(?:{_MONTH})\.?,?\s+(?:of\s+)?{_YEAR}\b"
+            rf"|\b(?:in|during|since|by|until|from|between|of)\s+(?:{_MONTH})\b"
             rf"|\b(?:in|during|since|by|until|from|back in|of)\s+(?:the\s+year\s+)?{_YEAR}\b"
             rf"|(?:(?<=early )|(?<=late )|(?<=mid-)|(?<=mid ))(?:{_YEAR})\b"
         ),
@@ -374,7 +380,8 @@ _CORES = [
     _Core(
         _rx(
             rf"\b(?:{_NUMBER})\s+(?:{_UNIT})s?\s+ago\b"
-            rf"|\b(?:last|this|next|previous|this past)\s+(?:week|month|year|(?:{_WEEKDAY})(?:\s+night)?)\b"
+            rf"|\b(?:last|this|next|previous|this past)\s+"
+            rf"(?:week|month|year|(?:{_WEEKDAY})(?:\s+night)?)\b(?!\s+of\b)"
             rf"|\bon\s+(?:{_WEEKDAY})\b(?!s)"
             r"|\b(?:the day before yesterday|yesterday|today|tonight|last night)\b"
             r"|\bthis (?:morning|afternoon|evening)\b"
@@ -403,6 +410,15 @@ def _part(span: _Span, which: str) -> _Span:
         span.first + timedelta(days=days * (index + 1) // 3 - 1),
         "part",
     )
+
+
+def _nth_week(span: _Span, nth: str) -> _Span:
+    """ "the second week of November": days 8-14 of it ("the last week": its last seven days)."""
+    if nth == "last":
+        return _Span(span.last - 6 * _DAY, span.last, "week")
+    index = ("first", "second", "third", "fourth").index(nth)
+    first = span.first + timedelta(weeks=index)
+    return _Span(first, min(first + 6 * _DAY, span.last), "week")
 
 
 def _around(span: _Span) -> _Span:
@@ -438,6 +454,10 @@ _MODIFIERS: list[tuple[re.Pattern[str], Callable[[_Span, re.Match[str], date], _
             rf"\b(?P<amount>the|an?|{_NUMBER})\s+(?P<unit>day|week|month|year)s?\s+(?P<dir>before|after)\s+$"
         ),
         lambda s, m, today: _relative_to(s, m["amount"], m["unit"], m["dir"].lower()),
+    ),
+    (
+        _rx(r"\bthe\s+(?P<nth>first|second|third|fourth|last)\s+week(?:\s+of)?\s+$"),
+        lambda s, m, today: _nth_week(s, m["nth"].lower()),
     ),
     (_rx(r"\bearlier\s+$"), lambda s, m, today: _Span(s.first, min(s.last, today), s.period)),
     (_rx(r"\bsince\s+$"), lambda s, m, today: _Span(s.first, max(s.last, today), s.period)),

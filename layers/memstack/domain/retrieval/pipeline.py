@@ -223,7 +223,8 @@ class Retriever:
         for hit in hits:
             if window is not None:
                 when = hit.record.event_time or hit.record.created_at
-                t = temporal_score(window.distance_days(when), cfg.temporal_window_days)
+                distance = window.distance_days(when, cfg.temporal_report_lag_days)
+                t = temporal_score(distance, cfg.temporal_window_days)
                 hit.stages["temporal"] = t
                 # A factor, so the score stays a probability: inside the window it is unchanged.
                 hit.stages["temporal_factor"] = temporal_factor(t, cfg.temporal_blend)

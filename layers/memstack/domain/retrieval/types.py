@@ -50,6 +50,8 @@ class RetrievalConfig:
     # stage 5: temporal boost
     temporal_window_days: float = 30.0
     temporal_blend: float = 0.6
+    #: a memory dated up to this long after the query's window still counts as inside it
+    temporal_report_lag_days: float = 7.0
     consolidated_stm_weight: float = 0.5
     # stage 6: near-duplicate removal
     dedup_threshold: float = 0.99
