@@ -62,7 +62,8 @@ def test_rrf_and_fused_scores_match_hand_computed_values(service: MemoryService)
     paper = Retriever(
         service.store, service.embedder, RetrievalConfig(weight_vector=0.7, weight_bm25=0.3, rrf_k=10)
     )
-    result = paper.search(SearchRequest(tenant=T, user_id=U, query="banana", top_k=3, reference_time=REF))
+    req = SearchRequest(tenant=T, user_id=U, query="banana", top_k=3, reference_time=REF, explain=True)
+    result = paper.search(req)
     by_source = {h.record.source_ids[0]: h for h in result.hits}
     for hit in result.hits:
         expected = 0.0
@@ -80,12 +81,16 @@ def test_rrf_and_fused_scores_match_hand_computed_values(service: MemoryService)
                 hit.stages["rrf_scaled"], hit.stages["query_cosine"], hit.stages["query_coverage"]
             )
         )
-        assert hit.stages["query_coverage"] == 1.0  # the best coverage in the pool
+        assert hit.stages["query_coverage"] == 1.0  # the best coverage in the pool (explain computes it)
     # The exact match is first in both rankings: 0.7/11 + 0.3/11, scaled to 1.
     assert by_source["b"].stages["rrf"] == pytest.approx(1.0 / 11)
     assert by_source["b"].stages["rrf_scaled"] == pytest.approx(1.0)
     assert by_source["b"].stages["coverage"] == 1.0 and result.hits[0].record.source_ids == ["b"]
     assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+    # Without explain (and with its weight 0, the default) coverage is not computed at all.
+    plain = paper.search(SearchRequest(tenant=T, user_id=U, query="banana", top_k=3, reference_time=REF))
+    assert all("coverage" not in h.stages for h in plain.hits)
+    assert [h.score for h in plain.hits] == pytest.approx([h.score for h in result.hits])
     assert weighted_rrf({"v": [ScoredId(id="x", score=1)]}, {"v": 0.7}, 10) == {"x": pytest.approx(0.7 / 11)}
 
 

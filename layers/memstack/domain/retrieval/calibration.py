@@ -16,6 +16,10 @@ threshold could mean anything. Instead each fused candidate gets
 * ``category`` (0 by default): the candidate's affinity with the kind of thing
   the query asks about (``categories``).
 
+``best_coverage`` (0 by default) added nothing once the best cosine is in
+(same held-out Brier score), and costs a pass over every pooled text, so it
+is computed only when its weight is set or explain asks for every signal.
+
 Only ``rrf`` and ``category`` differ between the results of one query, so with
 ``w_category = 0`` the score orders them exactly as the fused ranking does.
 A per-result cosine or coverage term was measured too: fitted pointwise it
@@ -64,4 +68,4 @@ def coverage(query_terms: set[str], document_terms: Iterable[str]) -> float:
 
 
 #: fitted by scripts/calibrate_scores.py on LoCoMo (embedder minilm); see docs/retrieval.md
-DEFAULT_SCORE_MODEL = ScoreModel(bias=-5.786, rrf=5.638, vector=0.565, coverage=0.141, category=0.0)
+DEFAULT_SCORE_MODEL = ScoreModel(bias=-5.734, rrf=5.638, vector=0.648, coverage=0.0, category=0.0)

@@ -176,7 +176,9 @@ class Retriever:
         # its best result then scales to the vector weight alone, and scores low.
         ran = {"vector", "bm25", *(("bm25_prf",) if run.prf else ())}
         top = sum(weights[name] for name in ran) / (cfg.rrf_k + 1)
-        query_terms = query_index_terms(req.query)
+        # Coverage reads every pooled text: only when it counts, or when explain asks for it.
+        want_coverage = bool(cfg.score_model.coverage) or req.explain
+        query_terms = query_index_terms(req.query) if want_coverage else set()
         affinity: dict[str, float] = {}
         # Computed when it counts, or when explain asks for every signal.
         if (cfg.score_model.category or req.explain) and pool_ids:
@@ -196,7 +198,8 @@ class Retriever:
                         st[name] = raw[name][i]
             vec = run.vectors.get(i)
             st["cosine"] = float(np.dot(vec, run.query_vec)) if vec is not None else 0.0
-            st["coverage"] = coverage(query_terms, index_terms(records[i].indexed_text))
+            if want_coverage:
+                st["coverage"] = coverage(query_terms, index_terms(records[i].indexed_text))
             st["rrf"] = fused[i]
             st["rrf_scaled"] = fused[i] / top if top > 0 else 0.0
             if affinity:
@@ -204,7 +207,7 @@ class Retriever:
             signals[i] = st
         # What the query found at all: the same for each of its results.
         best_cosine = max((st["cosine"] for st in signals.values()), default=0.0)
-        best_coverage = max((st["coverage"] for st in signals.values()), default=0.0)
+        best_coverage = max((st.get("coverage", 0.0) for st in signals.values()), default=0.0)
         hits = []
         for i, st in signals.items():
             st["query_cosine"], st["query_coverage"] = best_cosine, best_coverage
