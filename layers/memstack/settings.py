@@ -58,7 +58,9 @@ class Settings(BaseSettings):
     weight_vector: float = Field(0.3, ge=0.0)
     weight_bm25: float = Field(0.7, ge=0.0)
     weight_prf: float = Field(0.3, ge=0.0, description="RRF weight of the BM25 feedback query's ranking")
-    prf_terms: int = Field(10, ge=0, le=50, description="terms pseudo-relevance feedback adds (0: off)")
+    # Off by default: +0.003 recall@10 / +0.007 @25 with extraction on LoCoMo, for a second BM25
+    # query that made each search ~1.5x slower (docs/retrieval.md); MEMSTACK_PRF_TERMS=10 turns it on.
+    prf_terms: int = Field(0, ge=0, le=50, description="terms pseudo-relevance feedback adds (0: off)")
     prf_docs: int = Field(5, ge=1, le=50, description="first BM25 hits the feedback terms come from")
     prf_min_docs: int = Field(2, ge=1, le=50, description="feedback hits a term must occur in")
     # The calibrated score (stage 4): σ(bias + rrf·RRF + vector·cosine + coverage·coverage),

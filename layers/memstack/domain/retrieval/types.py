@@ -31,8 +31,8 @@ class RetrievalConfig:
     coarse_dim: int = 128
     # stage 3: BM25
     bm25_candidates: int = 200
-    #: pseudo-relevance feedback: terms added to a second BM25 query (0 turns it off)
-    prf_terms: int = 10
+    #: pseudo-relevance feedback: terms added to a second BM25 query (0 turns it off; 10 when on)
+    prf_terms: int = 0
     #: the best first-query hits the terms are drawn from
     prf_docs: int = 5
     #: a term must occur in this many of them
