@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from functools import lru_cache
 
 from memstack.domain.calendar_words import CARDINAL_WORDS, MONTH_NUMBERS, SEASON_START_MONTHS, WEEKDAY_NAMES
 
@@ -220,21 +221,27 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
-def _dateparser_span(text: str, today: date) -> _Span | None:
-    """A date and its period from dateparser, as the whole period's span."""
+@lru_cache(maxsize=64)
+def _parser(today: date) -> object:
+    """One ``DateDataParser`` per reference day (building one costs more than parsing with it)."""
     from dateparser.date import DateDataParser
 
+    return DateDataParser(
+        languages=["en"],
+        settings={
+            "RELATIVE_BASE": datetime(today.year, today.month, today.day, 12),
+            "PREFER_DATES_FROM": "past",
+            "PREFER_DAY_OF_MONTH": "first",
+            "RETURN_TIME_AS_PERIOD": True,
+        },
+    )
+
+
+def _dateparser_span(text: str, today: date) -> _Span | None:
+    """A date and its period from dateparser, as the whole period's span."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        data = DateDataParser(
-            languages=["en"],
-            settings={
-                "RELATIVE_BASE": datetime(today.year, today.month, today.day, 12),
-                "PREFER_DATES_FROM": "past",
-                "PREFER_DAY_OF_MONTH": "first",
-                "RETURN_TIME_AS_PERIOD": True,
-            },
-        ).get_date_data(text)
+        data = _parser(today).get_date_data(text)  # type: ignore[attr-defined]
     when, period = data.date_obj, data.period
     if when is None or not _MIN_YEAR <= when.year <= _MAX_YEAR:
         return None
