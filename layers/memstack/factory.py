@@ -176,6 +176,8 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
             vector=settings.score_vector,
             coverage=settings.score_coverage,
             category=settings.score_category,
+            result_cosine=settings.score_result_cosine,
+            result_coverage=settings.score_result_coverage,
         ),
         temporal_window_days=settings.temporal_window_days,
         temporal_blend=settings.temporal_blend,

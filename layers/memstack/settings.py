@@ -71,6 +71,12 @@ class Settings(BaseSettings):
     score_coverage: float = Field(
         DEFAULT_SCORE_MODEL.coverage, description="calibrated score: weight of query-word coverage"
     )
+    score_result_cosine: float = Field(
+        DEFAULT_SCORE_MODEL.result_cosine, description="calibrated score: weight of the result's own cosine"
+    )
+    score_result_coverage: float = Field(
+        DEFAULT_SCORE_MODEL.result_coverage, description="calibrated score: weight of a result's coverage"
+    )
     score_category: float = Field(
         DEFAULT_SCORE_MODEL.category, description="calibrated score: weight of category affinity (0: off)"
     )
@@ -110,8 +116,9 @@ class Settings(BaseSettings):
     summary_max_tokens: int = Field(300, ge=16)
     synthesis_max_tokens: int = Field(400, ge=16)
     queue_max_attempts: int = Field(3, ge=1, le=100)
+    # Off by default: measured on LoCoMo with consolidation, recall did not gain (docs/retrieval.md).
     profile_memories: bool = Field(
-        True, description="consolidation keeps one profile memory per person and category (cross-session)"
+        False, description="consolidation keeps one profile memory per person and category (cross-session)"
     )
     profile_min_items: int = Field(2, ge=1, le=100, description="memories a profile needs to be written")
     profile_max_items: int = Field(

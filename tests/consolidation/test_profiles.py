@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import pytest
 from memstack.domain.consolidation.profiles import PROFILE, profile_text
+from memstack.factory import build_service
 from memstack.models import Category, MemoryFilters, MemoryRecord, Message, Tier
 from memstack.service import MemoryService
+from memstack.settings import load_settings
 
 T, U = "t", "u"
 DAY1 = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[MemoryService]:
+    svc = build_service(load_settings(data_dir=tmp_path / "data", embedder="hashing", profile_memories=True))
+    try:
+        yield svc
+    finally:
+        svc.close()
+
+
+def test_profiles_are_off_unless_switched_on(tmp_path: Path) -> None:
+    svc = build_service(load_settings(data_dir=tmp_path / "off", embedder="hashing"))
+    try:
+        assert svc.profiles is None
+    finally:
+        svc.close()
 
 
 def say(service: MemoryService, msgs: list[tuple[str, str, str]], when: datetime) -> None:

@@ -47,12 +47,21 @@ class ScoreModel:
     vector: float
     coverage: float
     category: float = 0.0
+    #: weights of the result's own cosine and coverage (0 by default: they re-order the pool)
+    result_cosine: float = 0.0
+    result_coverage: float = 0.0
 
     def probability(
-        self, rrf: float, best_cosine: float, best_coverage: float, category: float = 0.0
+        self,
+        rrf: float,
+        best_cosine: float,
+        best_coverage: float,
+        category: float = 0.0,
+        cosine: float = 0.0,
+        coverage: float = 0.0,
     ) -> float:
         z = self.bias + self.rrf * rrf + self.vector * best_cosine + self.coverage * best_coverage
-        z += self.category * category
+        z += self.category * category + self.result_cosine * cosine + self.result_coverage * coverage
         # Written to never overflow: exp of a large positive number is avoided on either side.
         if z >= 0:
             return 1.0 / (1.0 + math.exp(-z))

@@ -177,7 +177,8 @@ class Retriever:
         ran = {"vector", "bm25", *(("bm25_prf",) if run.prf else ())}
         top = sum(weights[name] for name in ran) / (cfg.rrf_k + 1)
         # Coverage reads every pooled text: only when it counts, or when explain asks for it.
-        want_coverage = bool(cfg.score_model.coverage) or req.explain
+        model = cfg.score_model
+        want_coverage = bool(model.coverage or model.result_coverage) or req.explain
         query_terms = query_index_terms(req.query) if want_coverage else set()
         affinity: dict[str, float] = {}
         # Computed when it counts, or when explain asks for every signal.
@@ -211,8 +212,13 @@ class Retriever:
         hits = []
         for i, st in signals.items():
             st["query_cosine"], st["query_coverage"] = best_cosine, best_coverage
-            st["fused"] = cfg.score_model.probability(
-                st["rrf_scaled"], best_cosine, best_coverage, st.get("category", 0.0)
+            st["fused"] = model.probability(
+                st["rrf_scaled"],
+                best_cosine,
+                best_coverage,
+                st.get("category", 0.0),
+                st["cosine"],
+                st.get("coverage", 0.0),
             )
             hits.append(SearchHit(record=records[i], score=st["fused"], stages=st))
         hits = _ranked(hits, "fusion")
