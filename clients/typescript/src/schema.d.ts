@@ -555,6 +555,12 @@ export interface components {
              */
             score: number;
             /**
+             * Superseded
+             * @description an older version (history queries), or a raw turn whose memories were all replaced
+             * @default false
+             */
+            superseded?: boolean;
+            /**
              * Stages
              * @description each stage's score and the result's rank after each stage (explain=true)
              */

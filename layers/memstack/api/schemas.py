@@ -226,6 +226,10 @@ class Memory(BaseModel):
 
 class SearchResultItem(Memory):
     score: float = Field(description="calibrated probability that the result is relevant (0-1)")
+    superseded: bool = Field(
+        False,
+        description="an older version (history queries), or a raw turn whose memories were all replaced",
+    )
     stages: dict[str, float] | None = Field(
         None, description="each stage's score and the result's rank after each stage (explain=true)"
     )

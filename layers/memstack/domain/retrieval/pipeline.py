@@ -24,6 +24,7 @@ from memstack.domain.query_analysis import analyse_query
 from memstack.domain.retrieval import stages
 from memstack.domain.retrieval.calibration import coverage
 from memstack.domain.retrieval.categories import CategoryPrototypes
+from memstack.domain.retrieval.superseded import mark_superseded_turns
 from memstack.domain.retrieval.types import RetrievalConfig, SearchHit, SearchRequest, SearchResult
 from memstack.domain.scoring import near_duplicates, temporal_factor, weighted_rrf
 from memstack.domain.temporal import TimeWindow, temporal_score
@@ -118,12 +119,18 @@ class Retriever:
         with clock.stage("rerank"):
             hits = self._rerank(run, hits)
         with clock.stage("history"):
+            # Raw turns whose memories were all replaced say so, and rank below what is current.
+            hits, stale = mark_superseded_turns(
+                run.store, req, hits, window=2 * req.top_k, demote=cfg.superseded_turns_last and not history
+            )
             if req.min_score is not None:
                 hits = [h for h in hits if h.score >= req.min_score]
             hits = hits[: req.top_k]
             if history:
                 hits = stages.expand_history(run.store, req, hits, cfg.history_max_versions)[: req.top_k]
                 run.status["history"] = "ok: version chains expanded"
+            elif stale:
+                run.status["history"] = f"ok: {stale} superseded turns ranked below current memories"
             else:
                 run.status["history"] = "skipped: current versions only"
 
