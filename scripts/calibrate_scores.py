@@ -8,9 +8,12 @@ an evidence turn. A logistic regression
 (Newton's method, a small L2 penalty) maps the signals to a probability.
 
 Leave-one-conversation-out: for each conversation, the model is fitted on the
-others and judged on it, both as a ranking (turn recall@k when the pool is
-ordered by the fitted score, against the order the pipeline returned) and as
-a probability (Brier score, and observed relevance per score bin). The model
+others and judged on it, as a probability (Brier score, and observed
+relevance per score bin) and as a ranking: turn recall@k when the pool is
+ordered by the fitted score alone, beside the order the pipeline returned.
+The fitted order ignores what stages 5-6 do after fusion (a memory taking the
+better score of a turn merged into it, the temporal factor), so it is only
+comparable between feature sets, not with the pipeline's order. The model
 fitted on every conversation is printed last, as the values for
 ``DEFAULT_SCORE_MODEL`` / ``MEMSTACK_SCORE_*``.
 
@@ -161,7 +164,8 @@ def main() -> None:
         x, y = design(test)
         p = predict(w, x)
         print(
-            f"held out {held}: pipeline order {recall(test, ks, None)}  fitted order {recall(test, ks, w)}  "
+            f"held out {held}: pipeline order {recall(test, ks, None)}  "
+            f"fitted score alone {recall(test, ks, w)}  "
             f"brier {float(np.mean((p - y) ** 2)):.4f}  weights {np.round(w, 3).tolist()}"
         )
     w = fit(*design(questions))
