@@ -16,7 +16,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from memstack.api.errors import error_responses
 from memstack.api.idempotency import make_idempotent
-from memstack.api.limits import check_add, check_update
+from memstack.api.limits import check_add, check_times, check_update
 from memstack.api.responses import json_response as _json
 from memstack.api.schemas import (
     ID_PATTERN,
@@ -109,7 +109,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             # The agent rides in the metadata, which every store keeps and extraction carries on.
             metadata={**(req.metadata or {}), **({"agent_id": req.agent_id} if req.agent_id else {})} or None,
         )
-        status = "processed" if req.sync and result.drained else "queued" if result.queued else "stored"
+        status = "processed" if result.processed else "queued" if result.queued else "stored"
         # Newly stored only: an idempotent replay or a resent id is not new traffic.
         deps.metrics.add_metric(name="MessagesIngested", unit=MetricUnit.Count, value=len(result.stored))
         return AddMemoriesResponse(
@@ -185,6 +185,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         ] = None,
     ):
         reject_unknown_query(app, LIST_PARAMS)
+        check_times(settings, "query", after=after, before=before)
         if session_id and run_id and session_id != run_id:
             raise ValidationFailed("run_id is an alias of session_id: send one of them (or the same value)")
         session_id = session_id or run_id

@@ -142,6 +142,7 @@ def search(
     reference_time: datetime | None = None,
     explain: bool | None = None,
     include_history: bool | None = None,
+    min_score: float | None = None,
 ) -> ApiCall[SearchMemoriesResponse]:
     body = {
         "user_id": user_id,
@@ -152,6 +153,7 @@ def search(
         "reference_time": reference_time,
         "explain": explain,
         "include_history": include_history,
+        "min_score": min_score,
     }
     return ApiCall("POST", "/v1/memories/search", _model(SearchMemoriesResponse), body=body)
 

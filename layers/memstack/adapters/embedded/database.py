@@ -187,6 +187,9 @@ class Database:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
+            # Deleted rows are overwritten, not just unlinked: an erased user's words must not
+            # stay readable in free pages or in the free space of a page (issue 12, erase).
+            conn.execute("PRAGMA secure_delete=ON")
             conn.row_factory = sqlite3.Row
             self._local.conn = conn
             with self._connections_lock:

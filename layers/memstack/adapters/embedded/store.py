@@ -10,10 +10,10 @@ see ``user_index``) and on the user's own partition of the FTS5 index
 
 from __future__ import annotations
 
-import base64
 import builtins
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -23,6 +23,8 @@ from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.index_cache import IndexCache
 from memstack.adapters.embedded.rows import COLUMNS, INSERT, M_COLUMNS, filter_sql, insert_values, to_record
 from memstack.adapters.embedded.user_index import IndexView
+from memstack.domain.cursors import decode_row_position, encode_position
+from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
@@ -40,12 +42,37 @@ def _chunks(ids: list[str]) -> Iterator[list[str]]:
         yield unique[start : start + _CHUNK]
 
 
+def ensure_erasures(db: Database) -> None:
+    """The erasure markers (domain/erasure.py): a hash of the user, a time, an expiry."""
+    with db.write() as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS erasures (key TEXT PRIMARY KEY, erased_at REAL NOT NULL, "
+            "expires_at REAL NOT NULL)"
+        )
+
+
+def erased_at(conn: sqlite3.Connection, tenant: str, user_id: str) -> float | None:
+    """When the user was last erased (epoch seconds), if within the markers' retention."""
+    row = conn.execute(
+        "SELECT erased_at FROM erasures WHERE key = ?", (erasure_key(tenant, user_id),)
+    ).fetchone()
+    return float(row["erased_at"]) if row else None
+
+
 class EmbeddedMemoryStore:
     """The ``MemoryStore`` port on a SQLite file."""
 
     def __init__(self, db: Database, *, cache_rows: int = 500_000) -> None:
         self.db = db
         self._indexes = IndexCache(cache_rows)
+        ensure_erasures(db)
+
+    @staticmethod
+    def _refuse_if_erased(conn: sqlite3.Connection, records: list[MemoryRecord]) -> None:
+        if work_began() is None:
+            return
+        for tenant, user_id in dict.fromkeys((r.tenant, r.user_id) for r in records):
+            refuse_if_erased(erased_at(conn, tenant, user_id))
 
     # ------------------------------------------------------------------ writes
     @staticmethod
@@ -87,6 +114,7 @@ class EmbeddedMemoryStore:
         if not records:
             return
         with self.db.write() as conn:
+            self._refuse_if_erased(conn, records)
             owners = {
                 key: self._bump(conn, *key) for key in dict.fromkeys((r.tenant, r.user_id) for r in records)
             }
@@ -97,6 +125,7 @@ class EmbeddedMemoryStore:
         if (new.tenant, new.user_id) != (tenant, user_id):
             raise BadRequest("a new version must belong to the same tenant and user")
         with self.db.write() as conn:
+            self._refuse_if_erased(conn, [new])
             row = conn.execute(
                 "SELECT rid FROM memories WHERE id = ? AND +tenant = ? AND +user_id = ? AND +is_current = 1",
                 (old_id, tenant, user_id),
@@ -137,7 +166,14 @@ class EmbeddedMemoryStore:
         return changed
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
+        now = time.time()
         with self.db.write() as conn:
+            # First the marker: from this transaction on, no write of work begun before it lands.
+            conn.execute("DELETE FROM erasures WHERE expires_at < ?", (now,))
+            conn.execute(
+                "INSERT OR REPLACE INTO erasures (key, erased_at, expires_at) VALUES (?, ?, ?)",
+                (erasure_key(tenant, user_id), now, now + RETENTION_SECONDS),
+            )
             rids = [
                 r["rid"]
                 for r in conn.execute(
@@ -151,7 +187,28 @@ class EmbeddedMemoryStore:
             # tells every cache, in this process or another, that its copy is gone.
             conn.execute("DELETE FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user_id))
         self._indexes.drop(tenant, user_id)
+        self.compact()
         return {"memories": len(rids)}
+
+    def compact(self, attempts: int = 20) -> bool:
+        """Make deleted text unreadable in the file: merge the FTS index and empty the WAL.
+
+        An FTS5 delete only marks tokens deleted; they stay in the index's data
+        blocks until a merge (this SQLite has no FTS5 secure-delete), so the
+        index is optimised (merged into one segment). The WAL still holds the
+        pages as they were before the delete until a checkpoint copies the new
+        ones back and truncates it; a reader holding an old snapshot delays
+        that, so it is tried a few times. True when the WAL was emptied.
+        """
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+        conn = self.db.connection()
+        for attempt in range(attempts):
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                return True
+            time.sleep(min(0.01 * 2**attempt, 0.2))
+        return False
 
     # ------------------------------------------------------------------- reads
     def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
@@ -240,12 +297,9 @@ class EmbeddedMemoryStore:
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
         where, params = filter_sql(filters, search=False)
         if cursor:
-            try:
-                created, rid = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
-                where += " AND (m.created_at < ? OR (m.created_at = ? AND m.rid < ?))"
-                params += [float(created), float(created), int(rid)]
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise BadRequest("cursor is not one this API returned") from exc
+            created, rid = decode_row_position(cursor)
+            where += " AND (m.created_at < ? OR (m.created_at = ? AND m.rid < ?))"
+            params += [created, created, rid]
         rows = (
             self.db.read()
             .execute(
@@ -260,7 +314,7 @@ class EmbeddedMemoryStore:
         next_cursor = None
         if len(rows) > limit and page:
             last = page[-1]
-            next_cursor = base64.urlsafe_b64encode(f"{last['created_at']}|{last['rid']}".encode()).decode()
+            next_cursor = encode_position(last["created_at"], last["rid"])
         return [to_record(r) for r in page], next_cursor
 
     # ------------------------------------------------------------------ search
