@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_type_hints
 
 from constructs import Node
+from memstack.adapters.embedders.bedrock import prefix_is_meaningful
 
 TIERS = ("small", "medium", "large")
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +35,8 @@ class StackConfig:
     alert_email: str = ""
     cognito_user_pool_arn: str = ""
     api_key_required: bool = False
+    # the account-wide API Gateway CloudWatch role: none | existing | create (stacks/constructs/api.py)
+    api_gateway_logging_role: str = "none"
     # where the built layer and the handlers live (tests point these elsewhere)
     layer_dir: str = str(ROOT / "build" / "layer")
     lambdas_dir: str = str(ROOT / "lambdas")
@@ -43,7 +46,7 @@ class StackConfig:
     cost_report_schedule: str = "cron(0 6 * * ? *)"
     cost_report_threshold: float = 10.0
     cost_anomaly_threshold: float = 10.0
-    monthly_budget: float = 25.0
+    monthly_budget: float = 30.0
     retrieval_latency_p95_ms: float = 500.0
     bedrock_hourly_input_tokens: float = 2_000_000.0
     retrieval_stages: tuple[str, ...] = (
@@ -59,12 +62,16 @@ class StackConfig:
     )
 
     # models
-    bedrock_extraction_model: str = "anthropic.claude-3-haiku-20240307-v1:0"
-    bedrock_synthesis_model: str = "anthropic.claude-3-5-sonnet-20240620-v1:0"
+    bedrock_extraction_model: str = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    bedrock_synthesis_model: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     bedrock_embedding_model: str = "amazon.titan-embed-text-v2:0"
     bedrock_rerank_model_arn: str = ""
     embedding_dim: int = 1024
-    coarse_dim: int = 256
+    coarse_dim: int = 1024
+
+    # memstack settings for the functions beyond what the fields here decide: {"rrf_k": 5, ...}
+    # (names are layers/memstack/settings.py fields; stacks/constructs/environment.py)
+    settings: dict[str, Any] = field(default_factory=dict)
 
     # per tier
     store_backend: str = "dynamodb"
@@ -82,6 +89,8 @@ class StackConfig:
     opensearch_volume_gb: int = 50
     opensearch_master_nodes: int = 0
     opensearch_master_instance_type: str = "m7g.large.search"
+    # IAM roles of operators who reindex (memstack opensearch reindex): mapped to memstack_maintenance
+    opensearch_maintenance_role_arns: tuple[str, ...] = ()
 
     @property
     def uses_opensearch(self) -> bool:
@@ -123,8 +132,23 @@ class StackConfig:
                 raise ConfigError("opensearch_data_nodes must be a multiple of opensearch_zones")
         if self.coarse_dim > self.embedding_dim:
             raise ConfigError("coarse_dim must not exceed embedding_dim")
+        if self.coarse_dim < self.embedding_dim and not prefix_is_meaningful(self.bedrock_embedding_model):
+            # Every container would log the embedder's warning, and the coarse pass would be weaker.
+            raise ConfigError(
+                f"coarse_dim {self.coarse_dim} < embedding_dim {self.embedding_dim}, but "
+                f"{self.bedrock_embedding_model} is not Matryoshka-trained: set coarse_dim to "
+                f"{self.embedding_dim} (the whole vector) or use a prefix-trained model (cohere.embed-v4:0)"
+            )
+        if self.api_gateway_logging_role not in ("none", "existing", "create"):
+            raise ConfigError(
+                "api_gateway_logging_role must be none, existing or create; "
+                f"got {self.api_gateway_logging_role!r}"
+            )
         if self.consolidation_rate_minutes < 1:
             raise ConfigError("consolidation_rate_minutes must be at least 1")
+        from stacks.constructs.environment import validate_overrides  # it imports this module
+
+        validate_overrides(self.settings)
 
     def replace(self, **changes: Any) -> StackConfig:
         return dataclasses.replace(self, **changes)
@@ -143,10 +167,15 @@ def _coerce(name: str, raw: Any, hint: Any) -> Any:
             return int(raw)
         if hint is float:
             return float(raw)
+        if hint == dict[str, Any]:
+            value = json.loads(raw) if isinstance(raw, str) else raw
+            if not isinstance(value, dict):
+                raise ValueError(raw)
+            return dict(value)
         if hint == tuple[str, ...]:
             if isinstance(raw, str):
                 raw = json.loads(raw) if raw.startswith("[") else raw.split(",")
-            return tuple(str(x) for x in raw)
+            return tuple(str(x) for x in raw if str(x))
         return str(raw)
     except (TypeError, ValueError) as exc:
         raise ConfigError(

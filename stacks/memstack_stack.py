@@ -8,6 +8,7 @@ from typing import Any
 from aws_cdk import App, CfnOutput, Stack, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
+from memstack.cost.tags import tag_values
 
 from stacks.config import ROOT, StackConfig
 from stacks.constructs.alerts import AlertTopic
@@ -62,11 +63,17 @@ class MemstackStack(Stack):
         )
         self.cost = CostControls(self, "Cost", config=config, topic=self.alerts.topic)
 
-        Tags.of(self).add("Project", config.service_name)
-        Tags.of(self).add("Tier", config.tier)
+        for key, value in tag_values(config.service_name, config.tier).items():
+            Tags.of(self).add(key, value)
         CfnOutput(self, "ApiUrl", value=self.api.url)
         CfnOutput(self, "AlertTopicArn", value=self.alerts.topic.topic_arn)
         CfnOutput(self, "StmTableName", value=self.storage.stm_table.table_name)
+        if self.storage.memories_table is not None:
+            CfnOutput(self, "MemoriesTableName", value=self.storage.memories_table.table_name)
+        CfnOutput(self, "ApiFunctionName", value=self.compute.api.function_name)
+        for work in self.queues.all():
+            CfnOutput(self, f"{work.node.id}QueueUrl", value=work.queue.queue_url)
+            CfnOutput(self, f"{work.node.id}DlqUrl", value=work.dlq.queue_url)
         if self.search is not None:
             CfnOutput(self, "OpenSearchEndpoint", value=self.search.endpoint)
         acknowledge_findings(self)

@@ -13,6 +13,7 @@ from aws_cdk import Acknowledgment, Stack, Validations
 from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
 
+from stacks.constructs import bedrock
 from stacks.constructs.search import SearchDomain
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ def acknowledge_findings(stack: MemstackStack) -> None:
             "grants on the STM table include its indexes (the sparse 'pending' GSI the consolidation "
             "scheduler and workers query); the wildcard is limited to that one table's indexes",
         )
+    _inference_profiles(stack)
     ack(
         _role(stack.compute.cost_report),
         "IAM5[Action::kms:GenerateDataKey*]",
@@ -54,6 +56,23 @@ def acknowledge_findings(stack: MemstackStack) -> None:
     _api(stack)
     if isinstance(stack.search, SearchDomain):
         _search_domain(stack, stack.search, dedicated_masters=config.opensearch_master_nodes > 0)
+
+
+def _inference_profiles(stack: MemstackStack) -> None:
+    """The Region wildcard in a profile's foundation-model ARNs: the Regions the profile routes to."""
+    config = stack.config
+    models = {config.bedrock_extraction_model, config.bedrock_synthesis_model, config.bedrock_embedding_model}
+    for model in sorted(m for m in models if bedrock.is_inference_profile(m)):
+        for arn in bedrock.foundation_model_arns(stack, model):
+            token = arn.replace(f"arn:{stack.partition}:", "arn:<AWS::Partition>:")
+            for fn in stack.compute.all().values():
+                ack(
+                    _role(fn),
+                    f"IAM5[Resource::{token}]",
+                    f"{model} is a cross-Region inference profile: Bedrock serves it in any Region the "
+                    "profile routes to, so the model ARN's Region is '*'; the statement only allows calls "
+                    "made through that profile (condition bedrock:InferenceProfileArn)",
+                )
 
 
 def _role(fn: lambda_.Function) -> IConstruct:
@@ -88,12 +107,30 @@ def _function(stack: MemstackStack, fn: lambda_.Function) -> None:
 
 def _api(stack: MemstackStack) -> None:
     api = stack.api.rest_api
-    ack(
-        api,
-        f"IAM4[{APIGW_LOGS}]",
-        "the account-level role API Gateway uses to write execution and access logs; the AWS-managed "
-        "policy is the documented one for that service role",
-    )
+    if stack.config.api_gateway_logging_role == "create":
+        ack(
+            api,
+            f"IAM4[{APIGW_LOGS}]",
+            "the account-level role API Gateway uses to write execution and access logs; the AWS-managed "
+            "policy is the documented one for that service role",
+        )
+    if not stack.api.logging:
+        for rule in ("APIG1", "APIG6"):
+            ack(
+                api,
+                rule,
+                "gateway execution/access logs need the account-wide API Gateway CloudWatch role, which this "
+                "stack does not change unless asked (-c api_gateway_logging_role=existing|create); every "
+                "request is still logged by the API function (Powertools, with its request id) and traced",
+            )
+    for method in stack.api.public_methods:
+        for rule in ("APIG4", "COG4"):
+            ack(
+                method,
+                rule,
+                "public on purpose: /v1/health (liveness for probes), /openapi.json and /docs (the API "
+                "description) read no user data and need no tenant; every /v1 data route is IAM-authorised",
+            )
     ack(
         api,
         "COG4",

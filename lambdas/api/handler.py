@@ -19,9 +19,10 @@ from memstack.api.auth import RequestContextAuthenticator
 from memstack.factory import build_service
 from memstack.settings import get_settings
 
-logger = Logger(service="memstack-api")
-tracer = Tracer(service="memstack-api")
-metrics = Metrics(namespace="memstack", service="memstack-api")
+# Service name from POWERTOOLS_SERVICE_NAME, which the stack sets to the name its alarms watch.
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics(namespace="memstack")
 
 _resolver: MemstackResolver | None = None
 

@@ -26,12 +26,17 @@ CE_REGION = "us-east-1"
 @logger.inject_lambda_context(log_event=False)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(
+    event: dict[str, Any], context: LambdaContext, ce_client: Any = None, sns_client: Any = None
+) -> dict[str, Any]:
+    """Lambda passes (event, context); the clients are created here unless a caller brings its own."""
     settings = load_settings()  # once a day: read fresh, no cache to go stale
+    if sns_client is None and settings.alert_topic_arn:
+        sns_client = boto3.client("sns", region_name=settings.aws_region)
     report = run_cost_report(
         settings,
-        ce_client=boto3.client("ce", region_name=CE_REGION),
-        sns_client=boto3.client("sns", region_name=settings.aws_region) if settings.alert_topic_arn else None,
+        ce_client=ce_client or boto3.client("ce", region_name=CE_REGION),
+        sns_client=sns_client,
         record_metric=powertools_sink(metrics),
     )
     result = report.to_dict()

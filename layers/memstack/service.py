@@ -64,7 +64,9 @@ class MemoryService:
             metadata=metadata,
         )
         if sync and result.queued and self.queue is not None:
-            self.queue.drain()
+            # Bounded where a caller is waiting (API Gateway gives up after 29 s): what is left runs
+            # on the workers, and the answer says "queued" instead of "processed".
+            result.drained = self.queue.drain(timeout=self.settings.sync_timeout_seconds)
         return result
 
     # ------------------------------------------------------------------ search

@@ -114,6 +114,9 @@ class Settings(BaseSettings):
     idempotency_expires_seconds: int = Field(
         3600, ge=1, description="how long an Idempotency-Key is remembered"
     )
+    sync_timeout_seconds: float | None = Field(
+        None, gt=0, description="longest a sync=true request waits for its jobs (unset: until done)"
+    )
 
     # --- MCP server (memstack mcp, /mcp on memstack serve) -----------------------------
     mcp_user_id: str | None = Field(
@@ -146,9 +149,14 @@ class Settings(BaseSettings):
     opensearch_engine: Literal["faiss", "lucene"] = "faiss"
     opensearch_hnsw_m: int = Field(16, ge=2)
     opensearch_hnsw_ef_construction: int = Field(128, ge=2)
-    opensearch_refresh: Literal["false", "true", "wait_for"] = "wait_for"
-    bedrock_extraction_model: str = "anthropic.claude-3-haiku-20240307-v1:0"
-    bedrock_synthesis_model: str = "anthropic.claude-3-5-sonnet-20240620-v1:0"
+    opensearch_refresh: Literal["false", "true", "wait_for"] = Field(
+        "wait_for", description="managed domains only: serverless collections refuse the parameter"
+    )
+    opensearch_visibility_seconds: float = Field(
+        15.0, ge=0, description="serverless: how long a write takes to become searchable (erase waits it)"
+    )
+    bedrock_extraction_model: str = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    bedrock_synthesis_model: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     bedrock_embedding_model: str = "amazon.titan-embed-text-v2:0"
     bedrock_rerank_model_arn: str | None = None
     bedrock_max_tokens: int = Field(1024, ge=1)
@@ -156,6 +164,7 @@ class Settings(BaseSettings):
     cost_report_threshold: float = Field(10.0, ge=0.0)
     alert_topic_arn: str | None = None
     project_tag: str = "memstack"
+    tier_tag: str | None = Field(None, description="the Tier cost tag (the stack sets it); unset: all tiers")
 
     @field_validator("data_dir")
     @classmethod

@@ -1,11 +1,22 @@
-"""The REST API: API Gateway in front of the API function, IAM-authorised on every route.
+"""The REST API: API Gateway in front of the API function, IAM-authorised on every data route.
 
 Routing and body validation happen in the function (Powertools REST resolver
 + pydantic, which answer 4xx with machine-readable codes); API Gateway
-validates what it can see (the routed path), authenticates every call with
-SigV4 (or a Cognito user pool when ``cognito_user_pool_arn`` is set),
-throttles the stage, meters callers through a usage plan, writes JSON access
-logs and X-Ray traces. CORS is off: callers are server-side agents.
+validates what it can see (the routed path), authenticates every ``/v1``
+call with SigV4 (or a Cognito user pool when ``cognito_user_pool_arn`` is
+set), throttles the stage and traces with X-Ray. CORS is off: callers are
+server-side agents.
+
+- ``GET /v1/health``, ``GET /openapi.json`` and ``GET /docs`` are public
+  (the function's ``PUBLIC_PATHS``): a load balancer or a person reading the
+  API needs no AWS credentials. They touch no user data.
+- The usage plan and its monthly quota exist only with ``api_key_required``:
+  API Gateway meters a plan per API key, so without keys a quota meters nobody.
+- Execution and access logs need the account-wide API Gateway CloudWatch
+  role. The stack never changes that account setting on its own:
+  ``api_gateway_logging_role`` is ``none`` (no gateway logs; each request is
+  still logged by the function), ``existing`` (the account already has the
+  role) or ``create`` (this stack sets it, and retains it on delete).
 """
 
 from __future__ import annotations
@@ -22,6 +33,8 @@ from stacks.constructs.functions import retention
 
 STAGE_NAME = "api"
 ROUTE_PREFIX = "v1"
+#: answered without credentials (layers/memstack/api/app.py PUBLIC_PATHS)
+PUBLIC_ROUTES = (("v1", "health"), ("openapi.json",), ("docs",))
 
 
 # The gateway's own error responses, mapped onto the API's error codes (layers/memstack/api/errors.py).
@@ -46,31 +59,20 @@ class Api(Construct):
         self, scope: Construct, cid: str, *, config: StackConfig, handler: lambda_.IFunction
     ) -> None:
         super().__init__(scope, cid)
-        self.access_logs = logs.LogGroup(
-            self,
-            "AccessLogs",
-            retention=retention(config.log_retention_days),
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        self.rest_api = apigw.RestApi(
-            self,
-            "RestApi",
-            rest_api_name=f"{config.service_name}-{config.tier}",
-            description="memstack: long-term memory for conversational agents",
-            endpoint_types=[apigw.EndpointType.REGIONAL],
-            cloud_watch_role=True,
-            # The API Gateway account setting is per region: other APIs may rely on this role after we go.
-            cloud_watch_role_removal_policy=RemovalPolicy.RETAIN,
-            deploy_options=apigw.StageOptions(
-                stage_name=STAGE_NAME,
-                tracing_enabled=True,
-                metrics_enabled=True,
-                logging_level=apigw.MethodLoggingLevel.INFO,
-                data_trace_enabled=False,  # request bodies are users' conversations: never log them
-                throttling_rate_limit=config.api_rate_limit,
-                throttling_burst_limit=config.api_burst_limit,
-                access_log_destination=apigw.LogGroupLogDestination(self.access_logs),
-                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+        self.logging = config.api_gateway_logging_role != "none"
+        self.access_logs: logs.LogGroup | None = None
+        logging: dict[str, object] = {}
+        if self.logging:
+            self.access_logs = logs.LogGroup(
+                self,
+                "AccessLogs",
+                retention=retention(config.log_retention_days),
+                removal_policy=RemovalPolicy.DESTROY,
+            )
+            logging = {
+                "logging_level": apigw.MethodLoggingLevel.INFO,
+                "access_log_destination": apigw.LogGroupLogDestination(self.access_logs),
+                "access_log_format": apigw.AccessLogFormat.json_with_standard_fields(
                     caller=True,
                     http_method=True,
                     ip=True,
@@ -81,6 +83,25 @@ class Api(Construct):
                     status=True,
                     user=True,
                 ),
+            }
+        create_role = config.api_gateway_logging_role == "create"
+        self.rest_api = apigw.RestApi(
+            self,
+            "RestApi",
+            rest_api_name=f"{config.service_name}-{config.tier}",
+            description="memstack: long-term memory for conversational agents",
+            endpoint_types=[apigw.EndpointType.REGIONAL],
+            # An account-wide, per-Region setting: only on request, and kept when the stack goes.
+            cloud_watch_role=create_role,
+            cloud_watch_role_removal_policy=RemovalPolicy.RETAIN if create_role else None,
+            deploy_options=apigw.StageOptions(
+                stage_name=STAGE_NAME,
+                tracing_enabled=True,
+                metrics_enabled=True,
+                data_trace_enabled=False,  # request bodies are users' conversations: never log them
+                throttling_rate_limit=config.api_rate_limit,
+                throttling_burst_limit=config.api_burst_limit,
+                **logging,  # type: ignore[arg-type]
             ),
         )
         validator = self.rest_api.add_request_validator(
@@ -91,7 +112,7 @@ class Api(Construct):
         auth_type, authorizer = self._auth(config)
         integration = apigw.LambdaIntegration(handler, proxy=True)
         # /v1/{proxy+}: the function's resolver owns the route table (layers/memstack/api).
-        proxy = self.rest_api.root.add_resource(ROUTE_PREFIX).add_resource("{proxy+}")
+        proxy = self._resource((ROUTE_PREFIX, "{proxy+}"))
         self.methods = [
             proxy.add_method(
                 "ANY",
@@ -103,17 +124,32 @@ class Api(Construct):
                 authorizer=authorizer,
             )
         ]
-        self.usage_plan = self.rest_api.add_usage_plan(
-            "UsagePlan",
-            name=f"{config.service_name}-{config.tier}",
-            description="per-caller throttle and monthly quota (applies to callers presenting an API key)",
-            throttle=apigw.ThrottleSettings(
-                rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit
-            ),
-            quota=apigw.QuotaSettings(limit=config.api_monthly_quota, period=apigw.Period.MONTH),
-        )
-        self.usage_plan.add_api_stage(stage=self.rest_api.deployment_stage)
+        self.public_methods = [
+            self._resource(path).add_method(
+                "GET", integration, authorization_type=apigw.AuthorizationType.NONE
+            )
+            for path in PUBLIC_ROUTES
+        ]
+        self.usage_plan: apigw.UsagePlan | None = None
+        if config.api_key_required:
+            self.usage_plan = self.rest_api.add_usage_plan(
+                "UsagePlan",
+                name=f"{config.service_name}-{config.tier}",
+                description="per-key throttle and monthly quota (add each caller's API key to this plan)",
+                throttle=apigw.ThrottleSettings(
+                    rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit
+                ),
+                quota=apigw.QuotaSettings(limit=config.api_monthly_quota, period=apigw.Period.MONTH),
+            )
+            self.usage_plan.add_api_stage(stage=self.rest_api.deployment_stage)
         self._error_shape_gateway_responses()
+
+    def _resource(self, path: tuple[str, ...]) -> apigw.IResource:
+        """The resource at ``path`` under the root, reusing the ones that exist (``/v1`` is shared)."""
+        node: apigw.IResource = self.rest_api.root
+        for part in path:
+            node = node.get_resource(part) or node.add_resource(part)
+        return node
 
     def _error_shape_gateway_responses(self) -> None:
         """Answers API Gateway gives itself (auth, throttling, size) in the API's one error shape.

@@ -18,55 +18,53 @@ from constructs import Construct
 
 from stacks.config import StackConfig
 from stacks.constructs import bedrock
+from stacks.constructs.environment import deployment_settings, function_environment, function_reads
 from stacks.constructs.functions import StandardFunction, memstack_layer
 from stacks.constructs.queues import CONSOLIDATION_WORKER_TIMEOUT, EXTRACTION_WORKER_TIMEOUT, Queues
 from stacks.constructs.search import SearchBackend
 from stacks.constructs.storage import Storage
 
-API_TIMEOUT = Duration.seconds(29)  # API Gateway's integration limit
+# Below API Gateway's 29 s integration limit, so the function answers (or fails) before the gateway
+# gives up with a bare 504; synchronous work inside a request stops at SYNC_BUDGET and answers "queued".
+API_TIMEOUT = Duration.seconds(26)
+SYNC_BUDGET = Duration.seconds(20)
 SCHEDULER_TIMEOUT = Duration.minutes(5)
 COST_REPORT_TIMEOUT = Duration.minutes(1)
+#: each function's Powertools service name is <service_name>-<suffix>; alarms and dashboard read the same
+SERVICE_SUFFIX = {
+    "api": "api",
+    "extraction_worker": "extraction",
+    "consolidation_scheduler": "scheduler",
+    "consolidation_worker": "consolidation",
+    "cost_report": "cost",
+}
 
 
-def memstack_environment(
-    config: StackConfig,
-    scope: Construct,
-    storage: Storage,
-    queues: Queues,
-    search: SearchBackend | None,
-    topic: sns.ITopic,
+def service_name(config: StackConfig, function: str) -> str:
+    return f"{config.service_name}-{SERVICE_SUFFIX[function]}"
+
+
+def stack_resources(
+    scope: Construct, storage: Storage, queues: Queues, search: SearchBackend | None, topic: sns.ITopic
 ) -> dict[str, str]:
-    env = {
-        "MEMSTACK_STORE_BACKEND": config.store_backend,
-        "MEMSTACK_STM_BACKEND": "dynamodb",
-        "MEMSTACK_QUEUE_BACKEND": "sqs",
-        "MEMSTACK_EMBEDDER": "bedrock-titan",
-        "MEMSTACK_LLM": "bedrock",
-        "MEMSTACK_RERANKER": config.reranker,
-        "MEMSTACK_EMBEDDING_DIM": str(config.embedding_dim),
-        "MEMSTACK_COARSE_DIM": str(config.coarse_dim),
-        # Lambda's only writable path, should anything fall back to local files.
-        "MEMSTACK_DATA_DIR": "/tmp/memstack",
-        "MEMSTACK_AWS_REGION": Stack.of(scope).region,
-        "MEMSTACK_STM_TABLE": storage.stm_table.table_name,
-        "MEMSTACK_IDEMPOTENCY_TABLE": storage.idempotency_table.table_name,
-        "MEMSTACK_EXTRACTION_QUEUE_URL": queues.extraction.queue.queue_url,
-        "MEMSTACK_CONSOLIDATION_QUEUE_URL": queues.consolidation.queue.queue_url,
-        "MEMSTACK_BEDROCK_EXTRACTION_MODEL": config.bedrock_extraction_model,
-        "MEMSTACK_BEDROCK_SYNTHESIS_MODEL": config.bedrock_synthesis_model,
-        "MEMSTACK_BEDROCK_EMBEDDING_MODEL": config.bedrock_embedding_model,
-        "MEMSTACK_ALERT_TOPIC_ARN": topic.topic_arn,
-        "MEMSTACK_COST_REPORT_THRESHOLD": str(config.cost_report_threshold),
-        "MEMSTACK_PROJECT_TAG": config.service_name,
+    """The settings whose values are this stack's own resources (tokens until deploy)."""
+    resources = {
+        "aws_region": Stack.of(scope).region,
+        "stm_table": storage.stm_table.table_name,
+        "idempotency_table": storage.idempotency_table.table_name,
+        "extraction_queue_url": queues.extraction.queue.queue_url,
+        "consolidation_queue_url": queues.consolidation.queue.queue_url,
+        "extraction_dlq_url": queues.extraction.dlq.queue_url,
+        "consolidation_dlq_url": queues.consolidation.dlq.queue_url,
+        "alert_topic_arn": topic.topic_arn,
+        "sync_timeout_seconds": str(SYNC_BUDGET.to_seconds()),
     }
-    if config.bedrock_rerank_model_arn:
-        env["MEMSTACK_BEDROCK_RERANK_MODEL_ARN"] = config.bedrock_rerank_model_arn
     if storage.memories_table is not None:
-        env["MEMSTACK_MEMORIES_TABLE"] = storage.memories_table.table_name
+        resources["memories_table"] = storage.memories_table.table_name
     if search is not None:
-        env["MEMSTACK_OPENSEARCH_ENDPOINT"] = search.endpoint
-        env["MEMSTACK_OPENSEARCH_SERVICE"] = search.service
-    return env
+        resources["opensearch_endpoint"] = search.endpoint
+        resources["opensearch_service"] = search.service
+    return resources
 
 
 class Compute(Construct):
@@ -83,11 +81,12 @@ class Compute(Construct):
     ) -> None:
         super().__init__(scope, cid)
         self.layer = memstack_layer(self, "Layer", config)
-        env = memstack_environment(config, self, storage, queues, search, topic)
+        self.settings = deployment_settings(config, stack_resources(self, storage, queues, search, topic))
 
         def make(
-            cid: str, handler_dir: str, short: str, memory: int, timeout: Duration, description: str
+            cid: str, handler_dir: str, memory: int, timeout: Duration, description: str
         ) -> lambda_.Function:
+            env = function_environment(self.settings, function_reads(config, handler_dir))
             fn = StandardFunction(
                 self,
                 cid,
@@ -97,13 +96,12 @@ class Compute(Construct):
                 memory_mb=memory,
                 timeout=timeout,
                 description=description,
-                environment={**env, "POWERTOOLS_SERVICE_NAME": f"{config.service_name}-{short}"},
+                environment={**env, "POWERTOOLS_SERVICE_NAME": service_name(config, handler_dir)},
             ).function
             return fn
 
         self.api = make(
             "Api",
-            "api",
             "api",
             config.api_memory_mb,
             API_TIMEOUT,
@@ -112,7 +110,6 @@ class Compute(Construct):
         self.extraction_worker = make(
             "ExtractionWorker",
             "extraction_worker",
-            "extraction",
             config.worker_memory_mb,
             EXTRACTION_WORKER_TIMEOUT,
             "memstack extraction: STM message -> LTM operations",
@@ -120,7 +117,6 @@ class Compute(Construct):
         self.consolidation_scheduler = make(
             "ConsolidationScheduler",
             "consolidation_scheduler",
-            "scheduler",
             512,
             SCHEDULER_TIMEOUT,
             "memstack consolidation fan-out: one message per user with pending STM",
@@ -128,7 +124,6 @@ class Compute(Construct):
         self.consolidation_worker = make(
             "ConsolidationWorker",
             "consolidation_worker",
-            "consolidation",
             config.worker_memory_mb,
             CONSOLIDATION_WORKER_TIMEOUT,
             "memstack consolidation: summarise and synthesise one user's STM",
@@ -136,7 +131,6 @@ class Compute(Construct):
         self.cost_report = make(
             "CostReport",
             "cost_report",
-            "cost",
             256,
             COST_REPORT_TIMEOUT,
             "memstack daily cost report by service",

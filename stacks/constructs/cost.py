@@ -1,7 +1,9 @@
-"""Cost guard rails: a monthly budget on the project tag, and Cost Anomaly Detection.
+"""Cost guard rails: a monthly budget and Cost Anomaly Detection on this tier's spend alone.
 
-Both notify the alert topic. The project tag (``Project=<service_name>``)
-must be activated once as a cost allocation tag in the Billing console
+Both filter on ``Project=<service_name>`` AND ``Tier=<tier>`` (the tags the
+stack puts on every resource, memstack.cost.tags), so two tiers in one
+account each see only their own spend. Both notify the alert topic. The two
+tags must be activated once as cost allocation tags in the Billing console
 (docs/deploy.md) before either sees any spend.
 """
 
@@ -13,6 +15,7 @@ from aws_cdk import aws_budgets as budgets
 from aws_cdk import aws_ce as ce
 from aws_cdk import aws_sns as sns
 from constructs import Construct
+from memstack.cost.tags import cost_explorer_filter, tag_values
 
 from stacks.config import StackConfig
 
@@ -20,10 +23,23 @@ from stacks.config import StackConfig
 BUDGET_NOTIFICATIONS = (("ACTUAL", 80), ("ACTUAL", 100), ("FORECASTED", 100))
 
 
+def budget_filter(config: StackConfig) -> budgets.CfnBudget.ExpressionProperty:
+    """Budgets' own expression type: user-defined tag keys carry the ``user:`` prefix there."""
+    return budgets.CfnBudget.ExpressionProperty(
+        and_=[
+            budgets.CfnBudget.ExpressionProperty(
+                tags=budgets.CfnBudget.TagValuesProperty(
+                    key=f"user:{key}", values=[value], match_options=["EQUALS"]
+                )
+            )
+            for key, value in tag_values(config.service_name, config.tier).items()
+        ]
+    )
+
+
 class CostControls(Construct):
     def __init__(self, scope: Construct, cid: str, *, config: StackConfig, topic: sns.ITopic) -> None:
         super().__init__(scope, cid)
-        tag = config.service_name
         subscriber = budgets.CfnBudget.SubscriberProperty(subscription_type="SNS", address=topic.topic_arn)
         self.budget = budgets.CfnBudget(
             self,
@@ -33,7 +49,7 @@ class CostControls(Construct):
                 budget_type="COST",
                 time_unit="MONTHLY",
                 budget_limit=budgets.CfnBudget.SpendProperty(amount=config.monthly_budget, unit="USD"),
-                cost_filters={"TagKeyValue": [f"user:Project${tag}"]},
+                filter_expression=budget_filter(config),
             ),
             notifications_with_subscribers=[
                 budgets.CfnBudget.NotificationWithSubscribersProperty(
@@ -48,13 +64,13 @@ class CostControls(Construct):
                 for kind, percent in BUDGET_NOTIFICATIONS
             ],
         )
-        # A CUSTOM monitor on the project tag (an account has room for only one DIMENSIONAL/SERVICE monitor).
+        # A CUSTOM monitor on the tags (an account has room for only one DIMENSIONAL/SERVICE monitor).
         self.anomaly_monitor = ce.CfnAnomalyMonitor(
             self,
             "AnomalyMonitor",
             monitor_name=f"{config.service_name}-{config.tier}",
             monitor_type="CUSTOM",
-            monitor_specification=json.dumps({"Tags": {"Key": "Project", "Values": [tag]}}),
+            monitor_specification=json.dumps(cost_explorer_filter(config.service_name, config.tier)),
         )
         self.anomaly_subscription = ce.CfnAnomalySubscription(
             self,

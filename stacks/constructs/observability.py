@@ -1,15 +1,17 @@
 """CloudWatch alarms (all to the alert topic) and the memstack dashboard.
 
 Custom metrics come from Powertools Metrics (EMF) in namespace ``memstack``
-with a ``service`` dimension equal to each function's POWERTOOLS_SERVICE_NAME
-(``<service_name>-api`` etc.). The per-stage timings are not metrics: the
-retrieval pipeline logs one ``memory_retrieval`` line per search with
-``stage_durations``, which a Logs Insights widget aggregates.
+with a ``service`` dimension equal to each function's POWERTOOLS_SERVICE_NAME,
+which the functions take from their environment and this module from the
+same ``compute.service_name`` (``<service_name>-api``, ``-extraction``, ...).
+The per-stage timings are not metrics: the retrieval pipeline logs one
+``memory_retrieval`` line per search with ``stage_durations``, which a Logs
+Insights widget aggregates.
 """
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_lambda as lambda_
@@ -17,15 +19,15 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from stacks.config import StackConfig
+from stacks.constructs.compute import service_name
 from stacks.constructs.queues import Queues
-from stacks.constructs.search import SearchBackend, SearchDomain
+from stacks.constructs.search import SearchBackend, SearchCollection, SearchDomain
 
 NAMESPACE = "memstack"
 RETRIEVAL_LATENCY = "RetrievalLatency"
-# Dashboard-only counters. The API's metrics carry service=<service_name>-api; the queue workers'
-# carry service=<service_name>-worker (layers/memstack/workers). JobsSucceeded/JobsFailed are emitted
-# by the SQS batch worker; MessagesIngested (API) and ExtractionOperations (extraction, one dimension
-# "operation" = ADD/UPDATE/DELETE/NONE) are the names this dashboard expects ingest/extraction to emit.
+# Dashboard-only counters: JobsSucceeded/JobsFailed from each SQS batch worker (extraction and
+# consolidation), MessagesIngested from the API, ExtractionOperations from the extraction worker (one
+# more dimension, "operation" = ADD/UPDATE/DELETE/NONE).
 MESSAGES_INGESTED = "MessagesIngested"
 EXTRACTION_OPERATIONS = "ExtractionOperations"
 WORKER_JOBS = ("JobsSucceeded", "JobsFailed")
@@ -34,6 +36,35 @@ QUEUE_AGE_LIMITS = {"Extraction": Duration.minutes(15), "Consolidation": Duratio
 OPENSEARCH_CPU_PERCENT = 80
 OPENSEARCH_JVM_PERCENT = 80
 OPENSEARCH_FREE_STORAGE_SHARE = 0.25
+AOSS_NAMESPACE = "AWS/AOSS"
+#: an account's default OCU ceiling per kind (indexing, search); alarm before the collection hits it
+AOSS_MAX_OCU = 10
+AOSS_OCU_SHARE = 0.8
+AOSS_SEARCH_LATENCY_MS = 1000
+
+
+def _model_calls(prefix: str) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    return tuple((f"{prefix}{m}", ()) for m in ("InputTokens", "OutputTokens", "Calls"))
+
+
+_JOBS = tuple((name, ()) for name in WORKER_JOBS)
+_EXTRACTION = (*_model_calls("Extraction"), ("ExtractionFallbacks", ()))
+_CONSOLIDATION = _model_calls("Consolidation")
+#: Every custom metric series each function can emit (name, extra dimensions beside ``service``): what
+#: CloudWatch bills per month (docs/deploy.md, scripts/cost_estimate.py). The deployed-flow test checks
+#: that what the handlers really emit is listed here.
+EMITTED_METRICS: dict[str, tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = {
+    # a sync=true request runs extraction or consolidation inside the API function
+    "api": ((MESSAGES_INGESTED, ()), (RETRIEVAL_LATENCY, ()), *_EXTRACTION, *_CONSOLIDATION),
+    "extraction_worker": (
+        *_JOBS,
+        *_EXTRACTION,
+        *((EXTRACTION_OPERATIONS, (("operation", op),)) for op in OPERATIONS),
+    ),
+    "consolidation_scheduler": (("ConsolidationJobsScheduled", ()), ("StmExpiredPurged", ())),
+    "consolidation_worker": (*_JOBS, *_CONSOLIDATION),
+    "cost_report": (("DailyCost", ()),),
+}
 
 
 def retrieval_latency(config: StackConfig, statistic: str = "p95", label: str | None = None) -> cw.Metric:
@@ -41,7 +72,7 @@ def retrieval_latency(config: StackConfig, statistic: str = "p95", label: str | 
     return cw.Metric(
         namespace=NAMESPACE,
         metric_name=RETRIEVAL_LATENCY,
-        dimensions_map={"service": f"{config.service_name}-api"},
+        dimensions_map={"service": service_name(config, "api")},
         statistic=statistic,
         period=Duration.minutes(5),
         label=label,
@@ -112,6 +143,8 @@ class Observability(Construct):
             )
         if isinstance(search, SearchDomain):
             self._opensearch_alarms(search)
+        if isinstance(search, SearchCollection):
+            self._collection_alarms(search)
         self._token_alarm(config)
         self.dashboard = self._dashboard(config, functions, queues)
 
@@ -184,6 +217,54 @@ class Observability(Construct):
             description=f"OpenSearch free storage below {OPENSEARCH_FREE_STORAGE_SHARE:.0%} of a node",
         )
 
+    def _collection_alarms(self, search: SearchCollection) -> None:
+        """A serverless collection's health, as the domain's: failing requests, slow search, capacity."""
+        account = Stack.of(self).account
+        collection = {
+            "CollectionId": search.collection.attr_id,
+            "CollectionName": search.name,
+            "ClientId": account,
+        }
+        five = Duration.minutes(5)
+
+        def metric(name: str, statistic: str, dimensions: dict[str, str]) -> cw.Metric:
+            return cw.Metric(
+                namespace=AOSS_NAMESPACE,
+                metric_name=name,
+                dimensions_map=dimensions,
+                statistic=statistic,
+                period=five,
+            )
+
+        for name, what in (
+            ("SearchRequestErrors", "search requests failed"),
+            ("IngestionRequestErrors", "indexing requests failed"),
+            ("IngestionDocumentErrors", "documents were rejected"),
+        ):
+            self._alarm(
+                f"OpenSearchCollection{name}",
+                metric(name, "Sum", collection),
+                threshold=0,
+                description=f"OpenSearch Serverless collection {search.name}: {what}",
+            )
+        self._alarm(
+            "OpenSearchCollectionSearchLatency",
+            metric("SearchLatency", "Average", collection),
+            threshold=AOSS_SEARCH_LATENCY_MS,
+            evaluation_periods=3,
+            description=f"OpenSearch Serverless search latency above {AOSS_SEARCH_LATENCY_MS} ms for 15 min",
+        )
+        ocu_limit = AOSS_MAX_OCU * AOSS_OCU_SHARE
+        for name in ("SearchOCU", "IndexingOCU"):
+            self._alarm(
+                f"OpenSearchCollection{name}",
+                metric(name, "Maximum", {"ClientId": account}),
+                threshold=ocu_limit,
+                comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                evaluation_periods=3,
+                description=f"{name} at {ocu_limit:g} of the account's default {AOSS_MAX_OCU}-OCU ceiling",
+            )
+
     def _model_ids(self, config: StackConfig) -> list[str]:
         ids = [
             config.bedrock_extraction_model,
@@ -235,7 +316,7 @@ class Observability(Construct):
                 cw.Metric(
                     namespace=NAMESPACE,
                     metric_name=MESSAGES_INGESTED,
-                    dimensions_map={"service": f"{config.service_name}-api"},
+                    dimensions_map={"service": service_name(config, "api")},
                     statistic="Sum",
                     period=five,
                     label="messages ingested",
@@ -244,11 +325,12 @@ class Observability(Construct):
                     cw.Metric(
                         namespace=NAMESPACE,
                         metric_name=name,
-                        dimensions_map={"service": f"{config.service_name}-worker"},
+                        dimensions_map={"service": service_name(config, worker)},
                         statistic="Sum",
                         period=five,
-                        label=f"queue jobs: {name[4:].lower()}",
+                        label=f"{worker.split('_')[0]} jobs: {name[4:].lower()}",
                     )
+                    for worker in ("extraction_worker", "consolidation_worker")
                     for name in WORKER_JOBS
                 ),
             ],
@@ -256,7 +338,7 @@ class Observability(Construct):
                 cw.Metric(
                     namespace=NAMESPACE,
                     metric_name=EXTRACTION_OPERATIONS,
-                    dimensions_map={"service": f"{config.service_name}-worker", "operation": op},
+                    dimensions_map={"service": service_name(config, "extraction_worker"), "operation": op},
                     statistic="Sum",
                     period=five,
                     label=op,

@@ -2,7 +2,8 @@
 
 Managed domain: encryption at rest, node-to-node encryption, HTTPS only with
 TLS 1.2+, fine-grained access control (the data-plane Lambda roles are
-mapped in by stacks/constructs/search_access.py), zone awareness, dedicated
+mapped in by the custom resource in stacks/handlers/opensearch_role_mapping,
+with exactly the permissions the adapter's calls need), zone awareness, dedicated
 masters when the tier asks for them, application/slow/audit logs published
 to CloudWatch. Serverless (``opensearch_serverless=true``): a VECTORSEARCH
 collection with its encryption, network and data-access policies.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -21,6 +23,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_opensearchserverless as aoss
 from aws_cdk import aws_opensearchservice as opensearch
 from constructs import Construct
+from memstack.adapters.opensearch.permissions import Use, collection_rules, domain_role
 
 from stacks.config import StackConfig
 from stacks.constructs.functions import retention
@@ -29,6 +32,22 @@ ENGINE_VERSION = opensearch.EngineVersion.OPENSEARCH_2_19
 # Every index the adapters create (settings.opensearch_index defaults to "memstack-memories").
 INDEX_PATTERN = "memstack-*"
 HANDLERS = Path(__file__).resolve().parent.parent / "handlers"
+#: the fine-grained access control roles: the functions', and the operators' who reindex
+APP_ROLE = "memstack_app"
+MAINTENANCE_ROLE = "memstack_maintenance"
+
+
+def domain_role_property(name: str, use: Use, backend_roles: list[str]) -> dict[str, Any]:
+    """One entry of the role-mapping custom resource's ``Roles``: derived from the store's calls."""
+    body = domain_role(use, INDEX_PATTERN)
+    [index] = body["index_permissions"]  # type: ignore[misc]
+    return {
+        "Name": name,
+        "ClusterPermissions": body["cluster_permissions"],
+        "IndexPatterns": index["index_patterns"],
+        "IndexPermissions": index["allowed_actions"],
+        "BackendRoles": backend_roles,
+    }
 
 
 class SearchBackend(Construct):
@@ -49,6 +68,7 @@ class SearchDomain(SearchBackend):
         super().__init__(scope, cid)
         self.service = "es"
         self._roles: list[iam.IRole] = []
+        self._maintainers = list(config.opensearch_maintenance_role_arns)
         log_retention = retention(config.log_retention_days)
         self._log_retention = log_retention
 
@@ -143,8 +163,10 @@ class SearchDomain(SearchBackend):
             resource_type="Custom::OpenSearchRoleMapping",
             properties={
                 "Endpoint": self.endpoint,
-                "RoleArns": [r.role_arn for r in self._roles],
-                "IndexPattern": INDEX_PATTERN,
+                "Roles": [
+                    domain_role_property(APP_ROLE, "runtime", [r.role_arn for r in self._roles]),
+                    domain_role_property(MAINTENANCE_ROLE, "maintenance", self._maintainers),
+                ],
             },
         )
         self.role_mapping.node.add_dependency(self.domain)
@@ -156,6 +178,7 @@ class SearchCollection(SearchBackend):
         super().__init__(scope, cid)
         self.service = "aoss"
         self._roles: list[iam.IRole] = []
+        self._maintainers = list(config.opensearch_maintenance_role_arns)
         self.name = f"{config.service_name}-{config.tier}"[:32]
         encryption = aoss.CfnSecurityPolicy(
             self,
@@ -192,8 +215,8 @@ class SearchCollection(SearchBackend):
             standby_replicas="ENABLED",
             description="memstack memories (BM25 + k-NN)",
         )
-        self.collection.add_dependency(encryption)
-        self.collection.add_dependency(network)
+        self.collection.node.add_dependency(encryption)
+        self.collection.node.add_dependency(network)
         self.endpoint = self.collection.attr_collection_endpoint
 
     def grant_read_write(self, fn: lambda_.Function) -> None:
@@ -207,25 +230,14 @@ class SearchCollection(SearchBackend):
             self._roles.append(fn.role)
 
     def finish(self) -> None:
-        rules = [
-            {
-                "ResourceType": "index",
-                "Resource": [f"index/{self.name}/*"],
-                "Permission": [
-                    "aoss:CreateIndex",
-                    "aoss:DescribeIndex",
-                    "aoss:UpdateIndex",
-                    "aoss:ReadDocument",
-                    "aoss:WriteDocument",
-                ],
-            },
-            {
-                "ResourceType": "collection",
-                "Resource": [f"collection/{self.name}"],
-                "Permission": ["aoss:DescribeCollectionItems"],
-            },
+        """The data access policy: the store's calls' permissions (permissions.CALLS), per principal."""
+        policy = [
+            {"Rules": collection_rules("runtime", self.name), "Principal": [r.role_arn for r in self._roles]}
         ]
-        policy = [{"Rules": rules, "Principal": [r.role_arn for r in self._roles]}]
+        if self._maintainers:
+            policy.append(
+                {"Rules": collection_rules("maintenance", self.name), "Principal": self._maintainers}
+            )
         aoss.CfnAccessPolicy(
             self,
             "DataAccess",

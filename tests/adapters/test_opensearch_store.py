@@ -98,6 +98,7 @@ def test_first_use_creates_the_template_and_the_aliased_index(recorder: Recorder
                 "dynamic": "strict",
                 "properties": {
                     "memory_id": keyword,
+                    "doc_id": keyword,
                     "tenant": keyword,
                     "user_id": keyword,
                     "session_id": keyword,
@@ -117,6 +118,7 @@ def test_first_use_creates_the_template_and_the_aliased_index(recorder: Recorder
                     "is_current": {"type": "boolean"},
                     "deleted": {"type": "boolean"},
                     "version": {"type": "integer"},
+                    "revision": {"type": "long"},
                     "metadata": {"type": "object", "enabled": False},
                     "metadata_terms": keyword,
                     "embedding_full": knn(4),

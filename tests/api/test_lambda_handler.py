@@ -35,6 +35,8 @@ def handler_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     monkeypatch.setenv("MEMSTACK_DATA_DIR", str(tmp_path / "lambda"))
     monkeypatch.setenv("MEMSTACK_EMBEDDER", "hashing")
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    # The stack sets this to the name its alarms and dashboard read (stacks/constructs/compute.py).
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "memstack-api")
     get_settings.cache_clear()
     spec = importlib.util.spec_from_file_location("memstack_api_handler_under_test", HANDLER)
     assert spec is not None and spec.loader is not None

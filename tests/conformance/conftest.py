@@ -86,11 +86,62 @@ def _opensearch(tmp_path: Path) -> Iterator[Any]:
     store.close()
 
 
-BACKENDS = {"embedded": _embedded, "dynamodb": _dynamodb, "opensearch": _opensearch}
+class _CollectionRefresh:
+    """The client, plus the periodic refresh a serverless collection does on its own (seconds later).
+
+    The live serverless case runs ServerlessMemoryStore (no refresh, no explicit ids) on the cluster
+    at OPENSEARCH_URL; refreshing after each bulk here stands in for the collection's own refresh,
+    so the contract's read-after-write checks hold without the store ever asking for one.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def bulk(self, **kwargs: Any) -> Any:
+        assert "refresh" not in kwargs, "a serverless collection refuses the refresh parameter"
+        answer = self._client.bulk(**kwargs)
+        self._client.indices.refresh(index="memstack-conformance-*")
+        return answer
+
+
+def _opensearch_serverless(tmp_path: Path) -> Iterator[Any]:
+    url = os.environ.get("OPENSEARCH_URL")
+    if not url:
+        pytest.skip("OPENSEARCH_URL is not set: no OpenSearch cluster to run the live conformance suite on")
+    from memstack.adapters.opensearch.client import build_client
+    from memstack.adapters.opensearch.serverless import ServerlessMemoryStore
+
+    client = build_client(url, service=os.environ.get("OPENSEARCH_SIGV4_SERVICE") or None)
+    store = ServerlessMemoryStore(
+        _CollectionRefresh(client),
+        alias=f"memstack-conformance-{uuid.uuid4().hex[:8]}",
+        embedding_dim=FULL_DIM,
+        coarse_dim=COARSE_DIM,
+        engine=os.environ.get("OPENSEARCH_ENGINE", "faiss"),
+        visibility_seconds=0.0,
+    )
+    store.ensure_index()
+    yield store
+    store.drop_index()
+    store.close()
+
+
+BACKENDS = {
+    "embedded": _embedded,
+    "dynamodb": _dynamodb,
+    "opensearch": _opensearch,
+    "opensearch-serverless": _opensearch_serverless,
+}
 
 
 @pytest.fixture(
-    params=[pytest.param(name, marks=pytest.mark.live) if name == "opensearch" else name for name in BACKENDS]
+    params=[
+        pytest.param(name, marks=pytest.mark.live) if name.startswith("opensearch") else name
+        for name in BACKENDS
+    ]
 )
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     yield from BACKENDS[request.param](tmp_path)

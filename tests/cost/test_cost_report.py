@@ -60,6 +60,21 @@ def test_asks_for_yesterday_by_service_filtered_by_the_project_tag(aws: Aws) -> 
     }
 
 
+def test_a_tier_narrows_the_filter_to_project_and_tier(aws: Aws, tmp_path: Path) -> None:
+    """Two tiers in one account: each report counts only its own tier's spend."""
+    inject_ce_results(ce_page(DAY, NEXT, {"AWS Lambda": "1.5"}))
+    ce = RecordingCe(aws.ce)
+    settings = load_settings(data_dir=tmp_path, embedder="hashing", tier_tag="small")
+    report = run_cost_report(settings, ce_client=ce, sns_client=None, record_metric=None, now=NOW)
+    assert ce.requests[0]["Filter"] == {
+        "And": [
+            {"Tags": {"Key": "Project", "Values": ["memstack"], "MatchOptions": ["EQUALS"]}},
+            {"Tags": {"Key": "Tier", "Values": ["small"], "MatchOptions": ["EQUALS"]}},
+        ]
+    }
+    assert report.to_dict()["tier_tag"] == "small"
+
+
 def test_follows_pagination_and_orders_services_by_cost(aws: Aws) -> None:
     inject_ce_results(
         ce_page(DAY, NEXT, {"AWS Lambda": "0.40", "Amazon DynamoDB": "0.10"}, token="page-2"),

@@ -1,4 +1,4 @@
-"""Synthesise the CDK app in-process, once per tier per module (synth is the slow part).
+"""Synthesise the CDK app in-process, once per tier (synth is the slow part; ``small`` once per session).
 
 The layer is a small stand-in folder holding the memstack package source (the
 real one, built by scripts/build_layer.py, is ~100 MB and only its path
@@ -56,3 +56,32 @@ def synth(tier: str, layer_dir: Path, outdir: Path, **context: Any) -> Synth:
     assembly = app.synth()
     raw = assembly.get_stack_by_name(stack.stack_name).template
     return Synth(stack=stack, template=Template.from_json(raw), raw=raw, outdir=outdir)
+
+
+#: the small tier as the tests synthesise it: a reranker and an alert e-mail, so both are wired
+SMALL_CONTEXT = {
+    "bedrock_rerank_model_arn": "arn:aws:bedrock:us-east-1::foundation-model/amazon.rerank-v1:0",
+    "alert_email": "ops@example.com",
+}
+
+
+@pytest.fixture(scope="session")
+def small(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """One synth of the small tier for every test in the session (its properties and the deployed flow)."""
+    return synth("small", layer_dir, tmp_path_factory.mktemp("cdk-small"), **SMALL_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def medium(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synth("medium", layer_dir, tmp_path_factory.mktemp("cdk-medium"))
+
+
+@pytest.fixture(scope="session")
+def large(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synth("large", layer_dir, tmp_path_factory.mktemp("cdk-large"))
+
+
+@pytest.fixture(scope="session")
+def serverless(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The medium tier on an OpenSearch Serverless collection instead of a domain."""
+    return synth("medium", layer_dir, tmp_path_factory.mktemp("cdk-aoss"), opensearch_serverless="true")

@@ -27,9 +27,14 @@ def _template(config: StackConfig) -> Template:
     return Template.from_stack(stack)
 
 
-def _methods(config: StackConfig) -> list[dict[str, Any]]:
+def _all_methods(config: StackConfig) -> list[dict[str, Any]]:
     methods = _template(config).find_resources("AWS::ApiGateway::Method")
     return [m["Properties"] for m in methods.values()]
+
+
+def _methods(config: StackConfig) -> list[dict[str, Any]]:
+    """The data routes: ANY /v1/{proxy+}."""
+    return [m for m in _all_methods(config) if m["HttpMethod"] == "ANY"]
 
 
 def test_iam_authorization_by_default() -> None:
@@ -42,6 +47,46 @@ def test_cognito_user_pool_authorizer_when_configured() -> None:
     methods = _methods(StackConfig(cognito_user_pool_arn=POOL, api_key_required=True))
     assert methods and all(m["AuthorizationType"] == "COGNITO_USER_POOLS" for m in methods)
     assert all("AuthorizerId" in m and m["ApiKeyRequired"] is True for m in methods)
+
+
+def test_health_openapi_and_docs_are_routed_without_credentials() -> None:
+    template = _template(StackConfig())
+    parts = {
+        k: v["Properties"]["PathPart"]
+        for k, v in template.find_resources("AWS::ApiGateway::Resource").items()
+    }
+    public = {
+        parts[m["ResourceId"]["Ref"]]: m for m in _all_methods(StackConfig()) if m["HttpMethod"] == "GET"
+    }
+    assert set(public) == {"health", "openapi.json", "docs"}
+    assert all(m["AuthorizationType"] == "NONE" for m in public.values())
+    # /v1/health sits beside /v1/{proxy+} under the one /v1 resource.
+    assert sorted(parts.values()) == sorted(["v1", "{proxy+}", "health", "openapi.json", "docs"])
+
+
+def test_a_usage_plan_only_when_callers_present_api_keys() -> None:
+    assert not _template(StackConfig()).find_resources("AWS::ApiGateway::UsagePlan")
+    [plan] = (
+        _template(StackConfig(api_key_required=True)).find_resources("AWS::ApiGateway::UsagePlan").values()
+    )
+    assert plan["Properties"]["Quota"] == {"Limit": 100000, "Period": "MONTH"}
+
+
+def test_the_account_wide_cloudwatch_role_is_opt_in() -> None:
+    default = _template(StackConfig())
+    assert not default.find_resources("AWS::ApiGateway::Account")
+    [stage] = default.find_resources("AWS::ApiGateway::Stage").values()
+    assert "AccessLogSetting" not in stage["Properties"]
+    existing = _template(StackConfig(api_gateway_logging_role="existing"))
+    assert not existing.find_resources("AWS::ApiGateway::Account")
+    [stage] = existing.find_resources("AWS::ApiGateway::Stage").values()
+    assert "DestinationArn" in stage["Properties"]["AccessLogSetting"]
+    [account] = (
+        _template(StackConfig(api_gateway_logging_role="create"))
+        .find_resources("AWS::ApiGateway::Account")
+        .values()
+    )
+    assert account["DeletionPolicy"] == "Retain"
 
 
 def test_gateway_errors_use_the_api_error_shape() -> None:

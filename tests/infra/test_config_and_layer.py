@@ -49,6 +49,10 @@ def test_command_line_strings_are_converted_and_override_the_tier() -> None:
         ({"api_rate_limit": "fast"}, "api_rate_limit"),
         ({"opensearch_serverless": "maybe"}, "opensearch_serverless"),
         ({"coarse_dim": "2048"}, "coarse_dim"),
+        ({"coarse_dim": "256"}, "not Matryoshka-trained"),
+        ({"api_gateway_logging_role": "maybe"}, "api_gateway_logging_role"),
+        ({"settings": '{"rrf_k": 0}'}, "MEMSTACK_RRF_K"),
+        ({"settings": '{"no_such_thing": 1}'}, "no_such_thing"),
     ],
 )
 def test_bad_context_is_one_clear_error(context: dict[str, str], message: str) -> None:
@@ -85,3 +89,42 @@ def test_layer_takes_runtime_pins_without_laptop_or_runtime_provided_packages(tm
     reqs = tmp_path / "r.txt"
     reqs.write_text("-r other.txt\nnumpy==2.0.0  # comment\nboto3==1.0\n\nbotocore[crt]==1.0\n")
     assert layer_requirements(reqs) == ["numpy==2.0.0"]
+
+
+def test_tier_defaults_match_their_embedding_model() -> None:
+    """Item 5: Titan V2 is not Matryoshka-trained, so no tier may configure a prefix of it."""
+    from memstack.adapters.embedders.bedrock import prefix_is_meaningful
+
+    for tier in ("small", "medium", "large"):
+        config = _config(tier=tier)
+        assert config.coarse_dim == config.embedding_dim or prefix_is_meaningful(
+            config.bedrock_embedding_model
+        )
+    cohere = _config(bedrock_embedding_model="cohere.embed-v4:0", coarse_dim="256")
+    assert cohere.coarse_dim == 256  # a Matryoshka model may use a prefix
+
+
+def test_every_function_setting_comes_from_the_one_config() -> None:
+    """Item 4: values derive from StackConfig (+ resources), including the schedule's rate."""
+    from stacks.constructs.environment import deployment_settings, function_environment, function_reads
+
+    config = _config(consolidation_rate_minutes="15", settings='{"rrf_k": 7}')
+    settings = deployment_settings(config, {"stm_table": "stm", "aws_region": "eu-west-1"})
+    env = function_environment(settings, function_reads(config, "consolidation_scheduler"))
+    assert env["MEMSTACK_CONSOLIDATION_INTERVAL_SECONDS"] == "900.0"
+    assert env["MEMSTACK_RRF_K"] == "7" and env["MEMSTACK_STM_TABLE"] == "stm"
+    assert env["MEMSTACK_INDEX_DATE_IN_TEXT"] == "true"  # how Settings reads a bool back
+
+
+def test_function_settings_ignore_the_synth_machines_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stacks.constructs.environment import deployment_settings
+
+    monkeypatch.setenv("MEMSTACK_RRF_K", "99")
+    assert deployment_settings(_config(), {}).rrf_k != 99
+
+
+def test_settings_cannot_point_functions_at_a_table_the_stack_did_not_grant() -> None:
+    from stacks.constructs.environment import deployment_settings
+
+    with pytest.raises(ConfigError, match="memories_table"):
+        deployment_settings(_config(settings='{"memories_table": "elsewhere"}'), {"memories_table": "t"})

@@ -3,29 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from memstack.adapters.opensearch.permissions import collection_rules, domain_role
 
-from tests.infra.conftest import Synth, synth
+from tests.infra.conftest import Synth
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def medium(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return synth("medium", layer_dir, tmp_path_factory.mktemp("cdk-medium"))
-
-
-@pytest.fixture(scope="module")
-def large(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return synth("large", layer_dir, tmp_path_factory.mktemp("cdk-large"))
-
-
-@pytest.fixture(scope="module")
-def serverless(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return synth("medium", layer_dir, tmp_path_factory.mktemp("cdk-aoss"), opensearch_serverless="true")
 
 
 def _domain(s: Synth) -> dict[str, Any]:
@@ -93,12 +78,19 @@ def test_functions_use_opensearch_and_no_memories_table(medium: Synth) -> None:
 
 def test_data_plane_roles_are_mapped_into_fine_grained_access_control(medium: Synth) -> None:
     [mapping] = medium.props("Custom::OpenSearchRoleMapping")
-    roles = {r["Fn::GetAtt"][0] for r in mapping["RoleArns"]}
+    app, maintenance = mapping["Roles"]
+    roles = {r["Fn::GetAtt"][0] for r in app["BackendRoles"]}
     assert len(roles) == 3
     assert all(
         r.startswith(("ComputeApi", "ComputeExtractionWorker", "ComputeConsolidationWorker")) for r in roles
     )
-    assert mapping["IndexPattern"] == "memstack-*"
+    # Item 1: exactly the permissions of the calls the store makes (permissions.CALLS), template included.
+    expected = domain_role("runtime", "memstack-*")
+    assert app["ClusterPermissions"] == expected["cluster_permissions"]
+    assert "indices:admin/index_template/put" in app["ClusterPermissions"]
+    assert app["IndexPatterns"] == ["memstack-*"]
+    assert app["IndexPermissions"] == expected["index_permissions"][0]["allowed_actions"]  # type: ignore[index]
+    assert maintenance["Name"] == "memstack_maintenance" and maintenance["BackendRoles"] == []
     # The mapping function runs as the FGAC master user.
     master = _domain(medium)["AdvancedSecurityOptions"]["MasterUserOptions"]["MasterUserARN"]
     [fn] = [
@@ -126,7 +118,7 @@ def test_opensearch_alarms(medium: Synth) -> None:
 def test_tier_budget_and_throttles(medium: Synth, large: Synth) -> None:
     [mb] = medium.props("AWS::Budgets::Budget")
     [lb] = large.props("AWS::Budgets::Budget")
-    assert mb["Budget"]["BudgetLimit"]["Amount"] == 400 and lb["Budget"]["BudgetLimit"]["Amount"] == 3000
+    assert mb["Budget"]["BudgetLimit"]["Amount"] == 1200 and lb["Budget"]["BudgetLimit"]["Amount"] == 10000
     [stage] = large.props("AWS::ApiGateway::Stage")
     assert stage["MethodSettings"][0]["ThrottlingRateLimit"] == 200
     for tpl, tier in ((medium, "medium"), (large, "large")):
@@ -145,8 +137,29 @@ def test_serverless_collection_with_its_policies(serverless: Synth) -> None:
     ]
     [access] = serverless.props("AWS::OpenSearchServerless::AccessPolicy")
     rendered = json.dumps(access["Policy"])
+    text = "".join(p for p in access["Policy"]["Fn::Join"][1] if isinstance(p, str))
+    for rule in collection_rules("runtime", "memstack-medium"):
+        # the store's calls' permissions, on serverless (the principals are tokens in between)
+        assert json.dumps(rule["Permission"], separators=(",", ":")) in text
     for role in ("ComputeApi", "ComputeExtractionWorker", "ComputeConsolidationWorker"):
         assert role in rendered
     assert "ComputeCostReport" not in rendered
     env = _env(serverless, "memstack-api")
     assert env["MEMSTACK_OPENSEARCH_SERVICE"] == "aoss"
+
+
+def test_serverless_collection_has_alarms_like_the_domains(serverless: Synth) -> None:
+    """Item 2: failing requests, slow searches and capacity, each to the alert topic."""
+    alarms = {a["MetricName"]: a for a in serverless.props("AWS::CloudWatch::Alarm") if "MetricName" in a}
+    for name in ("SearchRequestErrors", "IngestionRequestErrors", "IngestionDocumentErrors"):
+        alarm = alarms[name]
+        assert alarm["Namespace"] == "AWS/AOSS" and alarm["Threshold"] == 0
+        dims = {d["Name"] for d in alarm["Dimensions"]}
+        assert dims == {"CollectionId", "CollectionName", "ClientId"}
+        assert alarm["AlarmActions"]
+    assert alarms["SearchLatency"]["Threshold"] == 1000
+    for name in ("SearchOCU", "IndexingOCU"):
+        assert alarms[name]["Threshold"] == 8 and [d["Name"] for d in alarms[name]["Dimensions"]] == [
+            "ClientId"
+        ]
+    assert "ClusterStatus.red" not in alarms  # no domain, no domain alarms

@@ -10,7 +10,13 @@ from memstack.service import MemoryService
 from memstack.workers.lambda_entry import emit_extraction_operations
 
 
-def test_operations_are_emitted_one_metric_per_operation(capsys: pytest.CaptureFixture[str]) -> None:
+def test_operations_are_emitted_one_metric_per_operation(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstack.workers import lambda_entry
+
+    # In Lambda this is POWERTOOLS_SERVICE_NAME, which the stack sets per function.
+    monkeypatch.setattr(lambda_entry.metrics, "service", "memstack-extraction")
     emit_extraction_operations(["ADD", "ADD", "NONE"])
     blobs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     counts = {b["operation"]: b["ExtractionOperations"] for b in blobs}
@@ -18,7 +24,7 @@ def test_operations_are_emitted_one_metric_per_operation(capsys: pytest.CaptureF
     for blob in blobs:
         directive = blob["_aws"]["CloudWatchMetrics"][0]
         assert directive["Namespace"] == "memstack"
-        assert blob["service"] == "memstack-worker"
+        assert blob["service"] == "memstack-extraction"
         assert ["operation", "service"] in [sorted(d) for d in directive["Dimensions"]]
 
 

@@ -113,7 +113,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             # The agent rides in the metadata, which every store keeps and extraction carries on.
             metadata={**(req.metadata or {}), **({"agent_id": req.agent_id} if req.agent_id else {})} or None,
         )
-        status = "processed" if req.sync and result.queued else "queued" if result.queued else "stored"
+        status = "processed" if req.sync and result.drained else "queued" if result.queued else "stored"
         # Newly stored only: an idempotent replay or a resent id is not new traffic.
         deps.metrics.add_metric(name="MessagesIngested", unit=MetricUnit.Count, value=len(result.stored))
         return AddMemoriesResponse(

@@ -4,11 +4,36 @@ from __future__ import annotations
 
 import sys
 
-from memstack.cli import consolidate, cost, dlq, ingest, mcp, memories, openapi, search, serve, worker
+from memstack.cli import (
+    consolidate,
+    cost,
+    dlq,
+    ingest,
+    mcp,
+    memories,
+    openapi,
+    opensearch,
+    search,
+    serve,
+    worker,
+)
 from memstack.cli import eval as eval_cmd
 from memstack.cli.app import app, run
 
-for module in (ingest, memories, search, eval_cmd, serve, mcp, openapi, cost, consolidate, dlq, worker):
+for module in (
+    ingest,
+    memories,
+    search,
+    eval_cmd,
+    serve,
+    mcp,
+    openapi,
+    cost,
+    consolidate,
+    dlq,
+    worker,
+    opensearch,
+):
     module.register(app)
 
 

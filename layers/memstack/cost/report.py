@@ -1,4 +1,4 @@
-"""Yesterday's cost by service, filtered by the project tag; alert when the total exceeds the threshold.
+"""Yesterday's cost by service for the project and tier tags; alert when the total exceeds the threshold.
 
 The Cost Explorer and SNS clients and the metric sink are passed in (the
 Lambda handler, the CLI and the tests each bring their own), so this module
@@ -12,11 +12,11 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from memstack.cost.tags import cost_explorer_filter
 from memstack.settings import Settings
 
 # Unblended cost is what the bill shows per service (no RI/SP amortisation smoothing).
 COST_METRIC = "UnblendedCost"
-PROJECT_TAG_KEY = "Project"
 METRIC_NAME = "DailyCost"
 
 MetricSink = Callable[[str, float], None]
@@ -33,6 +33,7 @@ class CostReport:
     by_service: dict[str, float]  # largest first
     threshold: float
     estimated: bool
+    tier_tag: str | None = None
     published: bool = False
     message_id: str | None = None
     skipped_reason: str | None = None
@@ -47,6 +48,7 @@ class CostReport:
             "start": self.start.isoformat(),
             "end": self.end.isoformat(),
             "project_tag": self.project_tag,
+            "tier_tag": self.tier_tag,
             "currency": self.currency,
             "total": round(self.total, 4),
             "by_service": {k: round(v, 4) for k, v in self.by_service.items()},
@@ -66,14 +68,14 @@ def yesterday(now: datetime) -> tuple[date, date]:
 
 
 def fetch_costs(
-    ce_client: Any, start: date, end: date, project_tag: str
+    ce_client: Any, start: date, end: date, project_tag: str, tier_tag: str | None = None
 ) -> tuple[dict[str, float], str, bool]:
-    """Cost per service for the tag, following pagination. Returns (by_service, currency, estimated)."""
+    """Cost per service for the tags, following pagination. Returns (by_service, currency, estimated)."""
     request: dict[str, Any] = {
         "TimePeriod": {"Start": start.isoformat(), "End": end.isoformat()},
         "Granularity": "DAILY",
         "Metrics": [COST_METRIC],
-        "Filter": {"Tags": {"Key": PROJECT_TAG_KEY, "Values": [project_tag], "MatchOptions": ["EQUALS"]}},
+        "Filter": cost_explorer_filter(project_tag, tier_tag),
         "GroupBy": [{"Type": "DIMENSION", "Key": "SERVICE"}],
     }
     by_service: dict[str, float] = {}
@@ -104,7 +106,9 @@ def format_message(report: CostReport) -> tuple[str, str]:
     )[:99]  # SNS subjects must stay under 100 characters
     width = max((len(s) for s in report.by_service), default=7)
     lines = [
-        f"Cost for Project={report.project_tag} on {report.start.isoformat()} (UTC)"
+        f"Cost for Project={report.project_tag}"
+        + (f", Tier={report.tier_tag}" if report.tier_tag else "")
+        + f" on {report.start.isoformat()} (UTC)"
         + (" - estimated, Cost Explorer may still revise it" if report.estimated else ""),
         f"Total: {report.total:.2f} {report.currency} (threshold {report.threshold:.2f})",
         "",
@@ -124,12 +128,15 @@ def run_cost_report(
 ) -> CostReport:
     """Fetch yesterday's costs, always record the total, publish the breakdown when over the threshold."""
     start, end = yesterday(now or datetime.now(UTC))
-    by_service, currency, estimated = fetch_costs(ce_client, start, end, settings.project_tag)
+    by_service, currency, estimated = fetch_costs(
+        ce_client, start, end, settings.project_tag, settings.tier_tag
+    )
     total = sum(by_service.values())
     report = CostReport(
         start=start,
         end=end,
         project_tag=settings.project_tag,
+        tier_tag=settings.tier_tag,
         currency=currency,
         total=total,
         by_service=by_service,

@@ -40,6 +40,7 @@ class IngestResult:
     accepted: list[str]
     stored: list[str]
     queued: int
+    drained: bool = False  # sync: every queued job ran before the deadline
 
 
 class Ingestor:

@@ -20,9 +20,11 @@ from memstack.service import MemoryService
 from memstack.settings import Settings, get_settings
 from memstack.workers.sqs import JobWorker
 
-logger = Logger(service="memstack")
+# The service name comes from POWERTOOLS_SERVICE_NAME: the stack gives each function its own
+# (<service_name>-extraction, -consolidation, -scheduler) and its dashboard reads the same names.
+logger = Logger()
 # Powertools Metrics instances share one metric set: this flushes the model token counts too.
-metrics = Metrics(namespace="memstack", service="memstack-worker")
+metrics = Metrics(namespace="memstack")
 
 
 def emit_extraction_operations(ops: list[str]) -> None:
@@ -39,7 +41,7 @@ def emit_extraction_operations(ops: list[str]) -> None:
         with single_metric(
             name="ExtractionOperations", unit=MetricUnit.Count, value=count, namespace="memstack"
         ) as metric:
-            metric.add_dimension(name="service", value="memstack-worker")
+            metric.add_dimension(name="service", value=metrics.service or "memstack")
             metric.add_dimension(name="operation", value=op)
 
 

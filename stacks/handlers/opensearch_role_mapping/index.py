@@ -2,10 +2,14 @@
 
 With fine-grained access control on, IAM alone does not let a role touch
 an index: the security plugin must map the role to an OpenSearch role.
-This function runs as the domain's master user and (1) creates the
-``memstack_app`` role with full rights on the memstack indices only, and
-(2) maps the functions' IAM role ARNs to it. Standard library + botocore
-(present in every Lambda Python runtime) so it needs no layer.
+This function runs as the domain's master user and, for each role in its
+``Roles`` property, (1) creates the OpenSearch role with exactly the
+permissions listed there and (2) maps the listed IAM role ARNs to it. The
+stack derives those permissions from the store's own list of calls
+(memstack.adapters.opensearch.permissions): ``memstack_app`` for the Lambda
+functions, ``memstack_maintenance`` for operators who reindex. Standard
+library + botocore (present in every Lambda Python runtime) so it needs no
+layer.
 """
 
 from __future__ import annotations
@@ -22,16 +26,17 @@ from typing import Any
 logger = logging.getLogger()
 logger.setLevel(logging.INFO)
 
-APP_ROLE = "memstack_app"
-CLUSTER_PERMISSIONS = ["cluster_composite_ops", "cluster_monitor"]
 # (method, url, body) -> (status, response body)
 Sender = Callable[[str, str, dict[str, Any] | None], tuple[int, str]]
 
 
-def role_body(index_pattern: str) -> dict[str, Any]:
+def role_body(role: dict[str, Any]) -> dict[str, Any]:
+    """The security plugin role: the permissions exactly as the stack listed them."""
     return {
-        "cluster_permissions": CLUSTER_PERMISSIONS,
-        "index_permissions": [{"index_patterns": [index_pattern], "allowed_actions": ["indices_all"]}],
+        "cluster_permissions": list(role["ClusterPermissions"]),
+        "index_permissions": [
+            {"index_patterns": list(role["IndexPatterns"]), "allowed_actions": list(role["IndexPermissions"])}
+        ],
     }
 
 
@@ -39,23 +44,26 @@ def mapping_body(role_arns: list[str]) -> dict[str, Any]:
     return {"backend_roles": sorted(set(role_arns)), "hosts": [], "users": []}
 
 
-def apply(endpoint: str, role_arns: list[str], index_pattern: str, send: Sender) -> None:
+def apply(endpoint: str, roles: list[dict[str, Any]], send: Sender) -> None:
     base = endpoint.rstrip("/") + "/_plugins/_security/api"
-    for url, body in (
-        (f"{base}/roles/{APP_ROLE}", role_body(index_pattern)),
-        (f"{base}/rolesmapping/{APP_ROLE}", mapping_body(role_arns)),
-    ):
-        status, text = send("PUT", url, body)
-        if status >= 300:
-            raise RuntimeError(f"PUT {url} answered {status}: {text[:500]}")
+    for role in roles:
+        name = role["Name"]
+        for url, body in (
+            (f"{base}/roles/{name}", role_body(role)),
+            (f"{base}/rolesmapping/{name}", mapping_body(list(role["BackendRoles"]))),
+        ):
+            status, text = send("PUT", url, body)
+            if status >= 300:
+                raise RuntimeError(f"PUT {url} answered {status}: {text[:500]}")
 
 
-def remove(endpoint: str, send: Sender) -> None:
+def remove(endpoint: str, roles: list[dict[str, Any]], send: Sender) -> None:
     base = endpoint.rstrip("/") + "/_plugins/_security/api"
-    for url in (f"{base}/rolesmapping/{APP_ROLE}", f"{base}/roles/{APP_ROLE}"):
-        status, text = send("DELETE", url, None)
-        if status >= 300 and status != 404:
-            logger.warning("DELETE %s answered %s: %s", url, status, text[:500])
+    for role in roles:
+        for url in (f"{base}/rolesmapping/{role['Name']}", f"{base}/roles/{role['Name']}"):
+            status, text = send("DELETE", url, None)
+            if status >= 300 and status != 404:
+                logger.warning("DELETE %s answered %s: %s", url, status, text[:500])
 
 
 def signed_sender(region: str, attempts: int = 8) -> Sender:
@@ -114,12 +122,12 @@ def respond(event: dict[str, Any], status: str, reason: str, physical_id: str) -
 
 def handle(event: dict[str, Any], send: Sender) -> str:
     props = event["ResourceProperties"]
-    endpoint = props["Endpoint"]
+    endpoint, roles = props["Endpoint"], list(props["Roles"])
     if event["RequestType"] == "Delete":
-        remove(endpoint, send)
+        remove(endpoint, roles, send)
     else:
-        apply(endpoint, list(props["RoleArns"]), props["IndexPattern"], send)
-    return f"{endpoint}#{APP_ROLE}"
+        apply(endpoint, roles, send)
+    return f"{endpoint}#" + ",".join(r["Name"] for r in roles)
 
 
 def handler(event: dict[str, Any], context: Any) -> None:

@@ -45,6 +45,16 @@ COHERE_MAX_CHARS = 2048
 TITAN_MAX_CHARS = 40_000
 
 
+def prefix_is_meaningful(model_id: str) -> bool:
+    """Whether a Matryoshka prefix of this model's vectors is a meaningful coarse vector.
+
+    Cohere Embed v4 is trained for it; Titan V2's 256/512/1024 are separate output
+    sizes, and Cohere v3 has one size, so a prefix of either is a weaker coarse pass.
+    The stack checks its tier defaults against this (stacks/config.py).
+    """
+    return "embed-v4" in model_id
+
+
 def bedrock_runtime_client(region: str | None = None) -> Any:
     """A bedrock-runtime client with adaptive (client-side rate limited) retries."""
     import boto3
@@ -130,7 +140,7 @@ class TitanEmbedder(_BedrockEmbedder):
     """Amazon Titan Text Embeddings V2."""
 
     # AWS documents 256/512/1024 as separate output sizes, not as nested prefixes.
-    matryoshka = False
+    matryoshka = prefix_is_meaningful("amazon.titan-embed-text-v2:0")
 
     def __init__(
         self,
@@ -207,7 +217,7 @@ class CohereEmbedder(_BedrockEmbedder):
         self.dim = dim
         self.name = f"{model_id}/{dim}"
         # v4 is trained with Matryoshka representation learning; v3 is not.
-        self.matryoshka = self.is_v4
+        self.matryoshka = prefix_is_meaningful(model_id)
         # Memories are matched against memories (extraction) and against queries (search):
         # one input type keeps both sides in the same space.
         self.input_type = input_type

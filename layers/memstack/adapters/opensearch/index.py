@@ -38,7 +38,7 @@ class OpenSearchIndex:
         engine: str = "faiss",
         m: int = 16,
         ef_construction: int = 128,
-        refresh: str = "wait_for",
+        refresh: str | None = "wait_for",
         endpoint: str | None = None,
         service: str | None = None,
         region: str | None = None,
@@ -175,7 +175,9 @@ class OpenSearchIndex:
                 body.append(ops[i][0])
                 if ops[i][1] is not None:
                     body.append(ops[i][1])  # type: ignore[arg-type]
-            response = self._call("bulk", self.client.bulk, body=body, refresh=self.refresh)
+            # None: no refresh parameter at all (serverless collections reject it).
+            refresh: dict[str, Any] = {} if self.refresh is None else {"refresh": self.refresh}
+            response = self._call("bulk", self.client.bulk, body=body, **refresh)
             items = response.get("items") if isinstance(response, dict) else None
             if not isinstance(items, list) or len(items) != len(pending):
                 raise DependencyFailed("OpenSearch bulk returned a malformed answer")

@@ -21,6 +21,9 @@ METADATA_TERMS = "metadata_terms"
 
 _KEYWORDS = (
     "memory_id",
+    # doc_id(): a managed domain uses it as the document _id; a serverless collection assigns its own
+    # _ids, so there it is a field the store queries by (adapters/opensearch/serverless.py).
+    "doc_id",
     "tenant",
     "user_id",
     "session_id",
@@ -73,6 +76,8 @@ def mappings(
             "is_current": {"type": "boolean"},
             "deleted": {"type": "boolean"},
             "version": {"type": "integer"},
+            # serverless: which physical copy of a doc_id is the latest write (no in-place updates there)
+            "revision": {"type": "long"},
             # Free-form: stored, not indexed (no mapping explosion) ...
             "metadata": {"type": "object", "enabled": False},
             # ... and filtered through its values as typed terms in one keyword field
@@ -90,6 +95,16 @@ def added_fields() -> dict[str, Any]:
     return {"properties": {METADATA_TERMS: {"type": "keyword"}}}
 
 
+def index_body(
+    embedding_dim: int, coarse_dim: int, engine: str, m: int, ef_construction: int
+) -> dict[str, Any]:
+    """``PUT <index>`` with its settings and mappings (serverless: no template or alias is needed)."""
+    return {
+        "settings": {"index": {"knn": True}},
+        "mappings": mappings(embedding_dim, coarse_dim, engine, m, ef_construction),
+    }
+
+
 def index_template(
     alias: str,
     *,
@@ -102,10 +117,7 @@ def index_template(
     """The body of ``PUT _index_template/<alias>``: every ``<alias>-v*`` index gets this mapping."""
     return {
         "index_patterns": [f"{alias}-v*"],
-        "template": {
-            "settings": {"index": {"knn": True}},
-            "mappings": mappings(embedding_dim, coarse_dim, engine, m, ef_construction),
-        },
+        "template": index_body(embedding_dim, coarse_dim, engine, m, ef_construction),
         "_meta": {"managed_by": "memstack"},
     }
 

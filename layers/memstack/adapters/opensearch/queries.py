@@ -150,3 +150,22 @@ def term_body(tenant: str, user_id: str, field: str, value: str, size: int) -> d
 
 def erase_body(tenant: str, user_id: str) -> dict[str, Any]:
     return {"query": {"bool": {"filter": owner(tenant, user_id)}}}
+
+
+def doc_ids_body(
+    tenant: str, user_id: str, doc_ids: list[str], size: int, *, vectors: bool
+) -> dict[str, Any]:
+    """Every copy of these documents (serverless reads by the ``doc_id`` field, not by ``_id``)."""
+    body: dict[str, Any] = {
+        "size": size,
+        "query": {"bool": {"filter": [*owner(tenant, user_id), {"terms": {"doc_id": doc_ids}}]}},
+        "sort": [{"revision": {"order": "desc"}}],
+    }
+    if not vectors:
+        body["_source"] = {"excludes": NO_VECTORS}
+    return body
+
+
+def owner_ids_body(tenant: str, user_id: str, size: int) -> dict[str, Any]:
+    """The ``_id`` of every document of one user (serverless erase: there is no delete-by-query)."""
+    return {"size": size, "_source": False, "query": {"bool": {"filter": owner(tenant, user_id)}}}

@@ -39,15 +39,24 @@ class OpenSearchMemoryStore(OpenSearchIndex):
 
     @classmethod
     def from_settings(cls, settings: Settings, client: Any | None = None) -> OpenSearchMemoryStore:
-        return cls(
+        """The store for the configured engine: a managed domain (``es``) or a serverless collection."""
+        store_class: type[OpenSearchMemoryStore] = cls
+        extra: dict[str, Any] = {}
+        if settings.opensearch_service == "aoss":
+            from memstack.adapters.opensearch.serverless import ServerlessMemoryStore
+
+            store_class = ServerlessMemoryStore
+            extra["visibility_seconds"] = settings.opensearch_visibility_seconds
+        return store_class(
             client,
+            **extra,
             alias=settings.opensearch_index,
             embedding_dim=settings.embedding_dim,
             coarse_dim=settings.coarse_dim,
             engine=settings.opensearch_engine,
             m=settings.opensearch_hnsw_m,
             ef_construction=settings.opensearch_hnsw_ef_construction,
-            refresh=settings.opensearch_refresh,
+            refresh=None if settings.opensearch_service == "aoss" else settings.opensearch_refresh,
             endpoint=settings.opensearch_endpoint,
             service=settings.opensearch_service,
             region=settings.aws_region,
@@ -297,10 +306,24 @@ def _hits(response: Any) -> builtins.list[dict[str, Any]]:
     return hits
 
 
+def _first_per_id(hits: builtins.list[dict[str, Any]]) -> builtins.list[dict[str, Any]]:
+    """Hits come best first; a serverless collection may briefly hold two copies of one memory."""
+    seen: set[str] = set()
+    out = []
+    for h in hits:
+        if h["_source"]["memory_id"] not in seen:
+            seen.add(h["_source"]["memory_id"])
+            out.append(h)
+    return out
+
+
 def _bm25_hits(hits: builtins.list[dict[str, Any]]) -> builtins.list[ScoredId]:
-    return [ScoredId(id=h["_source"]["memory_id"], score=float(h["_score"])) for h in hits]
+    return [ScoredId(id=h["_source"]["memory_id"], score=float(h["_score"])) for h in _first_per_id(hits)]
 
 
 def _knn_hits(hits: builtins.list[dict[str, Any]]) -> builtins.list[ScoredId]:
     # cosinesimil scores are (1 + cos) / 2; report the cosine like every other backend.
-    return [ScoredId(id=h["_source"]["memory_id"], score=2.0 * float(h["_score"]) - 1.0) for h in hits]
+    return [
+        ScoredId(id=h["_source"]["memory_id"], score=2.0 * float(h["_score"]) - 1.0)
+        for h in _first_per_id(hits)
+    ]

@@ -1,0 +1,313 @@
+"""The ``opensearch`` store on an OpenSearch Serverless VECTORSEARCH collection (service ``aoss``).
+
+A vector-search collection differs from a managed domain in ways the store
+must respect (AWS: "Supported operations and plugins in Amazon OpenSearch
+Serverless", "Choosing a collection type"):
+
+- Documents get ids the collection assigns: ``PUT <index>/_doc/<id>``,
+  ``_create/<id>`` and ``_update/<id>`` are for SEARCH collections only. So
+  every document carries ``doc_id`` (``mapping.doc_id``: tenant, user,
+  memory) and every read by id is a ``term`` query on it; writes are bulk
+  ``index`` actions without ``_id``; the assigned ``_id`` is used only to
+  delete a copy (``DELETE <index>/_doc/<id>`` and bulk ``delete`` are allowed).
+- No ``refresh`` parameter and no ``_refresh``: a write becomes searchable
+  when the collection refreshes on its own (seconds). No ``_delete_by_query``,
+  ``_update_by_query`` or ``_reindex`` either.
+
+How supersede and erase stay correct without refresh or in-place updates:
+
+- Nothing is updated in place. Changing a document (retiring a version,
+  marking metadata) writes a new copy with a higher ``revision`` and deletes
+  the old copy by its ``_id`` in the same bulk request. Reads group copies by
+  ``doc_id`` and take the highest revision, so a copy whose delete is not
+  visible yet, or a write retried before the first became visible, never
+  shows as a second memory; reads delete the stale copies they see (repair).
+- A new version and its retired predecessor are written in one bulk; when
+  exactly one half fails, the other is deleted by the ``_id`` the bulk
+  answer gave it, and ``Conflict`` or ``DependencyFailed`` is raised, as on
+  a domain. What a collection cannot give is the domain's compare-and-set
+  (``if_seq_no``): two concurrent updates of the same version can both
+  land (docs/operations.md, "OpenSearch Serverless").
+- Erase searches the user's documents and deletes them by ``_id`` until a
+  search finds none, then waits ``visibility_seconds`` (the collection's
+  refresh) and searches again, so writes that were not yet visible when the
+  erase began are found and deleted too.
+
+Index lifecycle: one index named ``<alias>`` created with its mappings
+(``PUT <index>``, no template or alias needed); ``reindex`` is refused
+(no ``_reindex`` on serverless: docs/operations.md has the export/import way).
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from memstack.adapters.opensearch import mapping, queries
+from memstack.adapters.opensearch.index import Op
+from memstack.adapters.opensearch.store import _OK, OpenSearchMemoryStore
+from memstack.domain import metadata_filter
+from memstack.errors import BadRequest, Conflict, DependencyFailed
+from memstack.models import MemoryFilters, MemoryRecord
+
+#: largest page of one user's documents read at once (erase, lookups by id)
+PAGE = 1000
+#: bulk ``index`` without ``_id``: the collection assigns one
+Copy = tuple[str, dict[str, Any]]  # (assigned _id, _source)
+
+
+class ServerlessMemoryStore(OpenSearchMemoryStore):
+    """The store for a VECTORSEARCH collection: ``doc_id`` field, no ``_id`` writes, no refresh."""
+
+    def __init__(
+        self,
+        client: Any | None = None,
+        *,
+        visibility_seconds: float = 15.0,
+        clock: Callable[[], int] = time.time_ns,
+        **kwargs: Any,
+    ) -> None:
+        kwargs["refresh"] = None
+        super().__init__(client, **kwargs)
+        self.visibility_seconds = visibility_seconds
+        self._clock = clock
+
+    # ------------------------------------------------------------------ index
+    def ensure_index(self) -> None:
+        """``HEAD <index>``; if missing, ``PUT <index>`` with the mappings (a concurrent creation is fine).
+
+        An index that exists gets the fields added to the mapping since it was made.
+        """
+        if self._call("check index", self.client.indices.exists, index=self.alias):
+            self._call(
+                "add new fields",
+                self.client.indices.put_mapping,
+                index=self.alias,
+                body=mapping.added_fields(),
+            )
+        else:
+            body = mapping.index_body(
+                self.embedding_dim, self.coarse_dim, self.engine, self.m, self.ef_construction
+            )
+            try:
+                self._call(
+                    "create index", self.client.indices.create, index=self.alias, body=body, expect=(400,)
+                )
+            except Exception as exc:
+                if "resource_already_exists" not in str(exc):
+                    raise DependencyFailed(f"OpenSearch create index failed: {exc}") from exc
+        self._ready = True
+
+    def reindex(self) -> str:
+        raise BadRequest(
+            "OpenSearch Serverless has no _reindex: create the new index and copy the memories into it "
+            "(docs/operations.md, 'Upgrading')"
+        )
+
+    def drop_index(self) -> None:
+        self._call("delete index", self.client.indices.delete, index=self.alias)
+        self._ready = False
+
+    # ------------------------------------------------------------ documents
+    def _revision(self, after: int = 0) -> int:
+        return max(self._clock(), after + 1)
+
+    def _copy_op(self, source: dict[str, Any]) -> Op:
+        return {"index": {"_index": self.alias}}, source
+
+    def _doc(self, record: MemoryRecord, revision: int) -> dict[str, Any]:
+        did = mapping.doc_id(record.tenant, record.user_id, record.id)
+        return {**mapping.to_doc(record), "doc_id": did, "revision": revision}
+
+    def _copies(
+        self, tenant: str, user_id: str, ids: builtins.list[str], *, vectors: bool
+    ) -> dict[str, builtins.list[Copy]]:
+        """Every visible copy of each memory, newest revision first, keyed by memory id."""
+        if not ids:
+            return {}
+        self._ensure()
+        dids = {mapping.doc_id(tenant, user_id, i): i for i in dict.fromkeys(ids)}
+        hits = self._search(queries.doc_ids_body(tenant, user_id, list(dids), PAGE, vectors=vectors), "get")
+        found: dict[str, builtins.list[Copy]] = {}
+        for hit in hits:
+            memory_id = dids.get(hit["_source"].get("doc_id"))
+            if memory_id is not None:
+                found.setdefault(memory_id, []).append((hit["_id"], hit["_source"]))
+        for copies in found.values():
+            copies.sort(key=lambda c: -int(c[1].get("revision", 0)))
+        return found
+
+    def _latest(
+        self, tenant: str, user_id: str, ids: builtins.list[str], *, vectors: bool = False
+    ) -> dict[str, Copy]:
+        """The newest copy of each memory; older copies seen on the way are deleted (read repair)."""
+        found = self._copies(tenant, user_id, ids, vectors=vectors)
+        stale = [copy_id for copies in found.values() for copy_id, _ in copies[1:]]
+        if stale:
+            self._bulk([({"delete": {"_index": self.alias, "_id": i}}, None) for i in stale])
+        return {memory_id: copies[0] for memory_id, copies in found.items()}
+
+    def _write(
+        self, sources: builtins.list[dict[str, Any]], retire: builtins.list[str]
+    ) -> builtins.list[dict]:
+        """Index ``sources`` (the collection assigns ids) and delete the copies ``retire`` in one bulk."""
+        ops: builtins.list[Op] = [self._copy_op(s) for s in sources]
+        ops += [({"delete": {"_index": self.alias, "_id": i}}, None) for i in retire]
+        return self._bulk(ops)
+
+    def _undo(self, results: Iterable[dict[str, Any]]) -> None:
+        """Delete the copies a partly failed bulk did write (by the ids it assigned them)."""
+        written = [r["_id"] for r in results if r.get("status") in _OK and r.get("_id")]
+        if written:
+            self._bulk([({"delete": {"_index": self.alias, "_id": i}}, None) for i in written])
+
+    # ---------------------------------------------------------------- writes
+    def put(self, records: builtins.list[MemoryRecord]) -> None:
+        if not records:
+            return
+        keys = [(r.tenant, r.user_id, r.id) for r in records]
+        if len(set(keys)) != len(keys):
+            raise Conflict("the same memory id appears twice in one write")
+        self._ensure()
+        for tenant, user_id in {(r.tenant, r.user_id) for r in records}:
+            mine = [r.id for r in records if (r.tenant, r.user_id) == (tenant, user_id)]
+            taken = self._copies(tenant, user_id, mine, vectors=False)
+            if taken:
+                raise Conflict(f"memory {next(iter(taken))} already exists")
+        revision = self._revision()
+        results = self._write([self._doc(r, revision) for r in records], [])
+        failed = [res for res in results if res.get("status") not in _OK]
+        if failed:
+            self._undo(results)  # all or nothing, as the other backends
+            raise self._failure(failed[0], "a memory in this write already exists")
+
+    def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
+        if (new.tenant, new.user_id) != (tenant, user_id):
+            raise BadRequest("a new version must belong to the same tenant and user")
+        old = self._latest(tenant, user_id, [old_id], vectors=True).get(old_id)
+        if old is None or not old[1].get("is_current") or old[1].get("tenant") != tenant:
+            raise Conflict(f"memory {old_id} is not the current version")
+        if self._copies(tenant, user_id, [new.id], vectors=False):
+            raise Conflict(f"memory {new.id} already exists")
+        copy_id, source = old
+        revision = self._revision(int(source.get("revision", 0)))
+        retired = {
+            **source,
+            "is_current": False,
+            "superseded_at": new.created_at.isoformat(),
+            "revision": revision,
+        }
+        results = self._write([retired, self._doc(new, revision)], [copy_id])
+        retire_result, create_result = results[0], results[1]
+        if retire_result.get("status") in _OK and create_result.get("status") in _OK:
+            return
+        self._undo(results[:2])
+        if retire_result.get("status") not in _OK:
+            raise self._failure(retire_result, f"memory {old_id} is not the current version")
+        raise self._failure(create_result, f"memory {new.id} already exists")
+
+    def mark(self, tenant: str, user_id: str, ids: builtins.list[str], **fields: object) -> int:
+        latest = self._latest(tenant, user_id, ids, vectors=True)
+        sources, retire = [], []
+        for copy_id, source in latest.values():
+            metadata = dict(source.get("metadata") or {})
+            if all(metadata.get(k) == v for k, v in fields.items()):
+                continue
+            revision = self._revision(int(source.get("revision", 0)))
+            metadata.update(fields)
+            terms = metadata_filter.record_terms(metadata)
+            sources.append(
+                {**source, "metadata": metadata, mapping.METADATA_TERMS: terms, "revision": revision}
+            )
+            retire.append(copy_id)
+        if not sources:
+            return 0
+        results = self._write(sources, retire)
+        return sum(1 for res in results[: len(sources)] if res.get("status") in _OK)
+
+    def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
+        """Delete by ``_id`` until nothing is found, then look again once the collection has refreshed."""
+        self._ensure()
+        deleted: set[str] = set()
+        self._erase_visible(tenant, user_id, deleted)
+        for _ in range(self.attempts):
+            self._sleep(self.visibility_seconds)  # writes made just before the erase become visible
+            if not self._erase_visible(tenant, user_id, deleted):
+                break
+        else:
+            raise DependencyFailed("OpenSearch kept returning documents of the erased user; erase again")
+        return {"memories": len(deleted)}
+
+    def _owned_ids(self, tenant: str, user_id: str, deleted: set[str]) -> builtins.list[str]:
+        hits = self._search(queries.owner_ids_body(tenant, user_id, PAGE), "erase search")
+        return [h["_id"] for h in hits if h["_id"] not in deleted]
+
+    def _erase_visible(self, tenant: str, user_id: str, deleted: set[str]) -> int:
+        """Delete every copy the collection shows now; returns how many it deleted."""
+        total = 0
+        while ids := self._owned_ids(tenant, user_id, deleted):
+            results = self._bulk([({"delete": {"_index": self.alias, "_id": i}}, None) for i in ids])
+            failed = [r for r in results if r.get("status") not in (*_OK, 404)]
+            if failed:
+                raise DependencyFailed(f"OpenSearch could not erase the user: {failed[0].get('error')}")
+            deleted.update(ids)
+            total += len(ids)
+        return total
+
+    # ------------------------------------------------------------------ reads
+    def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
+        found = self._latest(tenant, user_id, [memory_id]).get(memory_id)
+        return mapping.from_source(found[1]) if found else None
+
+    def get_many(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, MemoryRecord]:
+        return {i: mapping.from_source(s) for i, (_, s) in self._latest(tenant, user_id, ids).items()}
+
+    def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
+        latest = self._latest(tenant, user_id, ids, vectors=True)
+        return {
+            i: np.asarray(s["embedding_full"], dtype=np.float32)
+            for i, (_, s) in latest.items()
+            if s.get("embedding_full") is not None
+        }
+
+    def _collapsed(self, hits: builtins.list[dict[str, Any]]) -> builtins.list[MemoryRecord]:
+        """One record per memory: the newest copy among the hits, in the hits' order."""
+        newest: dict[str, dict[str, Any]] = {}
+        for hit in hits:
+            source = hit["_source"]
+            key = source.get("doc_id") or source["memory_id"]
+            if key not in newest or int(source.get("revision", 0)) > int(newest[key].get("revision", 0)):
+                newest[key] = source
+        seen, out = set(), []
+        for hit in hits:
+            key = hit["_source"].get("doc_id") or hit["_source"]["memory_id"]
+            if key not in seen:
+                seen.add(key)
+                out.append(mapping.from_source(newest[key]))
+        return out
+
+    def successor(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
+        hits = self._search(queries.term_body(tenant, user_id, "replaces_id", memory_id, 10))
+        found = self._collapsed(hits)
+        return found[0] if found else None
+
+    def find_by_source(self, tenant: str, user_id: str, source_id: str) -> builtins.list[MemoryRecord]:
+        return self._collapsed(
+            self._search(queries.term_body(tenant, user_id, "source_ids", source_id, PAGE))
+        )
+
+    def list(
+        self,
+        tenant: str,
+        user_id: str,
+        filters: MemoryFilters,
+        limit: int,
+        cursor: str | None = None,
+    ) -> tuple[builtins.list[MemoryRecord], str | None]:
+        records, next_cursor = super().list(tenant, user_id, filters, limit, cursor)
+        unique = {r.id: r for r in records}  # a copy not yet deleted would show twice
+        return [unique.pop(r.id) for r in records if r.id in unique], next_cursor

@@ -1,0 +1,209 @@
+"""Every ``MEMSTACK_*`` variable a function reads, with its value from the one deployment config.
+
+The values come from one typed ``Settings`` object (layers/memstack/settings.py)
+built from ``StackConfig`` (cdk.json context), the resources the stack
+creates (tables, queues, topic, search endpoint) and ``-c settings='{...}'``
+overrides; anything else is the ``Settings`` default, written out so the
+function never depends on a default that is not visible in its template.
+Building that object at synth validates every value, so a bad override
+stops ``cdk synth`` with the variable's name.
+
+Which names each function reads is declared here per function
+(``FUNCTION_READS``); tests/infra/test_deployed_flow.py records what each
+handler really reads while it runs and fails when a name is missing, so
+this list cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memstack.settings import Settings
+from pydantic import ValidationError
+
+from stacks.config import ConfigError, StackConfig
+
+#: what ``build_service`` reads: backends, models, embeddings, every pipeline and consolidation knob
+SERVICE = (
+    "store_backend",
+    "stm_backend",
+    "queue_backend",
+    "embedder",
+    "llm",
+    "reranker",
+    "data_dir",
+    "timezone",
+    "aws_region",
+    "embedding_dim",
+    "coarse_dim",
+    "blas_threads",
+    "bedrock_extraction_model",
+    "bedrock_synthesis_model",
+    "bedrock_embedding_model",
+    "bedrock_rerank_model_arn",
+    "bedrock_max_tokens",
+    "bedrock_temperature",
+    "vector_candidates",
+    "bm25_candidates",
+    "rrf_k",
+    "weight_vector",
+    "weight_bm25",
+    "temporal_window_days",
+    "temporal_blend",
+    "dedup_threshold",
+    "dedup_by_source",
+    "rerank_candidates",
+    "consolidated_stm_weight",
+    "retrieval_pool",
+    "history_max_versions",
+    "index_context_turns",
+    "index_context_embedding",
+    "index_date_in_text",
+    "extraction_neighbours",
+    "stm_ttl_days",
+    "summary_max_tokens",
+    "synthesis_max_tokens",
+    "consolidation_window_hours",
+    "consolidation_group_size",
+    "consolidation_max_entries",
+    "consolidation_duplicate_threshold",
+    "consolidation_synthesis_similarity",
+    "stm_table",
+    "idempotency_table",
+    "extraction_queue_url",
+    "consolidation_queue_url",
+    "extraction_dlq_url",
+    "consolidation_dlq_url",
+)
+#: the ``dynamodb`` store's table (small tier)
+DYNAMODB_STORE = ("memories_table",)
+#: the ``opensearch`` store (medium, large)
+OPENSEARCH_STORE = (
+    "opensearch_endpoint",
+    "opensearch_service",
+    "opensearch_index",
+    "opensearch_engine",
+    "opensearch_hnsw_m",
+    "opensearch_hnsw_ef_construction",
+    "opensearch_refresh",
+    "opensearch_visibility_seconds",
+)
+API = (
+    "max_message_chars",
+    "max_messages_per_request",
+    "max_query_chars",
+    "max_top_k",
+    "max_body_bytes",
+    "idempotency_expires_seconds",
+    "sync_timeout_seconds",
+)
+QUEUE_WORKER = ("job_idempotency_seconds",)
+SCHEDULER = ("consolidation_threshold", "consolidation_max_age_hours", "consolidation_interval_seconds")
+COST_REPORT = (
+    "aws_region",
+    "embedding_dim",
+    "coarse_dim",
+    "weight_vector",
+    "weight_bm25",
+    "alert_topic_arn",
+    "cost_report_threshold",
+    "project_tag",
+    "tier_tag",
+)
+
+FUNCTION_READS: dict[str, tuple[str, ...]] = {
+    "api": SERVICE + API,
+    "extraction_worker": SERVICE + QUEUE_WORKER,
+    "consolidation_scheduler": SERVICE + SCHEDULER,
+    "consolidation_worker": SERVICE + QUEUE_WORKER,
+    "cost_report": COST_REPORT,
+}
+
+#: Lambda's only writable path, should anything fall back to local files
+LAMBDA_DATA_DIR = "/tmp/memstack"
+
+
+class _ValuesOnly(Settings):
+    """``Settings`` validated from the values given here alone: never this synth machine's MEMSTACK_*."""
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: Any, init_settings: Any, *_: Any, **__: Any) -> tuple:
+        return (init_settings,)
+
+
+def validate_overrides(overrides: dict[str, Any]) -> None:
+    """``-c settings='{...}'``: known names and valid values, or a ConfigError naming the variable."""
+    unknown = sorted(set(overrides) - set(Settings.model_fields))
+    if unknown:
+        raise ConfigError(f"context 'settings': {', '.join(unknown)} are not memstack settings")
+    _validated(overrides)
+
+
+def _validated(values: dict[str, Any]) -> Settings:
+    try:
+        return _ValuesOnly(**values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"MEMSTACK_{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"invalid function settings: {problems}") from None
+
+
+def deployment_settings(config: StackConfig, resources: dict[str, str]) -> Settings:
+    """The one ``Settings`` every function is configured from (``resources``: names, URLs, ARNs)."""
+    values: dict[str, Any] = {
+        "store_backend": config.store_backend,
+        "stm_backend": "dynamodb",
+        "queue_backend": "sqs",
+        "embedder": "bedrock-titan",
+        "llm": "bedrock",
+        "reranker": config.reranker,
+        "data_dir": LAMBDA_DATA_DIR,
+        "embedding_dim": config.embedding_dim,
+        "coarse_dim": config.coarse_dim,
+        "bedrock_extraction_model": config.bedrock_extraction_model,
+        "bedrock_synthesis_model": config.bedrock_synthesis_model,
+        "bedrock_embedding_model": config.bedrock_embedding_model,
+        "bedrock_rerank_model_arn": config.bedrock_rerank_model_arn or None,
+        # The schedule's rate is the scheduler's job-id slot: a slot longer than the rate would give
+        # two runs the same job id, and the worker's idempotency would drop the second.
+        "consolidation_interval_seconds": config.consolidation_rate_minutes * 60,
+        "cost_report_threshold": config.cost_report_threshold,
+        "project_tag": config.service_name,
+        "tier_tag": config.tier,
+        **config.settings,
+        **resources,
+    }
+    validate_overrides(config.settings)
+    # The stack's own resources cannot be overridden: IAM is granted on them, not on a name from context.
+    clash = sorted(set(config.settings) & set(resources))
+    if clash:
+        raise ConfigError(f"context 'settings' cannot set {', '.join(clash)}: the stack creates those")
+    return _validated(values)
+
+
+def function_reads(config: StackConfig, function: str) -> tuple[str, ...]:
+    reads = FUNCTION_READS[function]
+    if function != "cost_report":
+        reads += OPENSEARCH_STORE if config.uses_opensearch else DYNAMODB_STORE
+    return tuple(dict.fromkeys(reads))
+
+
+def env_value(value: Any) -> str:
+    """How ``Settings`` reads a value back from the environment."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
+
+
+def function_environment(settings: Settings, names: tuple[str, ...]) -> dict[str, str]:
+    """``MEMSTACK_<NAME>`` for each name; a ``None`` stays unset (that is how ``Settings`` reads None)."""
+    env = {}
+    for name in names:
+        value = getattr(settings, name)
+        if value is not None:
+            env[f"MEMSTACK_{name.upper()}"] = env_value(value)
+    return env
