@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install demo test test-ts openapi lint typecheck check clean
+.PHONY: install demo test test-ts openapi lint typecheck check clean test-live-llm eval-extraction
 
 install: $(STAMP)
 
@@ -37,6 +37,15 @@ test-ts: install $(TS_STAMP)
 
 test: install test-ts
 	$(BIN)/python -m pytest
+
+# The OpenAI-compatible provider against a live llama.cpp server (compiles llama.cpp: slow once).
+test-live-llm: install
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-live-llm.txt
+	MEMSTACK_LIVE_LLM=1 $(BIN)/python -m pytest tests/adapters/test_openai_live.py
+
+# Extraction quality on the change scenarios (README figures).
+eval-extraction: install
+	$(BIN)/memstack eval extraction examples/extraction/*.jsonl
 
 # After changing the API: the OpenAPI document and the TypeScript types made from it.
 openapi: install $(TS_STAMP)

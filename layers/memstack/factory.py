@@ -65,8 +65,11 @@ def build_reranker(settings: Settings, client: Any | None = None) -> Reranker | 
     raise NotImplementedError(f"reranker {settings.reranker!r} is not available in this build")
 
 
-def build_extractor(settings: Settings, client: Any | None = None) -> Extractor:
-    """The extraction model: rule-based offline, or Bedrock Converse (``client``: bedrock-runtime)."""
+def build_extractor(
+    settings: Settings, client: Any | None = None, http_client: Any | None = None
+) -> Extractor:
+    """The extraction model: rule-based offline, Bedrock Converse (``client``: bedrock-runtime), or an
+    OpenAI-compatible server (``http_client``: an ``httpx.Client``)."""
     if settings.llm == "local":
         from memstack.adapters.llm.local import LocalExtractor
 
@@ -75,6 +78,10 @@ def build_extractor(settings: Settings, client: Any | None = None) -> Extractor:
         from memstack.adapters.llm.bedrock_extractor import BedrockExtractor
 
         return BedrockExtractor.from_settings(settings, client=client)
+    if settings.llm == "openai":
+        from memstack.adapters.llm.openai_provider import openai_extractor
+
+        return openai_extractor(settings, http_client)
     raise NotImplementedError(f"llm {settings.llm!r} is not available in this build")
 
 
@@ -96,9 +103,16 @@ def extraction_handler(
     )
 
 
-def build_summariser(settings: Settings, client: Any | None = None) -> Summariser:
-    """Consolidation's summariser: extractive offline, or Bedrock Converse (``client``: bedrock-runtime)."""
+def build_summariser(
+    settings: Settings, client: Any | None = None, http_client: Any | None = None
+) -> Summariser:
+    """Consolidation's summariser: extractive offline, Bedrock Converse, or an OpenAI-compatible server."""
+    if settings.llm == "openai":
+        from memstack.adapters.llm.openai_provider import openai_summariser
+
+        return openai_summariser(settings, http_client)
     if settings.llm == "bedrock":
+        from memstack.adapters.llm.bedrock_converse import prompt_cache_enabled
         from memstack.adapters.llm.bedrock_summariser import BedrockSummariser
 
         return BedrockSummariser(
@@ -106,6 +120,9 @@ def build_summariser(settings: Settings, client: Any | None = None) -> Summarise
             client=client,
             region=settings.aws_region,
             temperature=settings.bedrock_temperature,
+            prompt_cache=prompt_cache_enabled(
+                settings.bedrock_prompt_cache, settings.bedrock_synthesis_model
+            ),
         )
     from memstack.adapters.llm.extractive_summariser import ExtractiveSummariser
 
@@ -165,6 +182,7 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
         dedup_by_source=settings.dedup_by_source,
         rerank_candidates=settings.rerank_candidates,
         history_max_versions=settings.history_max_versions,
+        superseded_turns_last=settings.superseded_turns_last,
     )
 
 
@@ -247,9 +265,13 @@ def build_service(
     )
     # Naive message times are read in the configured zone (the Message validator's default).
     set_default_timezone(settings.timezone)
-    extractor = clients.get("extractor") or build_extractor(settings, clients.get("bedrock_runtime"))
+    extractor = clients.get("extractor") or build_extractor(
+        settings, clients.get("bedrock_runtime"), clients.get("openai_http")
+    )
     service.register_job_handler("extract", extraction_handler(settings, store, stm, embedder, extractor))
-    summariser = clients.get("summariser") or build_summariser(settings, clients.get("bedrock_runtime"))
+    summariser = clients.get("summariser") or build_summariser(
+        settings, clients.get("bedrock_runtime"), clients.get("openai_http")
+    )
     service.consolidator = Consolidator(store, stm, embedder, summariser, consolidation_config(settings))
     service.register_job_handler("consolidate", service.run_consolidate_job)
     if queue is not None:

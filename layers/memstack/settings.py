@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstack.errors import SettingsError
@@ -20,7 +20,8 @@ StmBackend = Literal["embedded", "dynamodb"]
 QueueBackend = Literal["local", "sqs"]
 EmbedderName = Literal["hashing", "minilm", "bedrock-titan", "bedrock-cohere"]
 RerankerName = Literal["none", "bedrock"]
-LlmName = Literal["local", "bedrock"]
+LlmName = Literal["local", "bedrock", "openai"]
+StructuredOutput = Literal["auto", "tools", "json_schema"]
 
 
 class Settings(BaseSettings):
@@ -68,6 +69,9 @@ class Settings(BaseSettings):
     )
     retrieval_pool: int = Field(
         100, ge=1, le=10_000, description="fused candidates carried into the temporal/dedup/rerank stages"
+    )
+    superseded_turns_last: bool = Field(
+        True, description="rank raw turns whose memories were all replaced below current memories"
     )
     history_max_versions: int = Field(
         20, ge=1, le=1000, description="versions per chain a history query shows"
@@ -160,7 +164,22 @@ class Settings(BaseSettings):
     bedrock_embedding_model: str = "amazon.titan-embed-text-v2:0"
     bedrock_rerank_model_arn: str | None = None
     bedrock_max_tokens: int = Field(1024, ge=1)
+    bedrock_prompt_cache: Literal["auto", "true", "false"] = Field(
+        "auto",
+        description="cache points after the fixed system prompt and tool schema (auto: models taking them)",
+    )
     bedrock_temperature: float = Field(0.0, ge=0.0, le=1.0)
+    # --- OpenAI-compatible LLM server (MEMSTACK_LLM=openai: OpenAI, vLLM, Ollama, llama.cpp, LM Studio)
+    openai_base_url: str = Field("http://127.0.0.1:8080/v1", description="the server's /v1 root")
+    openai_model: str = Field("gpt-4o-mini", min_length=1, description="extraction model")
+    openai_synthesis_model: str | None = Field(None, description="consolidation model (default: the same)")
+    openai_api_key: SecretStr | None = Field(None, description="sent as a Bearer token when set")
+    openai_structured_output: StructuredOutput = Field(
+        "auto", description="tools, response_format json_schema, or auto (tools, then json_schema)"
+    )
+    openai_timeout_seconds: float = Field(60.0, gt=0)
+    openai_temperature: float = Field(0.0, ge=0.0, le=2.0)
+    openai_max_tokens: int = Field(1024, ge=1)
     cost_report_threshold: float = Field(10.0, ge=0.0)
     alert_topic_arn: str | None = None
     project_tag: str = "memstack"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from memstack.domain.consolidation.job import SUMMARY, SYNTHESIS
 from memstack.domain.ingest import stm_memory_id
 from memstack.domain.retrieve import SearchRequest
 from memstack.factory import build_service
-from memstack.models import MemoryFilters, Tier
+from memstack.models import Category, MemoryFilters, MemoryRecord, Message, Tier
 from memstack.service import MemoryService
 
 from tests.consolidation.conftest import (
@@ -293,3 +294,42 @@ def test_the_assistants_turns_are_never_summarised_as_the_users_memory(csvc: Mem
     assert report["skipped"] == 2 and report["marked"] == 8
     written = consolidated(csvc, T, U)
     assert written and all(not {"a1", "a2"} & set(r.source_ids) for r in written)
+
+
+class _FixedSummariser:
+    """Summaries that share most words (so they cluster) and one synthesis about a move and a job."""
+
+    name = "fixed"
+    SYNTHESIS = "Sam is relocating to Osaka next month for Kenji's new job and will work remotely."
+
+    def summarise(self, texts: list[str], max_tokens: int) -> str:
+        return "Sam and Kenji in Osaka: " + " ".join(texts)
+
+    def synthesise(self, summaries: list[str], existing: list[MemoryRecord], max_tokens: int) -> list[str]:
+        return [self.SYNTHESIS]
+
+
+def test_a_synthesis_is_filed_under_what_it_says_not_its_first_sources_category(tmp_path: Path) -> None:
+    from memstack.domain.categories import categorise
+
+    service = build_service(make_settings(tmp_path / "d"), summariser=_FixedSummariser())
+    try:
+        # Two dinners (two days apart: two summaries) and one move: the sources are mostly "dietary".
+        said = [
+            ("d1", "Kenji is taking me to an omakase dinner in Ginza on Friday.", 0),
+            ("mv", "We're relocating to Osaka next month for Kenji's new job.", 1),
+            ("d2", "We had a lovely sushi dinner with Kenji in Osaka.", 50),
+        ]
+        start = NOW - timedelta(hours=60)
+        messages = [
+            Message(id=mid, speaker="Sam", content=text, timestamp=start + timedelta(hours=h))
+            for mid, text, h in said
+        ]
+        service.add(T, U, messages, infer=False)
+        service.consolidate(T, U)
+        records, _ = service.list(T, U, MemoryFilters(tier=Tier.LTM), 100)
+        [synthesis] = [r for r in records if r.metadata.get("consolidation") == SYNTHESIS]
+    finally:
+        service.close()
+    assert synthesis.content == _FixedSummariser.SYNTHESIS
+    assert synthesis.category == categorise(_FixedSummariser.SYNTHESIS) != Category.DIETARY

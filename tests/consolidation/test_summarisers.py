@@ -93,8 +93,9 @@ def test_bedrock_summariser_forces_its_tool_and_bounds_the_answer() -> None:
                 "modelId": "anthropic.claude-3-haiku-20240307-v1:0",
                 "system": ANY,
                 "messages": ANY,
-                "inferenceConfig": {"maxTokens": 64, "temperature": 0.0},
-                "toolConfig": SUMMARY_TOOL.config(),
+                # The budget plus room for the JSON around the text.
+                "inferenceConfig": {"maxTokens": 128, "temperature": 0.0},
+                "toolConfig": SUMMARY_TOOL.config(cache=True),
             },
         )
         long_memories = ["Sam mainly uses PyTorch.", " ".join(["very"] * 100) + " long"]
@@ -108,26 +109,33 @@ def test_bedrock_summariser_forces_its_tool_and_bounds_the_answer() -> None:
     assert SYNTHESIS_TOOL.name == "record_memories"
 
 
-def test_bedrock_summariser_turns_a_text_answer_or_an_error_into_dependency_failed() -> None:
+def test_bedrock_summariser_retries_a_text_answer_then_falls_back_and_fails_on_errors() -> None:
     client = boto3.client("bedrock-runtime", region_name="us-east-1")
     waits: list[float] = []
-    summariser = BedrockSummariser("m", client=client, metrics=_NoMetrics(), sleep=waits.append)
+    metrics = _NoMetrics()
+    summariser = BedrockSummariser("m", client=client, metrics=metrics, sleep=waits.append)
+    prose = {
+        "output": {"message": {"role": "assistant", "content": [{"text": "Here is a summary"}]}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+        "metrics": {"latencyMs": 1},
+    }
+    sent: list[dict] = []
+    client.meta.events.register(
+        "provide-client-params.bedrock-runtime.Converse", lambda params, **_: sent.append(params)
+    )
     with Stubber(client) as stub:
-        stub.add_response(
-            "converse",
-            {
-                "output": {"message": {"role": "assistant", "content": [{"text": "Here is a summary"}]}},
-                "stopReason": "end_turn",
-                "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
-                "metrics": {"latencyMs": 1},
-            },
-        )
+        stub.add_response("converse", prose)
+        stub.add_response("converse", prose)  # the corrected retry answers in prose again
         for _ in range(3):  # the first try and two retries, all throttled
             stub.add_client_error("converse", service_error_code="ThrottlingException", http_status_code=429)
-        with pytest.raises(DependencyFailed, match="without calling record_summary"):
-            summariser.summarise(["x"], 32)
+        turns = ["Sam: I train vision models with PyTorch every day."]
+        # Twice malformed: the offline summary still folds the turns in.
+        assert summariser.summarise(turns, 32) == ExtractiveSummariser().summarise(turns, 32)
         with pytest.raises(DependencyFailed, match="throttled"):
             summariser.summarise(["x"], 32)
+    assert "record_summary" in sent[1]["messages"][-1]["content"][0]["text"]
+    assert ("ConsolidationFallbacks", 1) in metrics.added
     assert len(waits) == 2
 
 

@@ -45,7 +45,7 @@ EXPECTED = {
     "modelId": MODEL,
     "system": ANY,
     "messages": ANY,
-    "toolConfig": TOOL.config(),
+    "toolConfig": TOOL.config(cache=True),
     "inferenceConfig": {"maxTokens": 1024, "temperature": 0.0},
 }
 VALID = {
@@ -217,3 +217,57 @@ def test_factory_builds_the_configured_extractor(tmp_path: Any, client: Any) -> 
     )
     assert isinstance(bedrock, BedrockExtractor)
     assert (bedrock.model_id, bedrock.max_tokens, bedrock.client) == ("m-1", 300, client)
+
+
+def test_prompt_caching_marks_the_fixed_prefix_and_counts_cached_tokens(
+    client: Any, metrics: Metrics, sent: list[dict[str, Any]]
+) -> None:
+    cached = tool_answer(VALID)
+    cached["usage"].update(cacheReadInputTokens=900, cacheWriteInputTokens=0)
+    with Stubber(client) as stub:
+        stub.add_response("converse", cached, EXPECTED)
+        extractor(client, metrics).extract(MESSAGE, [], [TOKYO])
+    request = sent[0]
+    # A cache point after the system prompt and after the tool schema: the fixed prefix of every call.
+    assert request["system"][-1] == {"cachePoint": {"type": "default"}}
+    assert request["toolConfig"]["tools"][-1] == {"cachePoint": {"type": "default"}}
+    # The message itself comes after both, so it never breaks the cached prefix.
+    assert "cachePoint" not in str(request["messages"])
+    emf = metrics.serialize_metric_set()
+    assert emf["ExtractionCachedInputTokens"] == [900.0] and emf["ExtractionCacheWriteInputTokens"] == [0.0]
+
+
+def test_prompt_caching_can_be_turned_off_for_models_without_it(
+    client: Any, metrics: Metrics, sent: list[dict[str, Any]]
+) -> None:
+    plain = {**EXPECTED, "toolConfig": TOOL.config()}
+    with Stubber(client) as stub:
+        stub.add_response("converse", tool_answer(VALID), plain)
+        BedrockExtractor(MODEL, client=client, metrics=metrics, prompt_cache=False).extract(
+            MESSAGE, [], [TOKYO]
+        )
+    assert sent[0]["system"] == [{"text": sent[0]["system"][0]["text"]}]
+    assert "ExtractionCachedInputTokens" not in metrics.serialize_metric_set()
+
+
+def test_extraction_and_consolidation_models_are_configured_apart(tmp_path: Any, client: Any) -> None:
+    from memstack.factory import build_summariser
+
+    settings = load_settings(
+        data_dir=tmp_path,
+        llm="bedrock",
+        bedrock_extraction_model="light-model",
+        bedrock_synthesis_model="strong-model",
+        bedrock_prompt_cache="auto",
+    )
+    extractor_ = build_extractor(settings, client)
+    summariser = build_summariser(settings, client)
+    assert extractor_.model_id == "light-model"  # type: ignore[attr-defined]
+    assert summariser.model_id == "strong-model"  # type: ignore[attr-defined]
+    assert not extractor_.converse.cache  # type: ignore[attr-defined]  # auto: not a caching model
+    cached = load_settings(
+        data_dir=tmp_path, llm="bedrock", bedrock_extraction_model="us.amazon.nova-lite-v1:0"
+    )
+    assert build_extractor(cached, client).converse.cache  # type: ignore[attr-defined]
+    forced = load_settings(data_dir=tmp_path, llm="bedrock", bedrock_prompt_cache="true")
+    assert build_extractor(forced, client).converse.cache  # type: ignore[attr-defined]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from memstack.adapters.llm.lexicon import categorise
 from memstack.adapters.llm.local import LocalExtractor
+from memstack.domain.categories import categorise
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
 
 SAID = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -104,7 +104,12 @@ def test_extraction_is_deterministic() -> None:
     text = "Hi! I'm vegetarian. I love hiking on weekends and I'm learning Rust."
     first = extractor.extract(msg(text), [], [])
     assert first == extractor.extract(msg(text), [], [])
-    assert len(first) == 2
+    # One memory per first-person clause: vegetarian, hiking, Rust.
+    assert [o.content for o in first] == [
+        "Maya is vegetarian.",
+        "Maya loves hiking on weekends.",
+        "Maya is learning Rust.",
+    ]
 
 
 CATEGORY_EXAMPLES = {
@@ -156,3 +161,86 @@ def test_sentences_only_about_the_listener_are_not_the_speakers_memories() -> No
 def test_instructions_to_the_assistant_are_preferences() -> None:
     [op] = extractor.extract(msg("Please don't use emojis in your replies."), [], [])
     assert (op.kind, op.category) == (Kind.PREFERENCE, Category.COMMUNICATION_STYLE)
+
+
+def ops_of(text: str, *known: MemoryRecord) -> list[tuple[str, str | None, str | None]]:
+    return [(o.op, o.target_id, o.content) for o in extractor.extract(msg(text), [], list(known))]
+
+
+def test_a_preference_between_two_things_is_updated_when_it_flips() -> None:
+    tea = memory("Maya prefers tea over coffee.", kind=Kind.PREFERENCE, mid="tea")
+    assert ops_of("Actually I prefer coffee over tea now.", tea) == [
+        ("UPDATE", "tea", "Maya prefers coffee over tea now.")
+    ]
+
+
+def test_forget_deletes_and_stores_nothing_of_the_command() -> None:
+    coffee = memory("Maya likes coffee.", kind=Kind.PREFERENCE, mid="coffee")
+    assert ops_of("Forget that I like coffee, I no longer drink it.", coffee) == [("DELETE", "coffee", None)]
+
+
+def test_a_correction_replaces_the_value_it_names() -> None:
+    sister = memory("Maya's sister's name is Anna.", mid="sis")
+    assert ops_of("Sorry, I meant Hannah, not Anna.", sister) == [
+        ("UPDATE", "sis", "Maya's sister's name is Hannah.")
+    ]
+    shop = memory("Maya works at Shopify on the payments team.", mid="job")
+    assert ops_of("Actually it's Stripe, not Shopify.", shop) == [
+        ("UPDATE", "job", "Maya works at Stripe on the payments team.")
+    ]
+
+
+def test_an_ending_replaces_the_memory_with_what_happened() -> None:
+    smoking = memory("Maya smokes about five cigarettes a day.", mid="smoke")
+    [(op, target, content)] = ops_of("I quit smoking!", smoking)
+    assert (op, target) == ("UPDATE", "smoke") and content and "quit smoking" in content
+
+
+def test_finishing_closes_the_goal() -> None:
+    rust = memory("Maya is trying to learn Rust on the side.", mid="rust")
+    [(op, target, content)] = ops_of("I finished the Rust book.", rust)
+    assert (op, target, content) == ("UPDATE", "rust", "Maya finished the Rust book.")
+
+
+def test_a_switch_replaces_the_habit_it_changes() -> None:
+    milk = memory("Maya always takes oat milk in their coffee.", kind=Kind.PREFERENCE, mid="milk")
+    assert ops_of("I've switched to almond milk.", milk) == [
+        ("UPDATE", "milk", "Maya has switched to almond milk.")
+    ]
+
+
+def test_a_new_job_in_its_own_clause_wins_over_the_ending_beside_it() -> None:
+    barista = memory("Maya is a barista at a cafe downtown.", mid="job")
+    ops = ops_of("I left the cafe, I work as a graphic designer now.", barista)
+    # Both clauses touch the job: the new job title replaces it, the leaving is kept as an event.
+    assert ops[0][:2] == ("ADD", None) and "left the cafe" in (ops[0][2] or "")
+    assert ops[1] == ("UPDATE", "job", "Maya works as a graphic designer now.")
+
+
+def test_a_plan_elsewhere_does_not_move_the_user_yet() -> None:
+    home = memory("Maya lives in Bangalore.", mid="home")
+    assert [op for op, _, _ in ops_of("I'm moving to Hyderabad next month.", home)] == ["ADD"]
+
+
+def test_requests_hypotheticals_and_small_talk_are_not_memories() -> None:
+    for said in (
+        "Tell me a joke about cats.",
+        "If I lived in Paris I would eat croissants.",
+        "Hmm, let me think.",
+    ):
+        assert extractor.extract(msg(said), [], []) == [], said
+    [op] = extractor.extract(msg("Book me a window seat, I always get airsick."), [], [])
+    assert op.content == "Maya always gets airsick."
+
+
+def test_news_about_a_known_plan_changes_it_even_in_the_third_person() -> None:
+    offsite = memory("Maya's team offsite is in Lisbon in June.", kind=Kind.EVENT, mid="off")
+    assert ops_of("The team offsite moved to Porto.", offsite) == [
+        ("UPDATE", "off", "The team offsite moved to Porto.")
+    ]
+
+
+def test_summaries_of_consolidation_are_never_the_target_of_one_change() -> None:
+    summary = memory("Maya smokes and drinks coffee and lives in Tokyo.", mid="sum")
+    summary.metadata["consolidation"] = "summary"
+    assert [op for op, _, _ in ops_of("I quit smoking.", summary)] == ["ADD"]

@@ -54,10 +54,10 @@ def test_tokyo_to_osaka_updates_and_search_ranks_osaka_first(service: MemoryServ
     ]
     assert chain[1].replaces_id == chain[0].id
     assert chain[1].source_ids == ["m1", "m2"]
-    # The move itself is remembered as a dated event, resolved against the message time.
-    moved = next(r for r in ltm(service) if r.kind == Kind.EVENT)
-    assert moved.content == "The user moved to Osaka in the week of 11 May 2026."
-    assert moved.event_time == datetime(2026, 5, 11, tzinfo=UTC)
+    # The new version carries when the move happened, resolved against the message time; no
+    # separate "moved to Osaka" memory stays current to contradict a later move.
+    assert chain[1].event_time == datetime(2026, 5, 11, tzinfo=UTC)
+    assert len(current) == 1
 
 
 def test_retraction_hides_the_memory_from_search(service: MemoryService) -> None:

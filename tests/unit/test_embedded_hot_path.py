@@ -224,7 +224,7 @@ def test_lookups_by_id_use_the_id_index_not_every_row_of_the_user(
     traced: list[str] = []
     conn.set_trace_callback(traced.append)
     store.get_many("t1", "u1", ids)
-    store.embeddings("t1", "u1", ids)
+    store._stored_embeddings("t1", "u1", ids)  # vectors of rows the index does not hold (tombstones)
     store.get("t1", "u1", ids[0])
     store.mark("t1", "u1", ids[:5], seen=True)
     conn.set_trace_callback(None)
@@ -285,6 +285,7 @@ def test_a_write_costs_the_next_search_only_the_rows_it_changed(store: EmbeddedM
     assert after.size == before.size + 1 and after.generation > before.generation
     reads = [sql for sql in traced if "FROM memories WHERE" in sql]
     assert reads and all("row_gen >" in sql for sql in reads)  # the delta, never the whole user
+    assert store.embeddings("t1", "u1", after.ids[-1:])  # the new row's full vector came with it
     assert before.size == 200 and before.ids[: before.size] == after.ids[:200]  # the old view is unchanged
 
 
@@ -344,3 +345,34 @@ def test_concurrent_searches_during_writes_see_only_their_users_rows(store: Embe
         t.join(timeout=120)
     assert not any(t.is_alive() for t in threads)
     assert errors == []
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        MemoryFilters(tier=Tier.LTM),
+        MemoryFilters(tier=Tier.LTM, session_id="s1"),
+        MemoryFilters(kind=Kind.EVENT, category=Category.TRAVEL),
+        MemoryFilters(scope=Scope.CONTEXT, session_id="s2"),
+    ],
+    ids=["ltm", "ltm-in-session", "kind-and-category", "context-of-a-session"],
+)
+def test_a_narrow_filter_is_pushed_into_the_match_and_stays_exact(
+    store: EmbeddedMemoryStore, filters: MemoryFilters
+) -> None:
+    rng = np.random.default_rng(8)
+    many = [_record(rng, "t1", "u1", i).model_copy(update={"tier": Tier.STM}) for i in range(300)]
+    few = [
+        _record(rng, "t1", "u1", 400 + i).model_copy(
+            update={"tier": Tier.LTM, "kind": Kind.EVENT, "category": Category.TRAVEL}
+        )
+        for i in range(12)
+    ]
+    store.put(many + few + [_record(rng, "t1", "u2", i) for i in range(50)])
+    conn = store.db.read()
+    traced: list[str] = []
+    conn.set_trace_callback(traced.append)
+    got = store.bm25_search("t1", "u1", "tea garden puppy jazz", 8, filters)
+    conn.set_trace_callback(None)
+    assert any("tags :" in sql for sql in traced)  # the filters narrowed the MATCH itself
+    assert_same_top_k(got, _brute_bm25(store.db, "t1", "u1", "tea garden puppy jazz", 8, filters))

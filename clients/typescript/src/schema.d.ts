@@ -567,6 +567,12 @@ export interface components {
             /** Score */
             score: number;
             /**
+             * Superseded
+             * @description an older version (history queries), or a raw turn whose memories were all replaced
+             * @default false
+             */
+            superseded?: boolean;
+            /**
              * Stages
              * @description each stage's score (explain=true)
              */

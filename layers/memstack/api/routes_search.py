@@ -75,7 +75,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         )
         results: list[dict[str, Any]] = []
         for hit in result.hits:
-            item = {**memory_out(hit.record), "score": hit.score}
+            item = {**memory_out(hit.record), "score": hit.score, "superseded": hit.superseded}
             if body.explain:
                 item["stages"] = hit.stages
             results.append(item)

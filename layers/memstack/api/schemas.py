@@ -282,6 +282,10 @@ class Memory(BaseModel):
 
 class SearchResultItem(Memory):
     score: float
+    superseded: bool = Field(
+        False,
+        description="an older version (history queries), or a raw turn whose memories were all replaced",
+    )
     stages: dict[str, float] | None = Field(None, description="each stage's score (explain=true)")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -13,10 +13,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memstack.cli.app import UserError, console, print_json, settings_from_cli
+from memstack.evaluation.extraction import ExtractionReport, evaluate_extraction
 from memstack.evaluation.locomo import LocomoFormatError, load_locomo
 from memstack.evaluation.runner import CATEGORY_ORDER, EvalReport, evaluate
+from memstack.evaluation.scenarios import ScenarioFormatError, load_scenarios
 
-eval_app = typer.Typer(help="Measure retrieval quality on benchmark data.", no_args_is_help=True)
+eval_app = typer.Typer(
+    help="Measure retrieval and extraction quality on benchmark data.", no_args_is_help=True
+)
 
 
 def parse_ks(value: str) -> list[int]:
@@ -110,6 +114,72 @@ def locomo(
             f"skipped {report.unusable_questions} questions without usable evidence; "
             f"ignored {report.dropped_evidence} evidence ids that name no turn"
         )
+
+
+def render_extraction(report: ExtractionReport, show_failures: bool) -> list[Any]:
+    title = (
+        f"extraction scenarios, --llm {report.llm}: {report.passed}/{report.scenarios} passed "
+        f"({report.pass_rate:.1%}), {report.seconds:.0f} s"
+    )
+    table = Table(title=title, title_justify="left")
+    for column in ("group", "n", "passed", "rate"):
+        table.add_column(column, justify="left" if column == "group" else "right")
+    table.add_row("all", str(report.scenarios), str(report.passed), f"{report.pass_rate:.1%}")
+    for label, rows in (("tag", report.by_tag), ("file", report.by_file)):
+        table.add_section()
+        for name, row in rows.items():
+            table.add_row(f"{label} {name}", str(row["n"]), str(row["passed"]), f"{row['rate']:.1%}")
+    out: list[Any] = [
+        table,
+        f"LTM records written per message {report.ltm_per_message:.2f}; "
+        f"LLM calls per message {report.llm_calls_per_message:.2f}; "
+        f"{report.messages} messages; failed jobs {report.failed_jobs}",
+    ]
+    if show_failures:
+        for result in report.failures:
+            failed = [c for c in result.checks if not c.passed]
+            out.append(
+                f"FAIL {result.id} ({result.source}): "
+                + "; ".join(f"{c.kind} {c.expected}: {c.detail}" for c in failed)
+                + (f"; {result.failed_jobs} failed jobs" if result.failed_jobs else "")
+            )
+    return out
+
+
+@eval_app.command("extraction")
+def extraction(
+    paths: Annotated[list[Path], typer.Argument(help="scenario files (JSON lines)")],
+    llm: Annotated[str | None, typer.Option(help="local | bedrock | openai (overrides MEMSTACK_LLM)")] = None,
+    embedder: Annotated[str | None, typer.Option(help="override MEMSTACK_EMBEDDER")] = None,
+    failures: Annotated[bool, typer.Option(help="list each failed scenario and why")] = True,
+    limit: Annotated[int | None, typer.Option(help="only the first N scenarios (a slow model)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Run each scenario in a fresh store through the ingest path and check what memstack ends up knowing."""
+    settings = settings_from_cli(llm=llm, embedder=embedder)
+    try:
+        scenarios = load_scenarios(paths)
+    except ScenarioFormatError as exc:
+        raise UserError(str(exc)) from None
+    if limit is not None:
+        scenarios = scenarios[: max(limit, 1)]
+    logging.getLogger("memstack").setLevel(logging.ERROR)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("scenarios", total=len(scenarios))
+        report = evaluate_extraction(scenarios, settings, progress=lambda n: bar.advance(task, n))
+    if as_json:
+        print_json(report.as_dict())
+        return
+    out = Console(width=max(console.width, 120))
+    for part in render_extraction(report, failures):
+        out.print(part, highlight=False, markup=False) if isinstance(part, str) else out.print(part)
 
 
 def register(app: typer.Typer) -> None:

@@ -52,7 +52,12 @@ def search(
         print_json(
             {
                 "results": [
-                    {**h.record.public_dict(), "score": h.score, **({"stages": h.stages} if explain else {})}
+                    {
+                        **h.record.public_dict(),
+                        "score": h.score,
+                        "superseded": h.superseded,
+                        **({"stages": h.stages} if explain else {}),
+                    }
                     for h in result.hits
                 ],
                 "degraded": result.degraded,
@@ -74,7 +79,8 @@ def search(
         r = hit.record
         when = said[r.id].strftime("%Y-%m-%d")
         text = f"{r.speaker}: {r.content}" if r.speaker else r.content
-        row = [str(rank), f"{hit.score:.4f}", str(r.tier), when, text]
+        tier = f"{r.tier} (superseded)" if hit.superseded else str(r.tier)
+        row = [str(rank), f"{hit.score:.4f}", tier, when, text]
         if explain:
             row.append(", ".join(f"{k}={v:.3f}" for k, v in hit.stages.items()))
         table.add_row(*row)

@@ -9,11 +9,13 @@ from pydantic import BaseModel, Field
 
 from memstack.models import Category, Kind, MemoryRecord, Message
 
+OpName = Literal["ADD", "UPDATE", "DELETE", "NONE"]
+
 
 class ExtractionOp(BaseModel):
     """One decision of context-aware extraction."""
 
-    op: Literal["ADD", "UPDATE", "DELETE", "NONE"]
+    op: OpName
     target_id: str | None = None
     content: str | None = None
     kind: Kind = Kind.FACT

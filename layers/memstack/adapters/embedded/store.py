@@ -44,7 +44,7 @@ def _chunks(ids: list[str]) -> Iterator[list[str]]:
 class EmbeddedMemoryStore:
     """The ``MemoryStore`` port on a SQLite file."""
 
-    def __init__(self, db: Database, *, cache_rows: int = 2_000_000) -> None:
+    def __init__(self, db: Database, *, cache_rows: int = 500_000) -> None:
         self.db = db
         self._indexes = IndexCache(cache_rows)
 
@@ -66,9 +66,18 @@ class EmbeddedMemoryStore:
         except sqlite3.IntegrityError as exc:
             raise Conflict(f"memory {r.id} already exists") from exc
         if not r.deleted:
+            prefix = fts.owner_prefix(uid)
+            tags = fts.row_tags(
+                prefix,
+                tier=str(r.tier),
+                kind=str(r.kind),
+                category=str(r.category) if r.category else None,
+                scope=str(r.scope),
+                session_id=r.session_id,
+            )
             conn.execute(
-                "INSERT INTO memories_fts (rowid, text) VALUES (?, ?)",
-                (cur.lastrowid, fts.indexed_text(fts.owner_prefix(uid), r.indexed_text)),
+                "INSERT INTO memories_fts (rowid, text, tags) VALUES (?, ?, ?)",
+                (cur.lastrowid, fts.indexed_text(prefix, r.indexed_text), tags),
             )
             if r.metadata and cur.lastrowid is not None:
                 metadata_terms.add(conn, uid, cur.lastrowid, r.metadata)
@@ -188,6 +197,21 @@ class EmbeddedMemoryStore:
         return out
 
     def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
+        """Full vectors from the user's index; from SQLite only for rows it does not hold (tombstones)."""
+        view = self.index(tenant, user_id)
+        out: dict[str, np.ndarray] = {}
+        missing = []
+        for memory_id in ids:
+            row = view.row_of.get(memory_id)
+            if row is not None and row < view.size and view.has_full[row]:
+                out[memory_id] = view.full[row]
+            else:
+                missing.append(memory_id)
+        if missing:
+            out.update(self._stored_embeddings(tenant, user_id, missing))
+        return out
+
+    def _stored_embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         conn = self.db.read()
         for chunk in _chunks(ids):
@@ -294,11 +318,18 @@ class EmbeddedMemoryStore:
         if match is None:
             return []
         allowed = view.columns.mask(filters, rows_with=self.rows_with(view))
-        # The FTS index holds exactly the current, live rows; if the filters drop none of
-        # them, FTS5's own top-k is the answer, otherwise hits are read until k pass.
+        # The FTS index holds exactly the current, live rows. If the filters drop none of
+        # them, FTS5's own top-k is the answer. Otherwise hits are read until k pass, and
+        # when most rows are filtered out, the filters' tags narrow the MATCH first
+        # (metadata is not a tag: the row mask applies it).
         indexed = view.columns.current & ~view.columns.deleted
-        every_hit_allowed = not (indexed & ~allowed).any()
-        sql = "SELECT rowid, rank FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank"
+        searchable, passing = int(indexed.sum()), int((indexed & allowed).sum())
+        if not passing:
+            return []
+        every_hit_allowed = passing == searchable
+        if 2 * passing < searchable:
+            match = f"{match} AND {fts.filter_expression(fts.owner_prefix(view.uid), filters)}"
+        sql = f"SELECT rowid, {fts.RANK} FROM memories_fts WHERE memories_fts MATCH ? ORDER BY 2"
         params: tuple[object, ...] = (match,)
         if every_hit_allowed:
             sql, params = sql + " LIMIT ?", (match, k)
@@ -343,16 +374,21 @@ def vector_on(
     if not view.size or k <= 0:
         return []
     allowed = view.columns.mask(filters, rows_with=rows_with) & view.has_vector
-    count = int(allowed.sum())
-    if not count:
+    rows = np.flatnonzero(allowed)
+    if not len(rows):
         return []
-    scores = view.coarse @ np.asarray(query_coarse, dtype=np.float32)
-    if count < view.size:
-        scores[~allowed] = -np.inf
-    n = min(k, count)
-    top = np.argpartition(scores, view.size - n)[view.size - n :]
+    q = np.asarray(query_coarse, dtype=np.float32)
+    if len(rows) == view.size:
+        scores = view.coarse @ q
+    elif 4 * len(rows) < view.size:
+        scores = view.coarse[rows] @ q  # few rows pass: score only those
+    else:
+        scores = (view.coarse @ q)[rows]
+    n = min(k, len(rows))
+    top = np.argpartition(scores, len(scores) - n)[len(scores) - n :]
     top = top[np.argsort(-scores[top], kind="stable")]
-    return [ScoredId(id=view.ids[i], score=float(scores[i])) for i in top]
+    positions = rows[top] if len(rows) < view.size else top
+    return [ScoredId(id=view.ids[i], score=float(scores[t])) for i, t in zip(positions, top, strict=True)]
 
 
 class _PinnedUser(EmbeddedMemoryStore):

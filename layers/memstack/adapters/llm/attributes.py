@@ -12,13 +12,28 @@ import re
 from dataclasses import dataclass
 
 _PLACE = r"(?P<v>[A-Z][\w'-]*(?:\s+(?:[A-Z][\w'-]*|de|del|la|upon|on))*)"
+# An organisation: a name ("KPMG", "St Mary's") or a common noun phrase ("the city council", "a bank").
+_ORG = (
+    r"(?P<v>[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*)*"
+    r"|(?:the|a|an)\s+(?:[a-z][\w'-]*\s+){0,2}?[a-z][\w'-]*(?=\s+(?:in|on|as|at|for|with|and|since|near|downtown)\b|[,.;!]|$))"
+)
 _JOBS = (
     r"engineer|developer|programmer|nurse|teacher|doctor|manager|designer|scientist|analyst|lawyer|writer|"
-    r"student|consultant|accountant|chef|architect|researcher|professor|pharmacist|electrician|journalist|"
-    r"photographer|artist|musician|librarian|dentist|firefighter|police officer|intern|founder|director|"
-    r"administrator|technician|therapist|mechanic|pilot|salesperson|baker|farmer"
+    r"student|consultant|accountant|chef|cook|architect|researcher|professor|pharmacist|electrician|"
+    r"journalist|photographer|artist|musician|librarian|dentist|firefighter|police officer|intern|founder|"
+    r"director|administrator|technician|therapist|mechanic|pilot|salesperson|baker|farmer|paramedic|"
+    r"auditor|barista|instructor|plumber|carpenter|vet|veterinarian|surgeon|editor|translator|tutor|"
+    r"lecturer|officer|clerk|cashier|waiter|waitress|bartender|driver|courier|receptionist|secretary|"
+    r"assistant|coordinator|specialist|strategist|marketer|recruiter|banker|trader|economist|"
+    r"psychologist|counsellor|counselor|social worker|midwife|caregiver|carer|coach|trainer|cleaner|"
+    r"builder|welder|miner|soldier|lead|head|supervisor|owner|ceo|cto|freelancer|contractor|retiree"
 )
-_ADV = r"(?:\s+(?:now|currently|still|just|recently|finally|officially|\w+ly))*"
+# Up to three modifiers ("senior data engineer"), never across a preposition.
+_JOB = r"(?P<v>(?:(?!(?:at|in|for|and|with|the|a|an|of|on|there|to)\b)[a-z-]+\s+){0,3}(?:" + _JOBS + r"))\b"
+_ADV = r"(?:\s+(?:now|currently|still|just|recently|finally|officially|already|\w+ly))*"
+# "Tom and family packed everything up and now live in York": a verb coordinated with the subject.
+_AND = r"(?:\s+[^,.;]*?\band)?"
+_NUMBER = r"(?P<v>\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
 
 
 @dataclass(frozen=True)
@@ -41,7 +56,8 @@ class _Pattern:
 _PATTERNS = (
     _Pattern(
         "residence",
-        r"{S}" + _ADV + r"\s+(?:lives|live|is living|are living|resides|reside)\s+in\s+" + _PLACE,
+        r"{S}" + _AND + _ADV + r"\s+(?:lives|live|is living|are living|has been living|have been living|"
+        r"resides|reside)\s+in\s+" + _PLACE,
         True,
     ),
     _Pattern("residence", r"{S}" + _ADV + r"\s+(?:is|are)\s+based\s+in\s+" + _PLACE, True),
@@ -49,12 +65,30 @@ _PATTERNS = (
         "residence",
         r"{S}"
         + _ADV
-        + r"\s+(?:has |have )?(?:just |finally )?(?:moved|relocated)(?:\s+\w+)?\s+to\s+"
+        + r"\s+(?:rents|rent|owns|own)\s+an?\s+(?:\w+\s+)?(?:flat|apartment|house|room|place)\s+in\s+"
+        + _PLACE,
+        True,
+    ),
+    _Pattern("residence", r"\b[Hh]ome for {S} is\b[^,.;]{0,40}?\bin\s+" + _PLACE, True),
+    _Pattern(
+        "residence",
+        r"{S}"
+        + _AND
+        + _ADV
+        + r"\s+(?:has |have )?(?:just |finally )?(?:moved|relocated|made the (?:big )?move)"
+        + r"(?:\s+\w+)?\s+to\s+"
         + _PLACE,
         False,
     ),
+    _Pattern("birthplace", r"{S}" + _ADV + r"\s+(?:was|were)\s+born\s+in\s+" + _PLACE, True),
     _Pattern(
-        "employer", r"{S}" + _ADV + r"\s+(?:works|work|is working|has worked)\s+(?:at|for)\s+" + _PLACE, True
+        "employer", r"{S}" + _ADV + r"\s+(?:works|work|is working|has worked)\s+(?:at|for)\s+" + _ORG, True
+    ),
+    _Pattern(
+        "employer",
+        r"{S}" + _ADV + r"\s+(?:has\s+)?(?:joined|started (?:work(?:ing)? )?(?:at|with|for)|"
+        r"got an?\s+(?:new\s+)?job\s+(?:at|with)|(?:is|are)\s+joining)\s+" + _ORG,
+        False,
     ),
     _Pattern(
         "job_title",
@@ -64,11 +98,11 @@ _PATTERNS = (
         + r"(?P<v>[a-z][a-z -]*?)(?=\s+(?:at|for|in|with)\b|[,.;!]|$)",
         True,
     ),
+    _Pattern("job_title", r"{S}" + _ADV + r"\s+is\s+(?:an?\s+|the\s+)?" + _JOB, True),
     _Pattern(
-        "job_title",
-        r"{S}" + _ADV + r"\s+is\s+(?:an?\s+)?(?P<v>(?:[a-z-]+\s+){0,3}?(?:" + _JOBS + r"))\b",
-        True,
+        "job_title", r"{S}" + _ADV + r"\s+(?:became|has become|is now)\s+(?:an?\s+|the\s+)?" + _JOB, False
     ),
+    _Pattern("job_title", r"\bmade {S}\s+(?:an?\s+|the\s+|their\s+)?" + _JOB, False),
     _Pattern(
         "job_title",
         r"{S}" + _ADV + r"\s+(?:has\s+)?(?:started|began|begun|starts)\s+(?:work(?:ing)?\s+)?as\s+(?:an?\s+)?"
@@ -94,9 +128,34 @@ _PATTERNS = (
     _Pattern("age", r"{S}" + _ADV + r"\s+is\s+(?P<v>\d{1,3})(?:\s+years?\s+old)?\b", True),
     _Pattern("name", r"{S}'s\s+name\s+is\s+(?P<v>[A-Z][\w-]*)", True),
     _Pattern(
-        "favourite",
-        r"{S}'s\s+(?:all-time\s+)?favou?rite\s+(?P<k>\w+(?:\s+\w+)?)\s+is\s+(?P<v>[^,.;!]+)",
+        "name_of",
+        r"{S}'s\s+(?P<k>[a-z]+(?:'s)?(?:\s+[a-z]+)?)\s+(?:is called|is named|name is|'s name is)\s+"
+        r"(?P<v>[A-Z][\w-]*)",
         True,
+    ),
+    _Pattern(
+        "count",
+        r"{S}" + _ADV + r"\s+(?:has|have)\s+" + _NUMBER + r"\s+(?P<k>kids|children|sons|daughters|brothers|"
+        r"sisters|siblings|cats|dogs|pets|grandchildren)\b",
+        True,
+    ),
+    _Pattern(
+        "favourite",
+        r"{S}'s\s+(?:all-time\s+)?favou?rite\s+(?P<k>\w+(?:\s+\w+)?)\s+is\s+(?P<v>[^,.;!]+?)"
+        r"(?=\s+(?:now|these days|nowadays)\b|[,.;!]|$)",
+        True,
+    ),
+    _Pattern(
+        "favourite",
+        r"(?P<v>\b[A-Z][\w' -]*?)\s+is\s+{S}'s\s+(?:new\s+)?(?:all-time\s+)?favou?rite\s+"
+        r"(?P<k>\w+(?:\s+(?!now\b|these\b|nowadays\b)\w+)?)\b",
+        True,
+    ),
+    _Pattern(
+        "prefer",
+        r"{S}" + _ADV + r"\s+prefers?\s+(?P<v>[\w' -]+?)\s+(?:over|to|rather than)\s+(?P<k>[\w' -]+?)"
+        r"(?=\s+(?:now|these days|nowadays)\b|[,.;!]|$)",
+        False,
     ),
 )
 
@@ -113,8 +172,13 @@ def find_attributes(text: str, subject: str) -> list[AttributeValue]:
     for pattern in _PATTERNS:
         for m in re.finditer(pattern.regex.replace("{S}", subj), text, pattern.flags):
             name = pattern.name
-            if "k" in m.groupdict() and m.group("k"):
-                name = f"favourite:{m.group('k').lower()}"
+            if pattern.name == "prefer":
+                # "prefers tea over coffee" and "prefers coffee over tea" choose within the same pair.
+                pair = sorted(x.strip().lower() for x in (m.group("v"), m.group("k")))
+                name = "prefer:" + "|".join(pair)
+            elif "k" in m.groupdict() and m.group("k"):
+                key = m.group("k").lower().replace("'s", "")
+                name = f"{pattern.name}:{key}"
             if name in found:
                 continue
             value = m.group("v").strip()

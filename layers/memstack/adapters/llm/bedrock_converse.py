@@ -1,9 +1,18 @@
 """One Bedrock Converse call that must answer through one tool: structured output, never free text.
 
 ``toolChoice`` forces the named tool, so the answer is the tool's input (JSON
-that follows the tool's schema), not prose to parse. Input and output token
-counts of every call are emitted as Powertools metrics (namespace
+that follows the tool's schema), not prose to parse. Input, output and cached
+token counts of every call are emitted as Powertools metrics (namespace
 "memstack"); the Lambda handler's ``log_metrics`` flushes them.
+
+Prompt caching: with ``cache`` the request carries a cache point after the
+fixed system prompt and one after the tool schema, so repeated extraction and
+consolidation calls read that prefix from Bedrock's cache (billed at a
+fraction of input tokens) instead of paying for it on every message; the
+usage's ``cacheReadInputTokens`` / ``cacheWriteInputTokens`` become the
+``...CachedInputTokens`` / ``...CacheWriteInputTokens`` metrics. Not every
+model supports cache points (Bedrock rejects such a request), so they are a
+setting (``MEMSTACK_BEDROCK_PROMPT_CACHE``, on by default).
 
 Throttling: the default client retries in adaptive mode (client-side rate
 limiting, botocore config). Throttling that outlasts those retries is tried
@@ -11,23 +20,43 @@ again here a few times with a longer backoff before it becomes
 ``DependencyFailed``; this outer loop is also what the Stubber tests exercise
 (stubbed responses bypass botocore's own retry handler).
 
-Used by the Bedrock extractor and by consolidation's Bedrock summariser.
+``ConverseChat`` is the ``ToolChat`` of ``structured.py`` (the Bedrock
+extractor and summariser).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from aws_lambda_powertools import Metrics
-from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
+from memstack.adapters.llm.tools import (
+    CACHE_POINT,
+    NAMESPACE,
+    Tool,
+    ToolAnswer,
+    default_metrics,
+    record_usage,
+)
 from memstack.errors import DependencyFailed
 
-NAMESPACE = "memstack"
+__all__ = [
+    "CACHING_MODELS",
+    "NAMESPACE",
+    "THROTTLING_CODES",
+    "ConverseChat",
+    "Tool",
+    "ToolCall",
+    "bedrock_runtime_client",
+    "converse_tool",
+    "converse_tool_call",
+    "default_metrics",
+    "prompt_cache_enabled",
+]
+
 THROTTLING_CODES = frozenset(
     {
         "ThrottlingException",
@@ -36,16 +65,27 @@ THROTTLING_CODES = frozenset(
         "ModelNotReadyException",
     }
 )
+#: the answer of one call (kept under its first name for callers of ``converse_tool_call``)
+ToolCall = ToolAnswer
+# Model families that take Converse cache points (Bedrock's prompt-caching list); others reject them.
+CACHING_MODELS = (
+    "anthropic.claude-3-5-haiku",
+    "anthropic.claude-3-7-sonnet",
+    "anthropic.claude-sonnet-4",
+    "anthropic.claude-opus-4",
+    "anthropic.claude-haiku-4",
+    "amazon.nova-",
+)
 
-_metrics: Metrics | None = None
 
-
-def default_metrics() -> Metrics:
-    """The process's Powertools metrics (created on first use; they share one metric set)."""
-    global _metrics
-    if _metrics is None:
-        _metrics = Metrics(namespace=NAMESPACE)
-    return _metrics
+def prompt_cache_enabled(setting: str, model_id: str) -> bool:
+    """``MEMSTACK_BEDROCK_PROMPT_CACHE``: true, false, or auto (on for the model families that take it)."""
+    if setting != "auto":
+        return setting == "true"
+    base = model_id.split("/")[-1]
+    for region in ("us.", "eu.", "apac.", "global.", "jp.", "au."):
+        base = base.removeprefix(region)  # cross-region inference profiles name the model after a prefix
+    return base.startswith(CACHING_MODELS)
 
 
 def bedrock_runtime_client(region: str | None = None) -> Any:
@@ -58,50 +98,6 @@ def bedrock_runtime_client(region: str | None = None) -> Any:
         region_name=region,
         config=Config(retries={"mode": "adaptive", "max_attempts": 6}, read_timeout=60, connect_timeout=5),
     )
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    #: JSON schema of the tool's input
-    schema: dict[str, Any]
-
-    def config(self) -> dict[str, Any]:
-        return {
-            "tools": [
-                {
-                    "toolSpec": {
-                        "name": self.name,
-                        "description": self.description,
-                        "inputSchema": {"json": self.schema},
-                    }
-                }
-            ],
-            "toolChoice": {"tool": {"name": self.name}},
-        }
-
-
-@dataclass
-class ToolCall:
-    """What the model answered: the tool input (``None`` if it did not call the tool) and its usage."""
-
-    input: dict[str, Any] | None
-    tool_use_id: str | None
-    usage: dict[str, int]
-    #: the assistant message as returned, to continue the conversation (a retry)
-    message: dict[str, Any] = field(default_factory=dict)
-    stop_reason: str | None = None
-
-
-def _record_usage(metrics: Metrics | None, prefix: str, usage: dict[str, int]) -> None:
-    if metrics is None:
-        return
-    metrics.add_metric(name=f"{prefix}InputTokens", unit=MetricUnit.Count, value=usage.get("inputTokens", 0))
-    metrics.add_metric(
-        name=f"{prefix}OutputTokens", unit=MetricUnit.Count, value=usage.get("outputTokens", 0)
-    )
-    metrics.add_metric(name=f"{prefix}Calls", unit=MetricUnit.Count, value=1)
 
 
 def converse_tool_call(
@@ -118,13 +114,14 @@ def converse_tool_call(
     throttle_retries: int = 2,
     backoff_seconds: float = 2.0,
     sleep: Callable[[float], None] = time.sleep,
-) -> ToolCall:
+    cache: bool = False,
+) -> ToolAnswer:
     """Call Converse with ``tool`` forced; retry sustained throttling; count tokens."""
     request = {
         "modelId": model_id,
-        "system": [{"text": system}],
+        "system": [{"text": system}, CACHE_POINT] if cache else [{"text": system}],
         "messages": messages,
-        "toolConfig": tool.config(),
+        "toolConfig": tool.config(cache=cache),
         "inferenceConfig": {"maxTokens": max_tokens, "temperature": temperature},
     }
     for attempt in range(throttle_retries + 1):
@@ -144,25 +141,96 @@ def converse_tool_call(
         except BotoCoreError as exc:
             raise DependencyFailed(f"Bedrock {model_id} failed: {exc}") from exc
     usage = {k: int(v) for k, v in (response.get("usage") or {}).items() if isinstance(v, int | float)}
-    _record_usage(metrics, metric_prefix, usage)
+    record_usage(metrics, metric_prefix, usage)
     message = (response.get("output") or {}).get("message") or {}
+    conversation = [*messages, message or {"role": "assistant", "content": [{"text": "(no answer)"}]}]
+    stop = response.get("stopReason")
     for block in message.get("content") or []:
         use = block.get("toolUse")
         if use and use.get("name") == tool.name:
             payload = use.get("input")
-            return ToolCall(
+            return ToolAnswer(
                 input=payload if isinstance(payload, dict) else None,
-                tool_use_id=use.get("toolUseId"),
                 usage=usage,
-                message=message,
-                stop_reason=response.get("stopReason"),
+                stop_reason=stop,
+                conversation=conversation,
+                call_id=use.get("toolUseId"),
             )
-    return ToolCall(
-        input=None, tool_use_id=None, usage=usage, message=message, stop_reason=response.get("stopReason")
-    )
+    return ToolAnswer(input=None, usage=usage, stop_reason=stop, conversation=conversation)
 
 
 def converse_tool(client: Any, **kwargs: Any) -> tuple[dict[str, Any], dict[str, int]]:
     """(tool input, usage) of one forced tool call; an empty dict when the model did not call the tool."""
     call = converse_tool_call(client, **kwargs)
     return call.input or {}, call.usage
+
+
+class ConverseChat:
+    """``ToolChat`` on Bedrock Converse; the client is created on first use unless one is passed."""
+
+    provider = "Bedrock"
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        client: Any | None = None,
+        region: str | None = None,
+        temperature: float = 0.0,
+        metrics: Metrics | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        cache: bool = True,
+    ) -> None:
+        self.model_id = model_id
+        self.region = region
+        self.temperature = temperature
+        self.metrics = metrics if metrics is not None else default_metrics()
+        self.sleep = sleep
+        self.cache = cache
+        self.calls = 0
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = bedrock_runtime_client(self.region)
+        return self._client
+
+    def _send(
+        self, system: str, messages: list[dict[str, Any]], tool: Tool, max_tokens: int, prefix: str
+    ) -> ToolAnswer:
+        self.calls += 1
+        return converse_tool_call(
+            self.client,
+            model_id=self.model_id,
+            system=system,
+            messages=messages,
+            tool=tool,
+            max_tokens=max_tokens,
+            temperature=self.temperature,
+            metrics=self.metrics,
+            metric_prefix=prefix,
+            sleep=self.sleep,
+            cache=self.cache,
+        )
+
+    def ask(self, system: str, prompt: str, tool: Tool, max_tokens: int, metric_prefix: str) -> ToolAnswer:
+        return self._send(
+            system, [{"role": "user", "content": [{"text": prompt}]}], tool, max_tokens, metric_prefix
+        )
+
+    def correct(
+        self, system: str, answer: ToolAnswer, feedback: str, tool: Tool, max_tokens: int, metric_prefix: str
+    ) -> ToolAnswer:
+        if answer.call_id:
+            reply: dict[str, Any] = {
+                "toolResult": {
+                    "toolUseId": answer.call_id,
+                    "content": [{"text": feedback}],
+                    "status": "error",
+                }
+            }
+        else:
+            reply = {"text": feedback}
+        messages = [*answer.conversation, {"role": "user", "content": [reply]}]
+        return self._send(system, messages, tool, max_tokens, metric_prefix)

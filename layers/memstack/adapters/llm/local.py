@@ -1,48 +1,62 @@
 """The local extractor: deterministic, rule-based, no network (the offline default).
 
-For each sentence of a user's message it decides, against the most similar
-current memories (the neighbours):
+For each sentence (and each first-person clause of it) of a user's message it
+decides, against the most similar current memories (the neighbours):
 
-- a retraction ("I don't have a dog anymore") -> DELETE of the memory it retracts;
+- a memory command: "remember that X" is X; "forget (that) X" DELETEs X;
+- a correction ("sorry, I meant Hannah, not Anna") UPDATEs the memory it corrects;
 - a new value for an attribute already known ("I moved to Osaka" when a memory
-  says "lives in Tokyo") -> UPDATE of that memory;
+  says "lives in Tokyo"; a new job, employer, favourite, preference between two
+  things) UPDATEs that memory;
+- a retraction ("I don't have a dog anymore", "X isn't for me anymore") DELETEs
+  the memory it takes back; an ending ("I quit smoking", "we cancelled the
+  trip") UPDATEs it to what happened;
+- progress that closes a goal ("finished the Rust book" after "trying to learn
+  Rust") UPDATEs the goal; a change of plan or habit ("switched to almond milk",
+  "we're going to Greece instead") UPDATEs the plan or habit it changes;
 - a restatement of something known -> NONE;
 - anything else worth keeping -> ADD, with a kind (likes/dislikes/prefer are
   preferences, dated or past happenings are events, the rest facts) and a
   category from the keyword lexicon.
 
-Assistant, system and tool turns, questions and small talk produce nothing.
+When two decisions of one message touch the same memory, the more specific
+wins (an attribute update over an ending: "I left the cafe and now I work as
+a designer" updates the job, and the leaving is kept as its own event).
+Assistant, system and tool turns, questions, requests to the assistant,
+hypotheticals and small talk produce nothing.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from datetime import datetime
 
+from memstack.adapters.llm import cues, grammar
 from memstack.adapters.llm.attributes import AttributeValue, find_attributes, same_value
-from memstack.adapters.llm.lexicon import categorise, category_scores
-from memstack.adapters.llm.rewrite import (
-    IRREGULAR_PAST,
-    is_first_person,
-    subject_name,
-    to_third_person,
-)
+from memstack.adapters.llm.rewrite import is_first_person, subject_name, to_third_person
+from memstack.adapters.llm.targets import best_target, editable, same_category_preference, topic
+from memstack.domain.categories import categorise, category_scores
 from memstack.domain.extraction.relative import is_future, resolve_relative_dates
 from memstack.domain.text import STOPWORDS, words
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
-from memstack.ports.llm import ExtractionOp
+from memstack.ports.llm import ExtractionOp, OpName
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LEAD = re.compile(
     r"^(?:(?:hi|hello|hey|yes|yeah|yep|no|nope|well|so|oh|ok|okay|actually|anyway|btw|by the way|ah|haha|"
-    r"lol|wow|also|and|but|plus|honestly|sure)\b[,!.:]?\s*|[\w' ]{1,24}:\s+|[\w-]+-wise,\s*)",
+    r"lol|wow|also|and|but|plus|honestly|sure|sorry|oops|correction|no wait|wait|hmm|sadly|luckily|"
+    r"my mistake|my bad|change of plans?|big news|good news|great news|bad news|news|just a reminder|"
+    r"reminder|turns out|guess what|fun fact|update|in fact)\b[,!.:]?\s*"
+    r"|[\w' ]{1,24}:\s+|[\w-]+-wise,\s*)",
     re.IGNORECASE,
 )
 # Preferences are the user's own: "I (really) love ...", "my favourite ...", "please don't ...".
 _PREFERENCE = re.compile(
     r"\b(?:I|we)(?:\s+(?:really|also|just|still|absolutely|totally|do|don't|do not|\w+ly))*\s+"
     r"(?:like|love|enjoy|prefer|hate|dislike|adore|can't stand|cannot stand|am a fan of|'m a fan of)\b"
-    r"|\b(?:my|our) (?:all-time )?favou?rite\b|\bplease (?:don't|do not|always|never|use|keep|avoid)\b",
+    r"|\b(?:my|our) (?:all-time )?favou?rite\b|\bplease (?:don't|do not|always|never|use|keep|avoid|answer|"
+    r"reply|respond|write|talk|call)\b|\b(?:I'm|I am) (?:a )?(?:big )?fan of\b|\bwork(?:s)? better for me\b",
     re.IGNORECASE,
 )
 _NOT_PREFERENCE = re.compile(
@@ -52,34 +66,15 @@ _FIRST_VERB = re.compile(
     r"\b(?:I|we)(?:'ve| have)?(?:\s+(?:just|finally|already|also|recently|\w+ly))*\s+(?P<verb>[a-z']+)",
     re.IGNORECASE,
 )
-_ANYMORE = r"\b(?:anymore|any more|any longer)\b"
-_RETRACTION = [
-    re.compile(
-        r"\b(?:I|we)\s+(?:don't|do not|dont|no longer)\s+(?P<verb>\w+)\s+(?P<rest>.*?)\s*" + _ANYMORE,
-        re.IGNORECASE,
-    ),
-    re.compile(r"\b(?:I|we)\s+no longer\s+(?P<verb>\w+)\s+(?P<rest>[^,.;!]*)", re.IGNORECASE),
-    re.compile(
-        r"\b(?:I'm|I am|we're|we are)\s+(?:no longer|not)\s+(?P<verb>)(?P<rest>.*?)\s*" + _ANYMORE,
-        re.IGNORECASE,
-    ),
-    re.compile(r"\b(?:I'm|I am|we're|we are)\s+no longer\s+(?P<verb>)(?P<rest>[^,.;!]*)", re.IGNORECASE),
-    re.compile(
-        r"\b(?:I|we)\s+(?:have\s+)?(?:stopped|quit|gave up|given up)\s+(?P<verb>)(?P<rest>[^,.;!]*)",
-        re.IGNORECASE,
-    ),
-]
-_SMALL_TALK = re.compile(
-    r"^(?:thanks?|thank you|ok(?:ay)?|cool|great|nice|sure|bye|good (?:morning|night|evening)|lol|haha|"
-    r"(?:that |it )?sounds|that's (?:so |really )?(?:great|awesome|amazing|cool|nice|wonderful)|"
-    r"it must|must be|what a|how (?:cool|nice|great|awesome)|congrat\w*|cute|aww?)\b",
-    re.IGNORECASE,
-)
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd)\b", re.IGNORECASE)
 _INSTRUCTION = re.compile(r"^(?:please|always|never|don't|do not|avoid|stop)\b", re.IGNORECASE)
+_NAME = re.compile(r"(?i:I'm|I am|my name is|call me)\s+([A-Z][\w-]*)[.!]?")
 # A sentence about neither speaker must speak clearly to some category to be worth keeping.
 _MIN_TOPIC_SCORE = 2.0
 RESTATEMENT_OVERLAP = 0.7
+
+# How specific a decision is: when two of one message touch the same memory, the lower number wins.
+_ATTRIBUTE, _CORRECTION, _COMPLETION, _CHANGE, _ENDING, _ADD = range(6)
 
 
 def _content_words(text: str) -> set[str]:
@@ -92,14 +87,20 @@ def overlap(a: str, b: str) -> float:
     return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
 
 
+def strip_lead(sentence: str) -> str:
+    """The sentence without greetings, fillers and announcements ("Big news: ...")."""
+    while (m := _LEAD.match(sentence)) and m.end() < len(sentence):
+        sentence = sentence[m.end() :].lstrip()
+    return sentence[:1].upper() + sentence[1:] if sentence else sentence
+
+
 def split_sentences(text: str) -> list[str]:
+    """Sentences as said (fillers kept: "Actually, ..." is a correction cue)."""
     out = []
     for raw in _SENTENCE_END.split(text.replace("’", "'").strip()):
         sentence = raw.strip()
-        while (m := _LEAD.match(sentence)) and m.end() < len(sentence):
-            sentence = sentence[m.end() :].lstrip()
         if sentence:
-            out.append(sentence[0].upper() + sentence[1:])
+            out.append(sentence)
     return out
 
 
@@ -113,11 +114,47 @@ def _kind(sentence: str, dated: bool) -> Kind:
     m = _FIRST_VERB.search(sentence)
     if m:
         verb = m.group("verb").lower()
-        if verb not in ("was", "were", "had", "used", "need", "needed") and (
-            verb in IRREGULAR_PAST or verb.endswith("ed")
-        ):
-            return Kind.EVENT
+        if verb not in ("was", "were", "had", "used", "need", "needed") and grammar.is_past(verb):
+            if verb not in ("read", "put", "set", "cut", "let", "hit", "hurt", "cost", "shut") or dated:
+                return Kind.EVENT
+            if verb == "quit":
+                return Kind.EVENT
     return Kind.FACT
+
+
+@dataclass
+class _Decision:
+    op: ExtractionOp
+    rank: int
+
+
+@dataclass
+class _Turn:
+    """What every sentence of one message shares."""
+
+    message: Message
+    subject: str
+    listener: str | None
+    neighbours: list[MemoryRecord]
+    decisions: list[_Decision] = field(default_factory=list)
+
+    @property
+    def sources(self) -> list[str]:
+        return [self.message.id]
+
+    def taken(self) -> frozenset[str]:
+        return frozenset(d.op.target_id for d in self.decisions if d.op.target_id)
+
+
+@dataclass(frozen=True)
+class _Said:
+    """One clause, rewritten: the memory text and what it is."""
+
+    original: str
+    text: str
+    kind: Kind
+    category: Category
+    event_time: datetime | None
 
 
 class LocalExtractor:
@@ -130,13 +167,10 @@ class LocalExtractor:
     ) -> list[ExtractionOp]:
         if message.role != Role.USER:
             return []
-        subject = subject_name(message.speaker)
-        listener = self.listener(message, context)
-        ops: list[ExtractionOp] = []
+        turn = _Turn(message, subject_name(message.speaker), self.listener(message, context), neighbours)
         for sentence in split_sentences(message.content):
-            op = self._sentence(sentence, message, subject, listener, neighbours, ops)
-            ops.extend(op)
-        return ops
+            self._sentence(sentence, turn)
+        return _resolve(turn.decisions)
 
     @staticmethod
     def listener(message: Message, context: list[Message]) -> str | None:
@@ -147,151 +181,305 @@ class LocalExtractor:
         return None
 
     # ------------------------------------------------------------------ one sentence
-    def _sentence(
-        self,
-        sentence: str,
-        message: Message,
-        subject: str,
-        listener: str | None,
-        neighbours: list[MemoryRecord],
-        earlier: list[ExtractionOp],
-    ) -> list[ExtractionOp]:
-        if sentence.endswith("?") or _SMALL_TALK.match(sentence) or len(words(sentence)) < 3:
-            return []
-        name = re.fullmatch(r"(?:I'm|I am|my name is|call me)\s+([A-Z][\w-]*)[.!]?", sentence, re.IGNORECASE)
-        if name:
-            if name.group(1).casefold() == subject.casefold():
-                return []  # introducing themselves by the name we already know them by
-            sentence = f"My name is {name.group(1)}."
-        first_person = is_first_person(sentence)
-        about_listener = bool(_SECOND_PERSON.search(sentence))
-        instruction = bool(_INSTRUCTION.match(sentence))  # "Please keep your answers short": a preference
-        if not (first_person or instruction) and (
-            about_listener or max(category_scores(sentence).values()) < _MIN_TOPIC_SCORE
+    def _sentence(self, raw: str, turn: _Turn) -> None:
+        sentence = strip_lead(raw)
+        if (
+            sentence.endswith("?")
+            or cues.SMALL_TALK.match(sentence)
+            or cues.HYPOTHETICAL.match(sentence)  # the whole conditional, both its clauses
+            or len(words(sentence)) < 2
         ):
-            return []  # about the other speaker, or small talk without a topic
-        sources = [message.id]
-        retraction = self._retraction(sentence, neighbours, sources)
-        if retraction is not None:
-            return retraction
-        when = message.timestamp
-        resolved = resolve_relative_dates(sentence, when) if when else None
-        text = to_third_person(resolved.text if resolved else sentence, subject, listener)
+            return
+        if m := cues.REMEMBER.match(sentence):
+            sentence = m.group("rest")[:1].upper() + m.group("rest")[1:]
+        if m := cues.FORGET.match(sentence):
+            self._retract(m.group("rest"), ending=False, turn=turn, said=None)
+            return
+        if len(words(sentence)) < 3 and not is_first_person(sentence):
+            return
+        if cues.CORRECTION.search(raw) and self._correction(sentence, turn):
+            return
+        before = len(turn.decisions)
+        for clause in cues.clauses(sentence):
+            self._clause(clause, raw, turn)
+        _drop_announcements(turn, before)
+
+    def _clause(self, clause: str, raw: str, turn: _Turn) -> None:
+        if len(words(clause)) < 2 or clause.endswith("?") or cues.REQUEST.match(clause):
+            return  # "Book me a window seat, I always get airsick": the request is not a memory, the rest is
+        name = _NAME.fullmatch(clause)
+        if name:
+            if name.group(1).casefold() == turn.subject.casefold():
+                return  # introducing themselves by the name we already know them by
+            clause = f"My name is {name.group(1)}."
+        first_person = is_first_person(clause)
+        instruction = bool(_INSTRUCTION.match(clause))  # "Please keep your answers short": a preference
+        about_listener = bool(_SECOND_PERSON.search(clause))
+        topical = max(category_scores(clause).values()) >= _MIN_TOPIC_SCORE
+        said = self._rewrite(clause, turn)
+        if not (first_person or instruction):
+            if about_listener:
+                return  # about the other speaker
+            if not topical and not self._news_about_known(said, turn):
+                return  # small talk without a topic
+        if (ending := cues.retraction(clause)) and self._retract(
+            ending.words, ending=ending.ending, turn=turn, said=said
+        ):
+            return
+        if cues.JOB_ENDING.search(clause) and self._job_ending(said, turn):
+            return
+        if (
+            self._attribute_update(said, turn)
+            or self._completion(said, turn)
+            or self._change(said, raw, turn)
+        ):
+            return
+        for n in turn.neighbours:
+            if overlap(said.text, n.content) >= RESTATEMENT_OVERLAP:
+                turn.decisions.append(_Decision(_op("NONE", turn, target=n), _ADD))
+                return
+        if any(
+            d.op.content and overlap(said.text, d.op.content) >= RESTATEMENT_OVERLAP for d in turn.decisions
+        ):
+            return
+        turn.decisions.append(_Decision(_op("ADD", turn, said=said), _ADD))
+
+    def _rewrite(self, clause: str, turn: _Turn) -> _Said:
+        when = turn.message.timestamp
+        resolved = resolve_relative_dates(clause, when) if when else None
+        said = resolved.text if resolved else clause
+        text = to_third_person(said, turn.subject, turn.listener)
         text = text[0].upper() + text[1:]
+        if text[-1] not in ".!?":
+            text += "."
         dated = bool(resolved and resolved.event_time)
-        kind = _kind(sentence, dated)
+        kind = _kind(clause, dated)
         event_time = resolved.event_time if resolved and resolved.event_time else None
         if kind == Kind.EVENT and event_time is None:
             event_time = when
         # Categorise the words the user said: the rewrite adds words ("and family") of its own.
-        said = resolved.text if resolved else sentence
         category = categorise(said, {Category.PREFERENCES: 1.5} if kind == Kind.PREFERENCE else None)
         category = category or (
             Category.PREFERENCES if kind == Kind.PREFERENCE else Category.PERSONAL_DETAILS
         )
+        return _Said(clause, text, kind, category, event_time)
 
-        future = is_future(sentence)
-        attrs = [] if future else find_attributes(text, subject)
-        for attr in attrs:
-            update = self._update(attr, text, kind, category, event_time, subject, neighbours, sources)
-            if update is not None:
-                return update
-        # Already known, word for word or nearly: nothing to do.
-        for n in neighbours:
-            if overlap(text, n.content) >= RESTATEMENT_OVERLAP:
-                return [ExtractionOp(op="NONE", target_id=n.id, source_ids=sources)]
-        if any(o.content and overlap(text, o.content) >= RESTATEMENT_OVERLAP for o in earlier):
-            return []
-        return [
-            ExtractionOp(
-                op="ADD",
-                content=text,
-                kind=kind,
-                category=category,
-                event_time=event_time,
-                source_ids=sources,
+    # ------------------------------------------------------------------ decisions
+    def _news_about_known(self, said: _Said, turn: _Turn) -> bool:
+        """ "The team offsite moved to Porto", "the Iceland trip is booked": news about something known."""
+        news = cues.CHANGE.search(said.original) or cues.COMPLETION.search(said.original)
+        return bool(news) and (
+            best_target(said.text, turn.neighbours, turn.subject, min_shared=2) is not None
+        )
+
+    def _retract(self, what: str, *, ending: bool, turn: _Turn, said: _Said | None) -> bool:
+        """DELETE the memory a retraction takes back (UPDATE it to the event for an ending)."""
+        target = best_target(what, turn.neighbours, turn.subject, exclude=turn.taken())
+        if target is None:
+            return False
+        if ending and said is not None:
+            turn.decisions.append(_Decision(_op("UPDATE", turn, target=target, said=said), _ENDING))
+        else:
+            turn.decisions.append(_Decision(_op("DELETE", turn, target=target), _ENDING))
+        return True
+
+    def _job_ending(self, said: _Said, turn: _Turn) -> bool:
+        for n in turn.neighbours:
+            attrs = {a.name for a in find_attributes(n.content, turn.subject)}
+            if editable(n) and n.kind != Kind.EVENT and attrs & {"job_title", "employer"}:
+                turn.decisions.append(_Decision(_op("UPDATE", turn, target=n, said=said), _CHANGE))
+                return True
+        return False
+
+    def _attribute_update(self, said: _Said, turn: _Turn) -> bool:
+        """NONE for a known value, UPDATE for a new value of a known attribute."""
+        if is_future(said.original):
+            return False  # "I'm moving to Osaka next month" is a plan, not yet where they live
+        for attr in find_attributes(said.text, turn.subject):
+            for n in turn.neighbours:
+                if not editable(n):
+                    continue  # taken by a less specific decision is fine: the resolution keeps this one
+                for old in find_attributes(n.content, turn.subject):
+                    if old.name != attr.name:
+                        continue
+                    if same_value(old.value, attr.value):
+                        turn.decisions.append(_Decision(_op("NONE", turn, target=n), _ATTRIBUTE))
+                        return True
+                    if n.kind == Kind.EVENT:
+                        continue  # a past happening stays true: history, not state
+                    turn.decisions.append(_Decision(_attribute_op(turn, n, old, attr, said), _ATTRIBUTE))
+                    return True
+        return False
+
+    def _completion(self, said: _Said, turn: _Turn) -> bool:
+        """ "Finished the Rust book" closes "trying to learn Rust": the goal becomes what happened."""
+        if said.kind == Kind.PREFERENCE or not cues.COMPLETION.search(said.original):
+            return False
+        target = best_target(
+            said.text,
+            turn.neighbours,
+            turn.subject,
+            accept=lambda n: bool(cues.GOAL.search(n.content)),
+            exclude=turn.taken(),
+        )
+        if target is None:
+            return False
+        done = _Said(said.original, said.text, Kind.EVENT, said.category, said.event_time)
+        turn.decisions.append(_Decision(_op("UPDATE", turn, target=target, said=done), _COMPLETION))
+        return True
+
+    def _change(self, said: _Said, raw: str, turn: _Turn) -> bool:
+        """A habit, preference or plan that changed ("switched to X", "X instead", "moved X to Y")."""
+        if not cues.CHANGE.search(raw) or cues.ADDITION.search(said.original):
+            return False
+        taken = turn.taken()
+        if m := cues.SWITCH_FROM.search(said.original):
+            target = best_target(m.group("old"), turn.neighbours, turn.subject, exclude=taken)
+        else:
+            target = best_target(
+                said.text,
+                turn.neighbours,
+                turn.subject,
+                accept=lambda n: _changeable(n, said, turn.message.timestamp),
+                exclude=taken,
             )
-        ]
+            if (target is None and said.kind == Kind.PREFERENCE) or cues.SWITCH_TO.search(said.original):
+                target = target or same_category_preference(said.text, turn.neighbours, taken)
+        if target is None:
+            return False
+        if target.kind != Kind.EVENT and said.kind == Kind.EVENT:
+            # "I've switched to coffee" changes a preference: the new version is still a preference.
+            said = _Said(said.original, said.text, target.kind, said.category, said.event_time)
+        turn.decisions.append(_Decision(_op("UPDATE", turn, target=target, said=said), _CHANGE))
+        return True
 
-    @staticmethod
-    def _update(
-        attr: AttributeValue,
-        text: str,
-        kind: Kind,
-        category: Category,
-        event_time: datetime | None,
-        subject: str,
-        neighbours: list[MemoryRecord],
-        sources: list[str],
-    ) -> list[ExtractionOp] | None:
-        """NONE for a known value, UPDATE for a new value of a known attribute, None if unknown."""
-        for n in neighbours:
-            for old in find_attributes(n.content, subject):
-                if old.name != attr.name:
-                    continue
-                if same_value(old.value, attr.value):
-                    return [ExtractionOp(op="NONE", target_id=n.id, source_ids=sources)]
-                if n.kind == Kind.EVENT:
-                    continue  # a past happening stays true ("started as an engineer"): history, not state
-                ops: list[ExtractionOp] = []
-                if old.stative:
-                    # "lives in Tokyo with their partner" -> "lives in Osaka with their partner":
-                    # the rest of what the memory says stays true.
-                    start, end = old.span
-                    content = n.content[:start] + attr.value + n.content[end:]
-                    if kind == Kind.EVENT:
-                        ops.append(
-                            ExtractionOp(
-                                op="ADD",
-                                content=text,
-                                kind=kind,
-                                category=category,
-                                event_time=event_time,
-                                source_ids=sources,
-                            )
-                        )
-                    new_kind: Kind = n.kind
-                    new_category = n.category or category
-                else:
-                    content = f"{text.rstrip('.!')} (previously {old.value})."
-                    new_kind, new_category = kind, category
-                ops.insert(
-                    0,
-                    ExtractionOp(
-                        op="UPDATE",
-                        target_id=n.id,
-                        content=content,
-                        kind=new_kind,
-                        category=new_category,
-                        event_time=event_time,
-                        source_ids=sources,
-                    ),
-                )
-                return ops
-        return None
+    def _correction(self, sentence: str, turn: _Turn) -> bool:
+        """ "Sorry, I meant Hannah, not Anna", "Actually it's Stripe, not Shopify": replace what was wrong."""
+        body = cues.CORRECTION_PREAMBLE.sub("", sentence).strip()
+        body = strip_lead(body) if body else body
+        if not body:
+            return False
+        m = cues.NOT_THAT.match(body)
+        if m is None:
+            return self._corrected_statement(body, turn)
+        main, old = m.group("main").strip(), m.group("old").strip()
+        taken = turn.taken()
+        target = next(
+            (n for n in turn.neighbours if editable(n) and n.id not in taken and _mentions(n.content, old)),
+            None,
+        )
+        if target is None:
+            target = best_target(old, turn.neighbours, turn.subject, exclude=taken) or best_target(
+                main, turn.neighbours, turn.subject, exclude=taken
+            )
+        if target is None:
+            return False
+        fragment = cues.FRAGMENT.match(main)
+        if fragment and _mentions(target.content, old):
+            value = fragment.group("value").strip()
+            content = _replace_phrase(target.content, old, value)
+            said = _Said(main, content, target.kind, target.category or Category.PERSONAL_DETAILS, None)
+        else:
+            said = self._rewrite(main, turn)
+        turn.decisions.append(_Decision(_op("UPDATE", turn, target=target, said=said), _CORRECTION))
+        return True
 
-    @staticmethod
-    def _retraction(
-        sentence: str, neighbours: list[MemoryRecord], sources: list[str]
-    ) -> list[ExtractionOp] | None:
-        """DELETE the memory an explicit retraction takes back; None when the sentence retracts nothing."""
-        for pattern in _RETRACTION:
-            m = pattern.search(sentence)
-            if not m:
-                continue
-            target_words = _content_words(f"{m.group('verb')} {m.group('rest')}") - {"anymore", "longer"}
-            head = _content_words(m.group("rest"))
-            if not head:
-                return None
-            best: tuple[int, MemoryRecord] | None = None
-            for n in neighbours:
-                have = _content_words(n.content)
-                if not head & have:
-                    continue
-                score = len(target_words & have)
-                if best is None or score > best[0]:
-                    best = (score, n)
-            if best is not None:
-                return [ExtractionOp(op="DELETE", target_id=best[1].id, source_ids=sources)]
-            return None
-        return None
+    def _corrected_statement(self, body: str, turn: _Turn) -> bool:
+        """A correction without "not Y": the statement replaces the memory about the same thing."""
+        clause = cues.clauses(body)[0]
+        said = self._rewrite(clause, turn)
+        if self._attribute_update(said, turn):
+            return True
+        taken = turn.taken()
+        target = best_target(said.text, turn.neighbours, turn.subject, exclude=taken)
+        if target is None and said.kind == Kind.PREFERENCE:
+            target = same_category_preference(said.text, turn.neighbours, taken)
+        if target is None:
+            return False
+        turn.decisions.append(_Decision(_op("UPDATE", turn, target=target, said=said), _CORRECTION))
+        for rest in cues.clauses(body)[1:]:
+            self._clause(rest, rest, turn)
+        return True
+
+
+def _drop_announcements(turn: _Turn, start: int) -> None:
+    """ "I switched careers, I'm a paramedic now": the first clause only announces the update beside it."""
+    made = turn.decisions[start:]
+    if not any(d.op.op == "UPDATE" for d in made):
+        return
+    turn.decisions[start:] = [
+        d for d in made if not (d.op.op == "ADD" and len(topic(d.op.content or "", turn.subject)) < 2)
+    ]
+
+
+def _changeable(n: MemoryRecord, said: _Said, now: datetime | None) -> bool:
+    """A change replaces a current state, habit, preference or plan; a past happening stays true."""
+    if n.kind == Kind.EVENT:
+        ahead = n.event_time is not None and now is not None and n.event_time > now
+        return bool(
+            ahead
+            or cues.RESCHEDULE.search(said.original)
+            or cues.FUTURE.search(n.content)
+            or is_future(n.content)
+            or cues.GOAL.search(n.content)
+        )
+    return n.kind == said.kind or said.kind == Kind.EVENT
+
+
+def _mentions(text: str, phrase: str) -> bool:
+    core = [w for w in words(phrase) if w not in STOPWORDS and w not in ("one", "the")]
+    core = [re.sub(r"(?<=\d)(?:st|nd|rd|th)$", "", w) for w in core]
+    return bool(core) and all(re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE) for w in core)
+
+
+def _replace_phrase(text: str, old: str, new: str) -> str:
+    core = " ".join(w for w in old.split() if w.lower() not in ("a", "an", "the"))
+    out = re.sub(rf"\b{re.escape(core)}\b", new, text, count=1, flags=re.IGNORECASE)
+    return out if out != text else text
+
+
+def _attribute_op(
+    turn: _Turn, n: MemoryRecord, old: AttributeValue, new: AttributeValue, said: _Said
+) -> ExtractionOp:
+    if old.stative and old.name != "job_title":
+        # "lives in Tokyo with their partner" -> "lives in Osaka with their partner":
+        # the rest of what the memory says stays true. Not for a job: "a barista at a cafe"
+        # does not become "a designer at a cafe" (the rest is usually the old employer).
+        start, end = old.span
+        content = n.content[:start] + new.value + n.content[end:]
+        kept = _Said(said.original, content, n.kind, n.category or said.category, said.event_time)
+        return _op("UPDATE", turn, target=n, said=kept)
+    # "got promoted to analyst" replaces a state ("is a junior analyst"): the new version is that state.
+    state = _Said(said.original, said.text, n.kind, said.category, said.event_time)
+    return _op("UPDATE", turn, target=n, said=state)
+
+
+def _op(
+    kind: OpName, turn: _Turn, *, target: MemoryRecord | None = None, said: _Said | None = None
+) -> ExtractionOp:
+    return ExtractionOp(
+        op=kind,
+        target_id=target.id if target else None,
+        content=said.text if said else None,
+        kind=said.kind if said else Kind.FACT,
+        category=said.category if said else None,
+        event_time=said.event_time if said else None,
+        source_ids=turn.sources,
+    )
+
+
+def _resolve(decisions: list[_Decision]) -> list[ExtractionOp]:
+    """One decision per memory: the most specific; a replaced ending is kept as its own event."""
+    best: dict[str, _Decision] = {}
+    for d in decisions:
+        target = d.op.target_id
+        if target and (target not in best or d.rank < best[target].rank):
+            best[target] = d
+    out: list[ExtractionOp] = []
+    for d in decisions:
+        target = d.op.target_id
+        if not target or best[target] is d:
+            out.append(d.op)
+        elif d.op.op == "UPDATE" and d.op.content:
+            out.append(d.op.model_copy(update={"op": "ADD", "target_id": None}))
+    return out

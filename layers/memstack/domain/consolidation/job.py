@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from memstack.domain.categories import categorise
 from memstack.domain.consolidation.grouping import Group, classify, group_entries
 from memstack.domain.consolidation.similarity import RunEmbedder, clusters, nearest_ltm
 from memstack.domain.indexing import turn_text
@@ -302,7 +303,7 @@ class Consolidator:
                 self.config.synthesis_max_tokens,
             )
             kind = Counter(s.kind for s in cluster).most_common(1)[0][0]
-            category = Counter(s.category for s in cluster).most_common(1)[0][0]
+            majority = Counter(s.category for s in cluster).most_common(1)[0][0]
             ops: list[ExtractionOp] = []
             for i, text in enumerate(t.strip() for t in texts):
                 if not text:
@@ -328,7 +329,9 @@ class Consolidator:
                         op="ADD",
                         content=text,
                         kind=kind,
-                        category=category,
+                        # What the statement itself is about, not the first of its sources' categories
+                        # (a synthesis of a dinner and a move is not "dietary").
+                        category=categorise(text) or majority,
                         event_time=max((s.event_time for s in cluster if s.event_time), default=None),
                         source_ids=sorted(sources),
                     )

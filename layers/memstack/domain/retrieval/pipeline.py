@@ -21,6 +21,7 @@ from aws_lambda_powertools import Logger
 
 from memstack.domain.query_analysis import analyse_query
 from memstack.domain.retrieval import stages
+from memstack.domain.retrieval.superseded import mark_superseded_turns
 from memstack.domain.retrieval.types import RetrievalConfig, SearchHit, SearchRequest, SearchResult
 from memstack.domain.scoring import min_max, near_duplicates, temporal_blend, weighted_rrf
 from memstack.domain.temporal import temporal_score
@@ -183,10 +184,16 @@ class Retriever:
                 hit.score = hit.stages.get("rerank", hit.score)
 
         with clock.stage("history"):
+            # Raw turns whose memories were all replaced say so, and rank below what is current.
+            hits, stale = mark_superseded_turns(
+                self.store, req, hits, window=2 * req.top_k, demote=cfg.superseded_turns_last and not history
+            )
             hits = hits[: req.top_k]
             if history:
                 hits = stages.expand_history(store, req, hits, cfg.history_max_versions)[: req.top_k]
                 status["history"] = "ok: version chains expanded"
+            elif stale:
+                status["history"] = f"ok: {stale} superseded turns ranked below current memories"
             else:
                 status["history"] = "skipped: current versions only"
 

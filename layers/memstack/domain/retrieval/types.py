@@ -48,6 +48,8 @@ class RetrievalConfig:
     rerank_candidates: int = 50
     # stage 8: history
     history_max_versions: int = 20
+    #: raw turns whose memories were all replaced rank below current memories (non-history queries)
+    superseded_turns_last: bool = True
 
 
 @dataclass

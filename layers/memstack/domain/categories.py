@@ -1,4 +1,4 @@
-"""Keyword lexicon for the 15 categories, used by the local extractor (and the Bedrock fallback).
+"""Keyword lexicon for the 15 categories: the local extractor, the LLM fallback and consolidation use it.
 
 Each category lists single words (matched with common inflections: "hike"
 matches "hiking", "hikes", "hiked") and multi-word phrases (matched literally,
@@ -80,11 +80,11 @@ LEXICON: dict[Category, tuple[str, ...]] = {
     Category.EDUCATIONAL: _terms(
         "school university college degree course class study student exam learn thesis phd graduated "
         "graduate lecture tutorial semester homework diploma masters bachelor certificate certification "
-        "textbook book",
+        "textbook",
     ),
     Category.TRAVEL: _terms(
         "trip travel flight fly airport visit vacation holiday abroad hotel tour passport journey beach "
-        "temple sightseeing itinerary backpacking cruise overseas destination",
+        "booked temple sightseeing itinerary backpacking cruise overseas destination",
         "northern lights",
         "road trip",
     ),
@@ -131,8 +131,9 @@ LEXICON: dict[Category, tuple[str, ...]] = {
         "every year",
     ),
     Category.COMMUNICATION_STYLE: _terms(
-        "answers replies reply bullet bullet-point concise tone formal informal emoji emojis verbose "
-        "respond responses summaries explain explanations wording jargon",
+        "answer answers replies reply bullet bullet-point concise tone formal informal emoji emojis verbose "
+        "respond responses summaries explain explanations wording jargon paragraph paragraphs",
+        "bullet points",
         "short answers",
         "long essays",
         "call me",

@@ -1,0 +1,162 @@
+"""What a sentence does to memory, read from its wording: the cues of the local extractor.
+
+Each pattern reads the user's own (first-person) words, before the rewrite:
+
+- **requests** to the assistant ("tell me a joke", "please translate ...") and
+  **hypotheticals** ("if I lived in Paris ...") are not facts about the user;
+- **memory commands**: "remember that X" is X; "forget (that) X" retracts X;
+- **retractions** of a state ("I no longer X", "X isn't for me anymore",
+  "I'm not X after all") delete what they take back; **endings** ("I quit X",
+  "I sold X", "I cancelled X", "X and I broke up") replace it with the event;
+- **corrections** ("actually", "sorry, I meant", "X, not Y") replace a memory;
+- **changes** ("switched to", "instead", "these days", "moved X to") replace
+  the memory about the same thing;
+- **completions** ("finished", "passed", "bought") close a goal ("trying to ...").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_I = r"(?:I|we)"
+_IM = r"(?:I'm|I am|we're|we are)"
+_AGAIN = r"(?:anymore|any more|any longer)"
+_END = r"(?=[,.;!?]|\s+(?:and|so|but|because|since)\b|$)"
+
+REQUEST = re.compile(
+    r"^(?:please\s+|(?:can|could|would|will) you\s+)?(?:tell|translate|summari[sz]e|write|give|show|explain|"
+    r"recommend|suggest|find|list|draft|generate|create|calculate|define|describe|compare|convert|plan|"
+    r"book|send)\s+(?:me\b|us\b|a\b|an\b|the\b|this\b|that\b|some\b|'|\")",
+    re.IGNORECASE,
+)
+HYPOTHETICAL = re.compile(r"^(?:if|suppose|supposing|imagine|what if|in theory)\b", re.IGNORECASE)
+SMALL_TALK = re.compile(
+    r"^(?:thanks?|thank you|ok(?:ay)?|cool|great|nice|sure|bye|good (?:morning|night|evening|afternoon)|"
+    r"lol|haha|hmm+|hm|um+|uh+|brb|let me|let's see|(?:that |it )?sounds|"
+    r"that's (?:so |really )?(?:great|awesome|amazing|cool|nice|wonderful|hilarious|funny)|"
+    r"it must|must be|what a|how (?:cool|nice|great|awesome)|congrat\w*|cute|aww?)\b",
+    re.IGNORECASE,
+)
+REMEMBER = re.compile(r"^(?:please\s+)?(?:remember|note|keep in mind)\s+(?:that\s+)?(?P<rest>.+)$", re.I)
+FORGET = re.compile(
+    r"^(?:please\s+)?(?:forget|disregard|delete|erase)\s+(?:that\s+|about\s+|what I said about\s+)?"
+    r"(?P<rest>[^.;!?]+?)(?:,?\s+please)?(?=[,.;!?]|$)",
+    re.IGNORECASE,
+)
+
+# A state taken back: the memory that states it is deleted.
+STATE_RETRACTIONS = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        rf"\b{_I}\s+(?:don't|do not|dont|no longer)\s+(?P<rest>.+?)\s+{_AGAIN}",
+        rf"\b{_I}\s+no longer\s+(?P<rest>[^,.;!?]+)",
+        rf"\b{_IM}\s+(?:no longer|not)\s+(?P<rest>.+?)\s+(?:{_AGAIN}|after all)",
+        rf"\b{_IM}\s+no longer\s+(?P<rest>[^,.;!?]+)",
+        r"^(?P<rest>[^,;!?]+?)\s+(?:isn't|is not|aren't|are not)\s+"
+        r"(?:really\s+)?(?:for me|my thing|my cup of tea|my jam)\b",
+        rf"\b{_I}(?:'ve| have)?\s+(?:gone off|fallen out of love with|lost interest in)\s+"
+        r"(?P<rest>[^,.;!?]+)",
+    )
+)
+# Something ended: the memory is replaced by what happened to it.
+ENDINGS = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        rf"\b{_I}(?:'ve| have)?\s+(?:just\s+|finally\s+|recently\s+)?(?:stopped|quit|gave up(?: on)?|"
+        rf"given up(?: on)?|cancell?ed|sold|dropped|decided against|broke up with|ended|left)\s+"
+        rf"(?P<rest>[^,.;!?]+?){_END}",
+        r"\b(?P<rest>[A-Z][\w-]+) and I (?:broke up|split up|separated|divorced)\b",
+        rf"\b{_I} had to (?:give|send) (?P<rest>\w+(?: \w+)?) away\b",
+        r"^(?P<rest>[^,.;!?]+?)\s+(?:got|was|were|has been|have been)\s+(?:cancell?ed|called off|scrapped)\b",
+    )
+)
+# Leaving work: replaces what is known about the job, whatever words it used.
+JOB_ENDING = re.compile(
+    rf"\b{_I}(?:'ve| have)?\s+(?:just\s+|finally\s+)?(?:retired|quit my job|lost my job|left my job|"
+    r"got (?:laid off|fired|made redundant)|was (?:laid off|fired|made redundant))\b",
+    re.IGNORECASE,
+)
+CORRECTION = re.compile(
+    r"^(?:actually|sorry|oops|correction|no wait|wait|my mistake|my bad|I meant|I mean|to correct|"
+    r"oh,? I got that wrong|I got that wrong|I should correct|let me correct)\b"
+    r"|\b(?:I got that wrong|I mixed (?:them|those|it) up|I misspoke|I was wrong)\b",
+    re.IGNORECASE,
+)
+# "X, not Y": Y names what the correction takes back.
+NOT_THAT = re.compile(r"^(?P<main>.+?),?\s+(?:and\s+)?not\s+(?P<old>[^,.;!?]+?)(?=[,.;!?]|$)", re.I)
+FRAGMENT = re.compile(
+    r"^(?:I meant|I mean|it's|it is|it was|that's|that is|make that|it should be)\s+(?P<value>[^,.;!?]+)$",
+    re.I,
+)
+# Preamble of a correction that says nothing itself.
+CORRECTION_PREAMBLE = re.compile(
+    r"^(?:(?:oh|oops|sorry|no wait|wait|actually|correction|my mistake|my bad)[,:!]?\s+)*"
+    r"(?:I got that wrong|I should correct that|let me correct that|to correct that|"
+    r"I mixed (?:them|those) up)"
+    r"[,:;.!]?\s*",
+    re.IGNORECASE,
+)
+CHANGE = re.compile(
+    r"\b(?:now|these days|nowadays|anymore|instead|switched|switching|changed|change of plans?|"
+    r"became|become|back to|from now on|since|moved|rescheduled|postponed|brought forward|made me)\b",
+    re.IGNORECASE,
+)
+# Moving a plan ("we moved the wedding to October") says the plan was still ahead, whatever its tense.
+RESCHEDULE = re.compile(
+    r"\b(?:moved|rescheduled|postponed|pushed back|brought forward|changed)\b(?:\s+\w+){0,4}\s+to\b", re.I
+)
+SWITCH_FROM = re.compile(
+    r"\b(?:switched|changed|moved|gone|went|upgraded)\s+from\s+(?P<old>[^,.;!?]+?)\s+to\s+(?P<new>[^,.;!?]+)",
+    re.I,
+)
+SWITCH_TO = re.compile(r"\b(?:switched|changed|moved on|gone back|went back|back)\s+to\b", re.IGNORECASE)
+ADDITION = re.compile(r"\b(?:also|too|as well|another|in addition)\b", re.IGNORECASE)
+COMPLETION = re.compile(
+    r"\b(?:finished|completed|passed|bought|submitted|found|achieved|reached|hit|graduated|signed|"
+    r"published|launched|won|ran|booked|got|done with|landed|made it|succeeded|defended)\b",
+    re.IGNORECASE,
+)
+# In a stored memory: something the user was working towards.
+GOAL = re.compile(
+    r"\b(?:trying to|training for|wants? to|saving up|saving for|is writing|are writing|is learning|"
+    r"are learning|learning to|looking for|working on|working towards?|planning to|hoping to|hopes? to|"
+    r"preparing for|studying for|aims? to|aiming to|is going to|are going to|would like to|dreams? of)\b",
+    re.IGNORECASE,
+)
+FUTURE = re.compile(r"\b(?:will|going to|planning|plans?|next|upcoming|tomorrow|soon)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Retraction:
+    """What a sentence takes back (``words``), and whether the memory becomes the event (``ending``)."""
+
+    words: str
+    ending: bool
+
+
+def retraction(sentence: str) -> Retraction | None:
+    for pattern in ENDINGS:
+        if m := pattern.search(sentence):
+            return Retraction(m.group("rest"), ending=True)
+    for pattern in STATE_RETRACTIONS:
+        if m := pattern.search(sentence):
+            return Retraction(m.group("rest"), ending=False)
+    return None
+
+
+def clauses(sentence: str) -> list[str]:
+    """A sentence cut where a new first-person clause starts ("I quit X, and now I work as Y")."""
+    parts = re.split(
+        r"(?:,|;|:|\s+-\s+)\s*(?:and\s+|so\s+|but\s+)?(?:now\s+|then\s+|these days\s+)?"
+        r"(?=(?:I|I'm|I've|we|we're|my)\b)"
+        r"|\s+(?:and|so|but)\s+(?=(?:I|I'm|I've|we|we're)\s)",
+        sentence,
+    )
+    out: list[str] = []
+    for part in (p.strip() for p in parts if p and p.strip()):
+        if out and len(out[-1].split()) < 3:
+            out[-1] = f"{out[-1]} and {part}"  # "Leo and I broke up", "my wife and I run ...": one clause
+        else:
+            out.append(part)
+    return out
