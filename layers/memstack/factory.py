@@ -12,10 +12,12 @@ from typing import Any
 
 from memstack.adapters.blas import limit_blas_threads
 from memstack.domain.consolidation.job import ConsolidationConfig, Consolidator
+from memstack.domain.consolidation.profiles import ProfileBuilder, ProfileConfig
 from memstack.domain.extraction.handler import ExtractionConfig, ExtractionJobHandler
 from memstack.domain.extraction.timeparse import set_default_timezone
 from memstack.domain.indexing import IndexingConfig
 from memstack.domain.ingest import IngestConfig, Ingestor
+from memstack.domain.retrieval.calibration import ScoreModel
 from memstack.domain.retrieve import RetrievalConfig, Retriever
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import Extractor, Summariser
@@ -37,6 +39,11 @@ def build_embedder(settings: Settings, client: Any | None = None) -> Embedder:
         from memstack.adapters.embedders.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder()
+    if settings.embedder == "mpnet":
+        from memstack.adapters.embedders.mpnet import MPNetEmbedder
+
+        # Extracted once from the installed model packages, beside the data.
+        return MPNetEmbedder(cache_dir=settings.data_dir / "models")
     if settings.embedder in ("bedrock-titan", "bedrock-cohere"):
         from memstack.adapters.embedders.bedrock import CohereEmbedder, TitanEmbedder
 
@@ -161,6 +168,7 @@ def build_store(settings: Settings, clients: dict[str, Any]) -> MemoryStore:
 def indexing_config(settings: Settings) -> IndexingConfig:
     return IndexingConfig(
         context_turns=settings.index_context_turns,
+        context_after=settings.index_context_after,
         context_in_embedding=settings.index_context_embedding,
         date_in_text=settings.index_date_in_text,
     )
@@ -173,10 +181,24 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
         rrf_k=settings.rrf_k,
         weight_vector=settings.weight_vector,
         weight_bm25=settings.weight_bm25,
+        weight_prf=settings.weight_prf,
+        prf_terms=settings.prf_terms,
+        prf_docs=settings.prf_docs,
+        prf_min_docs=settings.prf_min_docs,
         coarse_dim=settings.coarse_dim,
         candidate_pool=settings.retrieval_pool,
+        score_model=ScoreModel(
+            bias=settings.score_bias,
+            rrf=settings.score_rrf,
+            vector=settings.score_vector,
+            coverage=settings.score_coverage,
+            category=settings.score_category,
+            result_cosine=settings.score_result_cosine,
+            result_coverage=settings.score_result_coverage,
+        ),
         temporal_window_days=settings.temporal_window_days,
         temporal_blend=settings.temporal_blend,
+        temporal_report_lag_days=settings.temporal_report_lag_days,
         consolidated_stm_weight=settings.consolidated_stm_weight,
         dedup_threshold=settings.dedup_threshold,
         dedup_by_source=settings.dedup_by_source,
@@ -273,6 +295,16 @@ def build_service(
         settings, clients.get("bedrock_runtime"), clients.get("openai_http")
     )
     service.consolidator = Consolidator(store, stm, embedder, summariser, consolidation_config(settings))
+    if settings.profile_memories:
+        service.profiles = ProfileBuilder(
+            store,
+            embedder,
+            ProfileConfig(
+                min_items=settings.profile_min_items,
+                max_items=settings.profile_max_items,
+                coarse_dim=settings.coarse_dim,
+            ),
+        )
     service.register_job_handler("consolidate", service.run_consolidate_job)
     if queue is not None:
         queue.set_handler(service.process_job)

@@ -15,6 +15,7 @@ from typing import Any
 
 from memstack.domain import keyed, versions
 from memstack.domain.consolidation.job import Consolidator
+from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.consolidation.scheduler import due_users, housekeeping, schedule
 from memstack.domain.ingest import Ingestor, IngestResult
 from memstack.domain.retrieve import Retriever, SearchRequest, SearchResult
@@ -40,6 +41,7 @@ class MemoryService:
     job_handlers: dict[str, JobHandler] = field(default_factory=dict)
     closers: list[Callable[[], None]] = field(default_factory=list)
     consolidator: Consolidator | None = None
+    profiles: ProfileBuilder | None = None
 
     # ------------------------------------------------------------------ ingest
     def add(
@@ -189,7 +191,11 @@ class MemoryService:
             }
         if self.consolidator is None:
             raise RuntimeError("consolidation is not configured on this service")
-        return self.consolidator.run(tenant, user_id, now=now).as_dict()
+        report = self.consolidator.run(tenant, user_id, now=now).as_dict()
+        if self.profiles is not None:
+            # Cross-session profile memories, rebuilt from what the user's memories now say.
+            report["profiles"] = self.profiles.refresh(tenant, user_id, now or datetime.now(UTC)).as_dict()
+        return report
 
     def run_consolidate_job(self, job: Job) -> None:
         """The "consolidate" job handler (local queue and the SQS worker)."""

@@ -13,12 +13,13 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memstack.domain.retrieval.calibration import DEFAULT_SCORE_MODEL
 from memstack.errors import SettingsError
 
 StoreBackend = Literal["embedded", "dynamodb", "opensearch"]
 StmBackend = Literal["embedded", "dynamodb"]
 QueueBackend = Literal["local", "sqs"]
-EmbedderName = Literal["hashing", "minilm", "bedrock-titan", "bedrock-cohere"]
+EmbedderName = Literal["hashing", "minilm", "mpnet", "bedrock-titan", "bedrock-cohere"]
 RerankerName = Literal["none", "bedrock"]
 LlmName = Literal["local", "bedrock", "openai"]
 StructuredOutput = Literal["auto", "tools", "json_schema"]
@@ -57,8 +58,34 @@ class Settings(BaseSettings):
     rrf_k: int = Field(5, ge=1)
     weight_vector: float = Field(0.3, ge=0.0)
     weight_bm25: float = Field(0.7, ge=0.0)
+    weight_prf: float = Field(0.3, ge=0.0, description="RRF weight of the BM25 feedback query's ranking")
+    # Off by default: +0.003 recall@10 / +0.007 @25 with extraction on LoCoMo, for a second BM25
+    # query that made each search ~1.5x slower (docs/retrieval.md); MEMSTACK_PRF_TERMS=10 turns it on.
+    prf_terms: int = Field(0, ge=0, le=50, description="terms pseudo-relevance feedback adds (0: off)")
+    prf_docs: int = Field(5, ge=1, le=50, description="first BM25 hits the feedback terms come from")
+    prf_min_docs: int = Field(2, ge=1, le=50, description="feedback hits a term must occur in")
+    # The calibrated score (stage 4): σ(bias + rrf·RRF + vector·cosine + coverage·coverage),
+    # fitted by scripts/calibrate_scores.py for the minilm embedder (docs/retrieval.md).
+    score_bias: float = Field(DEFAULT_SCORE_MODEL.bias, description="calibrated score: intercept")
+    score_rrf: float = Field(DEFAULT_SCORE_MODEL.rrf, description="calibrated score: weight of scaled RRF")
+    score_vector: float = Field(DEFAULT_SCORE_MODEL.vector, description="calibrated score: weight of cosine")
+    score_coverage: float = Field(
+        DEFAULT_SCORE_MODEL.coverage, description="calibrated score: weight of query-word coverage"
+    )
+    score_result_cosine: float = Field(
+        DEFAULT_SCORE_MODEL.result_cosine, description="calibrated score: weight of the result's own cosine"
+    )
+    score_result_coverage: float = Field(
+        DEFAULT_SCORE_MODEL.result_coverage, description="calibrated score: weight of a result's coverage"
+    )
+    score_category: float = Field(
+        DEFAULT_SCORE_MODEL.category, description="calibrated score: weight of category affinity (0: off)"
+    )
     temporal_window_days: float = Field(30.0, gt=0.0)
     temporal_blend: float = Field(0.6, ge=0.0, le=1.0, description="share of the fused score in the blend")
+    temporal_report_lag_days: float = Field(
+        7.0, ge=0.0, le=365.0, description="days after a query's window a memory still counts as inside it"
+    )
     dedup_threshold: float = Field(0.99, gt=0.0, le=1.0)
     dedup_by_source: bool = Field(
         True, description="drop a raw turn when an LTM memory made from it is also a result"
@@ -79,6 +106,9 @@ class Settings(BaseSettings):
     index_context_turns: int = Field(
         2, ge=0, le=10, description="earlier turns of the same batch indexed (BM25) with each turn"
     )
+    index_context_after: int = Field(
+        0, ge=0, le=10, description="later turns of the same batch indexed (BM25) with each turn"
+    )
     index_context_embedding: bool = Field(False, description="embed each turn with that context too")
     index_date_in_text: bool = Field(True, description="index each turn's date with its text (BM25)")
 
@@ -90,6 +120,14 @@ class Settings(BaseSettings):
     summary_max_tokens: int = Field(300, ge=16)
     synthesis_max_tokens: int = Field(400, ge=16)
     queue_max_attempts: int = Field(3, ge=1, le=100)
+    # Off by default: measured on LoCoMo with consolidation, recall did not gain (docs/retrieval.md).
+    profile_memories: bool = Field(
+        False, description="consolidation keeps one profile memory per person and category (cross-session)"
+    )
+    profile_min_items: int = Field(2, ge=1, le=100, description="memories a profile needs to be written")
+    profile_max_items: int = Field(
+        12, ge=1, le=100, description="most memories (newest first) one profile lists"
+    )
     consolidation_window_hours: float = Field(24.0, gt=0, description="longest time span one summary covers")
     consolidation_group_size: int = Field(20, ge=1, le=500, description="most STM turns one summary covers")
     consolidation_max_entries: int = Field(

@@ -506,6 +506,11 @@ export interface components {
              * @default false
              */
             include_history?: boolean;
+            /**
+             * Min Score
+             * @description only results scoring at least this: the score is a calibrated probability of relevance (the reranker's relevance when one is configured), comparable across queries
+             */
+            min_score?: number | null;
         };
         /** SearchMemoriesResponse */
         SearchMemoriesResponse: {
@@ -564,7 +569,10 @@ export interface components {
              * @description the agent of the conversation it came from
              */
             agent_id?: string | null;
-            /** Score */
+            /**
+             * Score
+             * @description calibrated probability that the result is relevant (0-1)
+             */
             score: number;
             /**
              * Superseded
@@ -574,7 +582,7 @@ export interface components {
             superseded?: boolean;
             /**
              * Stages
-             * @description each stage's score (explain=true)
+             * @description each stage's score and the result's rank after each stage (explain=true)
              */
             stages?: {
                 [key: string]: number;

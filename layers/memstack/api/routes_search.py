@@ -65,6 +65,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             reference_time=aware(body.reference_time, tz),
             explain=body.explain,
             include_history=body.include_history,
+            min_score=body.min_score,
         )
         started = time.perf_counter()
         result = service.search(request)

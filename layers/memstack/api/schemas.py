@@ -221,6 +221,13 @@ class SearchMemoriesRequest(RunIdAlias):
     reference_time: datetime | None = Field(None, description="'now' for relative dates in the query")
     explain: StrictBool = False
     include_history: StrictBool = False
+    min_score: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="only results scoring at least this: the score is a calibrated probability of relevance "
+        "(the reranker's relevance when one is configured), comparable across queries",
+    )
 
 
 # A memory's key (``PUT /v1/memories/keys/{key}``): printable, no slash (it is one path segment).
@@ -281,12 +288,14 @@ class Memory(BaseModel):
 
 
 class SearchResultItem(Memory):
-    score: float
+    score: float = Field(description="calibrated probability that the result is relevant (0-1)")
     superseded: bool = Field(
         False,
         description="an older version (history queries), or a raw turn whose memories were all replaced",
     )
-    stages: dict[str, float] | None = Field(None, description="each stage's score (explain=true)")
+    stages: dict[str, float] | None = Field(
+        None, description="each stage's score and the result's rank after each stage (explain=true)"
+    )
 
 
 class SearchMemoriesResponse(BaseModel):

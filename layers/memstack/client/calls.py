@@ -165,6 +165,7 @@ def search(
     reference_time: datetime | None = None,
     explain: bool | None = None,
     include_history: bool | None = None,
+    min_score: float | None = None,
 ) -> ApiCall[SearchMemoriesResponse]:
     """``metadata`` is ``filters["metadata"]``: ``{"topic": "food"}`` or ``{"topic": {"in": [...]}}``."""
     body = {
@@ -177,6 +178,7 @@ def search(
         "reference_time": reference_time,
         "explain": explain,
         "include_history": include_history,
+        "min_score": min_score,
     }
     return ApiCall("POST", "/v1/memories/search", _model(SearchMemoriesResponse), body=body)
 

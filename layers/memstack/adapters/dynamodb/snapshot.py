@@ -22,6 +22,7 @@ from memstack.adapters.dynamodb import items
 from memstack.adapters.filter_columns import FilterColumns
 from memstack.domain import metadata_filter
 from memstack.domain.bm25 import Bm25Index
+from memstack.domain.text import bm25_document
 from memstack.domain.vectors import from_blob
 from memstack.models import MemoryFilters, ScoredId
 
@@ -47,7 +48,7 @@ class Snapshot:
         self.columns = FilterColumns.from_records(self.records)
         # Only current, live text is searchable by BM25 (as in the embedded store's FTS index).
         self.text_rows = np.flatnonzero(self.columns.current & ~self.columns.deleted)
-        self.bm25 = Bm25Index([self.records[i].indexed_text for i in self.text_rows])
+        self.bm25 = Bm25Index([bm25_document(self.records[i].indexed_text) for i in self.text_rows])
         #: full-dimension vectors fetched so far, by record id
         self.full: dict[str, np.ndarray] = {i: v for i, v in (full or {}).items() if i in self.by_id}
         # Built on the first metadata filter: searches without one never pay for it.
