@@ -186,10 +186,18 @@ def test_clients_filter_on_agent_and_metadata(live_server: str) -> None:
         with pytest.raises(ValueError, match="null matches nothing"):  # JSON would drop it unseen
             client.list(user_id="bo", metadata={"trip": None})
 
+        # min_score (issue 17's calibrated score) passes through: each result scores at least that.
+        best = client.search("kites", user_id="bo").results[0].score
+        kept = client.search("kites", user_id="bo", min_score=best).results
+        assert kept and all(h.score >= best for h in kept)
+
     async def scenario() -> None:
         async with AsyncMemoryClient(live_server, api_key="acme-key") as client:
             hits = await client.search("fly", user_id="bo", agent_id="hobby")
             assert [h.content for h in hits.results] == ["I fly kites on Sundays."]
+            assert all(
+                h.score >= 0.5 for h in (await client.search("fly", user_id="bo", min_score=0.5)).results
+            )
             page = await client.list(user_id="bo", metadata={"trip": {"in": ["osaka", "porto"]}})
             assert {m.content for m in page.memories} == {"I fly to Osaka in May.", "I fly to Porto in June."}
 

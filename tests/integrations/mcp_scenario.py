@@ -113,6 +113,14 @@ async def check_filters(session: ClientSession, user: dict[str, str]) -> None:
     assert topics(page, "memories") == {"food", "baking"}
     page = ok(await session.call_tool("list_memories", {"metadata": {"topic": "sport"}, **user}))
     assert {m["agent_id"] for m in page["memories"]} == {"coach"}
+    # min_score (a calibrated probability): 1.0 keeps nothing a search can be sure of; the bound is checked.
+    found = ok(await session.call_tool("search_memories", {"query": "cook", "min_score": 1.0, **user}))
+    assert all(r["score"] >= 1.0 for r in found["results"])
+    some = ok(await session.call_tool("search_memories", {"query": "cook", "min_score": 0.0, **user}))
+    assert some["results"]
+    assert "min_score" in failed(
+        await session.call_tool("search_memories", {"query": "x", "min_score": 2, **user})
+    )
     # A malformed condition is an error result the model can read.
     bad = failed(
         await session.call_tool("search_memories", {"query": "I", "metadata": {"topic": {"eq": 1}}, **user})

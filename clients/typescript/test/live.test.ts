@@ -104,6 +104,9 @@ test("search and list filter on the agent and on metadata", async () => {
   assert.deepEqual(new Set(cooking.results.map((r) => r.content)), new Set(["I cook ramen on Fridays.", "I bake bread on Sundays."]));
   const listed = await memstack.list({ user_id: "cy", agent_id: "chef", metadata: { topic: "baking" } });
   assert.deepEqual(listed.memories.map((m) => m.content), ["I bake bread on Sundays."]);
+  const best = (await memstack.search({ user_id: "cy", query: "ramen" })).results[0]!.score;
+  const kept = await memstack.search({ user_id: "cy", query: "ramen", min_score: best });
+  assert.ok(kept.results.length > 0 && kept.results.every((r) => r.score >= best));
   await assert.rejects(
     memstack.search({ user_id: "cy", query: "I", filters: { metadata: { topic: { in: [] } } } }),
     (e: unknown) => e instanceof MemstackApiError && e.status === 422 && e.message.includes('"in" takes a list'),

@@ -157,6 +157,15 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         before: Annotated[datetime | None, Field(description="only memories of events before this")] = None,
         agent_id: AgentFilterArg = None,
         metadata: MetadataFilterArg = None,
+        min_score: Annotated[
+            float | None,
+            Field(
+                ge=0.0,
+                le=1.0,
+                description="only results at least this likely to be relevant (a calibrated 0-1 score); "
+                "0.5 keeps the ones more likely relevant than not",
+            ),
+        ] = None,
     ) -> SearchMemoriesResponse:
         """Find what memstack knows that is relevant to a query, best first (hybrid keyword +
         semantic search with time awareness: 'what did I do last week' works)."""
@@ -169,6 +178,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             agent_id=kit.agent(agent_id),
             filters={k: v for k, v in filters.items() if v is not None} or None,
             metadata=metadata,
+            min_score=min_score,
         )
         return kit.run(call, headers(ctx))
 
