@@ -405,7 +405,7 @@ export interface components {
         };
         /**
          * MetadataIn
-         * @description Any of these values: the OpenAPI shape of ``{"in": [...]}`` (``MetadataFilter`` reads requests).
+         * @description A condition met by any of these values: ``{"in": ["food", "travel"]}``.
          */
         MetadataIn: {
             /**

@@ -113,7 +113,7 @@ def _metadata_condition(value: Any) -> tuple[str | int | float | bool, ...]:
 
 
 class MetadataIn(BaseModel):
-    """Any of these values: the OpenAPI shape of ``{"in": [...]}`` (``MetadataFilter`` reads requests)."""
+    """A condition met by any of these values: ``{"in": ["food", "travel"]}``."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
