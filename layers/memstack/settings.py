@@ -184,6 +184,12 @@ class Settings(BaseSettings):
         max_length=128,
         description="the one user the MCP tools act for (else a tool argument)",
     )
+    mcp_agent_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        description="the agent the MCP tools act as: tags what they add, filters what they read",
+    )
     mcp_allow_erase: bool = Field(False, description="offer the erase_user tool (off: a model cannot erase)")
 
     # --- AWS -----------------------------------------------------------------------

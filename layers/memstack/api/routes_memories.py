@@ -15,10 +15,12 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Pat
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memstack.api.errors import error_responses
+from memstack.api.filters import conditions, metadata_query
 from memstack.api.idempotency import make_idempotent
 from memstack.api.limits import check_add, check_times, check_update
 from memstack.api.responses import json_response as _json
 from memstack.api.schemas import (
+    AGENT_FILTER,
     ID_PATTERN,
     AddMemoriesRequest,
     AddMemoriesResponse,
@@ -49,6 +51,8 @@ LIST_PARAMS = frozenset(
         "before",
         "session_id",
         "run_id",
+        "agent_id",
+        "metadata",
     }
 )
 MAX_LIST_LIMIT = 1000
@@ -183,6 +187,17 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         run_id: Annotated[
             str | None, Query(max_length=128, pattern=ID_PATTERN, description="an alias of session_id")
         ] = None,
+        agent_id: Annotated[
+            str | None, Query(max_length=128, pattern=ID_PATTERN, description=AGENT_FILTER)
+        ] = None,
+        metadata: Annotated[
+            str | None,
+            Query(
+                max_length=8192,
+                description='a metadata filter as JSON, as in search: {"topic":"food"} (equality), '
+                '{"topic":{"in":["food","travel"]}} (any of them); every key must match',
+            ),
+        ] = None,
     ):
         reject_unknown_query(app, LIST_PARAMS)
         check_times(settings, "query", after=after, before=before)
@@ -197,6 +212,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             session_id=session_id,
             after=aware(after, settings.timezone),
             before=aware(before, settings.timezone),
+            metadata=conditions(metadata_query(metadata), agent_id, field="metadata"),
         )
         records, next_cursor = service.list(app.tenant(), user_id, filters, limit, cursor or None)
         return _json(200, {"memories": [memory_out(r) for r in records], "next_cursor": next_cursor})

@@ -18,11 +18,12 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from memstack.adapters.embedded import fts
+from memstack.adapters.embedded import fts, metadata_terms
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.index_cache import IndexCache
 from memstack.adapters.embedded.rows import COLUMNS, INSERT, M_COLUMNS, filter_sql, insert_values, to_record
 from memstack.adapters.embedded.user_index import IndexView
+from memstack.adapters.filter_columns import RowsWithTerms
 from memstack.domain.cursors import decode_row_position, encode_position
 from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
 from memstack.domain.vectors import from_blob
@@ -105,6 +106,8 @@ class EmbeddedMemoryStore:
                 "INSERT INTO memories_fts (rowid, text, tags) VALUES (?, ?, ?)",
                 (cur.lastrowid, fts.indexed_text(prefix, r.indexed_text), tags),
             )
+            if r.metadata and cur.lastrowid is not None:
+                metadata_terms.add(conn, uid, cur.lastrowid, r.metadata)
         conn.executemany(
             "INSERT OR IGNORE INTO memory_sources (tenant, user_id, source_id, memory_id) VALUES (?,?,?,?)",
             [(r.tenant, r.user_id, s, r.id) for s in r.source_ids],
@@ -142,28 +145,32 @@ class EmbeddedMemoryStore:
             self._insert(conn, new, uid, generation)
 
     def mark(self, tenant: str, user_id: str, ids: list[str], **fields: object) -> int:
-        changed = 0
+        changes: list[tuple[int, dict[str, object], dict[str, object], bool]] = []
         with self.db.write() as conn:
             for chunk in _chunks(ids):
                 marks = ",".join("?" * len(chunk))
                 rows = conn.execute(
-                    f"SELECT rid, metadata FROM memories WHERE id IN ({marks}) "
+                    f"SELECT rid, metadata, deleted FROM memories WHERE id IN ({marks}) "
                     "AND +tenant = ? AND +user_id = ?",
                     (*chunk, tenant, user_id),
                 ).fetchall()
                 for row in rows:
-                    meta = json.loads(row["metadata"])
-                    if all(meta.get(k) == v for k, v in fields.items()):
+                    old = json.loads(row["metadata"])
+                    if all(old.get(k) == v for k, v in fields.items()):
                         continue
-                    meta.update(fields)
+                    new = {**old, **fields}
                     conn.execute(
-                        "UPDATE memories SET metadata = ? WHERE rid = ?", (json.dumps(meta), row["rid"])
+                        "UPDATE memories SET metadata = ? WHERE rid = ?", (json.dumps(new), row["rid"])
                     )
-                    changed += 1
-            if changed:
-                # Metadata is not in the search index: the generation moves, no row_gen does.
-                self._bump(conn, tenant, user_id)
-        return changed
+                    changes.append((row["rid"], old, new, bool(row["deleted"])))
+            if changes:
+                # Metadata is not in the row index: the generation moves, no row_gen does.
+                # Filters read it from memory_terms, which changes in this same transaction.
+                uid, _ = self._bump(conn, tenant, user_id)
+                for rid, old, new, deleted in changes:
+                    if not deleted:
+                        metadata_terms.replace(conn, uid, rid, old, new)
+        return len(changes)
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
         now = time.time()
@@ -181,6 +188,9 @@ class EmbeddedMemoryStore:
                 )
             ]
             conn.executemany("DELETE FROM memories_fts WHERE rowid = ?", [(rid,) for rid in rids])
+            uid = self._uid(tenant, user_id, conn)
+            if uid is not None:
+                metadata_terms.erase(conn, uid)
             conn.execute("DELETE FROM memories WHERE tenant = ? AND user_id = ?", (tenant, user_id))
             conn.execute("DELETE FROM memory_sources WHERE tenant = ? AND user_id = ?", (tenant, user_id))
             # The user's uid goes too: a later write starts a new uid (never reused), which
@@ -211,6 +221,15 @@ class EmbeddedMemoryStore:
         return False
 
     # ------------------------------------------------------------------- reads
+    def _uid(self, tenant: str, user_id: str, conn: sqlite3.Connection | None = None) -> int | None:
+        """The user's number (``store_users``), ``None`` for a user without memories."""
+        row = (
+            (conn or self.db.read())
+            .execute("SELECT uid FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user_id))
+            .fetchone()
+        )
+        return int(row[0]) if row else None
+
     def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
         row = (
             self.db.read()
@@ -295,7 +314,10 @@ class EmbeddedMemoryStore:
         limit: int,
         cursor: str | None = None,
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
-        where, params = filter_sql(filters, search=False)
+        uid = self._uid(tenant, user_id) if filters.metadata else None
+        if filters.metadata and uid is None:
+            return [], None  # no memories at all
+        where, params = filter_sql(filters, search=False, uid=uid)
         if cursor:
             created, rid = decode_row_position(cursor)
             where += " AND (m.created_at < ? OR (m.created_at = ? AND m.rid < ?))"
@@ -330,7 +352,17 @@ class EmbeddedMemoryStore:
     def vector_search(
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
     ) -> builtins.list[ScoredId]:
-        return vector_on(self.index(tenant, user_id), query_coarse, k, filters)
+        view = self.index(tenant, user_id)
+        return vector_on(view, query_coarse, k, filters, self.rows_with(view))
+
+    def rows_with(self, view: IndexView) -> RowsWithTerms:
+        """The view's rows holding metadata terms (rows written after the view are not in it)."""
+
+        def lookup(terms: list[str]) -> np.ndarray:
+            pos = view.positions(metadata_terms.rids(self.db.read(), view.uid, terms))
+            return pos[pos >= 0]
+
+        return lookup
 
     def bm25_on(self, view: IndexView, query: str, k: int, filters: MemoryFilters) -> builtins.list[ScoredId]:
         """BM25 top-k of the user's FTS partition, among the rows of ``view`` the filters allow."""
@@ -339,10 +371,11 @@ class EmbeddedMemoryStore:
         match = fts.match_expression(fts.owner_prefix(view.uid), query)
         if match is None:
             return []
-        allowed = view.columns.mask(filters)
+        allowed = view.columns.mask(filters, rows_with=self.rows_with(view))
         # The FTS index holds exactly the current, live rows. If the filters drop none of
         # them, FTS5's own top-k is the answer. Otherwise hits are read until k pass, and
-        # when most rows are filtered out, the filters' tags narrow the MATCH first.
+        # when most rows are filtered out, the filters' tags narrow the MATCH first
+        # (metadata is not a tag: the row mask applies it).
         indexed = view.columns.current & ~view.columns.deleted
         searchable, passing = int(indexed.sum()), int((indexed & allowed).sum())
         if not passing:
@@ -384,11 +417,17 @@ class EmbeddedMemoryStore:
         self.db.close()
 
 
-def vector_on(view: IndexView, query_coarse: np.ndarray, k: int, filters: MemoryFilters) -> list[ScoredId]:
+def vector_on(
+    view: IndexView,
+    query_coarse: np.ndarray,
+    k: int,
+    filters: MemoryFilters,
+    rows_with: RowsWithTerms | None = None,
+) -> list[ScoredId]:
     """Exact cosine top-k (rows are unit vectors) among the rows of ``view`` the filters allow."""
     if not view.size or k <= 0:
         return []
-    allowed = view.columns.mask(filters) & view.has_vector
+    allowed = view.columns.mask(filters, rows_with=rows_with) & view.has_vector
     rows = np.flatnonzero(allowed)
     if not len(rows):
         return []
@@ -415,9 +454,24 @@ class _PinnedUser(EmbeddedMemoryStore):
         self._indexes = store._indexes
         self._key = (tenant, user_id)
         self._view = view
+        self._rows_of_terms: dict[tuple[str, ...], np.ndarray] = {}
 
     def index(self, tenant: str, user_id: str) -> IndexView:
         return self._view if (tenant, user_id) == self._key else super().index(tenant, user_id)
+
+    def rows_with(self, view: IndexView) -> RowsWithTerms:
+        """As the store's, read once per search: both candidate stages ask for the same terms."""
+        lookup = super().rows_with(view)
+        if view is not self._view:
+            return lookup
+
+        def cached(terms: list[str]) -> np.ndarray:
+            key = tuple(terms)
+            if key not in self._rows_of_terms:
+                self._rows_of_terms[key] = lookup(terms)
+            return self._rows_of_terms[key]
+
+        return cached
 
     def close(self) -> None:
         """The view owns nothing; closing it leaves the store open."""
