@@ -48,9 +48,12 @@ def postgres_emptied_schema(postgres_server: DevPostgres, _postgres_shared_schem
     tests that need a fresh store but not a fresh schema (the conformance suite). Stores opened on
     it must use the conformance dimensions (the first one creates it)."""
     with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
-        present = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{_postgres_shared_schema}.memories",))
-        if present.fetchone() == (True,):
-            conn.execute(
-                f"TRUNCATE {_postgres_shared_schema}.memories, {_postgres_shared_schema}.memory_sources"
-            )
+        # Every table of the store's data (statistics and erasure markers too), not its bookkeeping.
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
+            "AND table_name NOT IN ('settings', 'schema_migrations')",
+            (_postgres_shared_schema,),
+        ).fetchall()
+        if tables:
+            conn.execute("TRUNCATE " + ", ".join(f"{_postgres_shared_schema}.{t}" for (t,) in tables))
     return _postgres_shared_schema

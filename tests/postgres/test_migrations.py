@@ -27,6 +27,26 @@ src AS (
 SELECT count(*) AS inserted FROM ins"""
 
 
+def _insert_before_v5(schema: str) -> str:
+    """The insert of the store from migration 4 on, before the erase fence (5): it keeps text_stats."""
+    return f"""
+WITH r AS (SELECT * FROM jsonb_to_recordset(CAST(:records AS jsonb)) AS r({RECORDSET_TYPES})),
+ins AS (
+    INSERT INTO {schema}.memories ({INSERT_COLUMNS}) SELECT {INSERT_VALUES} FROM r
+    RETURNING tenant, user_id, doc_len, is_current AND NOT deleted AS counted),
+src AS (
+    INSERT INTO {schema}.memory_sources (tenant, user_id, source_id, memory_id)
+    SELECT DISTINCT r.tenant, r.user_id, s.value, r.id FROM r, jsonb_array_elements_text(r.source_ids) s),
+stats AS (
+    INSERT INTO {schema}.text_stats (tenant, user_id, docs, total_len)
+    SELECT tenant, user_id, count(*), sum(doc_len) FROM ins WHERE counted GROUP BY tenant, user_id)
+SELECT count(*) AS inserted FROM ins"""
+
+
+def _insert_as_of(version: int, schema: str) -> str:
+    return _insert_before_v4(schema) if version < 4 else _insert_before_v5(schema)
+
+
 def _executor(postgres_server: Any) -> Any:
     from memstack.adapters.postgres.psycopg_executor import PsycopgExecutor
 
@@ -65,12 +85,12 @@ def test_from_a_previous_schema_the_data_stays_and_becomes_searchable(
     try:
         migrate(executor, postgres_schema, COARSE_DIM, target=previous)
         assert applied_versions(executor, postgres_schema) == list(range(1, previous + 1))
-        # Rows written the way the store wrote them before text_stats existed.
+        # Rows written the way the store wrote them at that version.
         kept = [
             record("the golden retriever is called Biscuit", source_ids=["m1"]),
             record("ramen with extra garlic", source_ids=["m1"]),
         ]
-        executor.query(_insert_before_v4(postgres_schema), {"records": records_json(kept)})
+        executor.query(_insert_as_of(previous, postgres_schema), {"records": records_json(kept)})
         applied = migrate(executor, postgres_schema, COARSE_DIM)
         assert [m.version for m in applied] == list(range(previous + 1, LATEST + 1))
     finally:

@@ -157,6 +157,35 @@ MIGRATIONS: tuple[Migration, ...] = (
             """DROP INDEX {schema}.memories_text_stats""",
         ),
     ),
+    Migration(
+        5,
+        "erasure markers and the fence a write of work begun before an erase stops at",
+        (
+            # domain/erasure.py: a hash of (tenant, user), when, until when it is kept.
+            """CREATE TABLE {schema}.erasures (
+                key text PRIMARY KEY,
+                erased_at float8 NOT NULL,
+                expires_at float8 NOT NULL
+            )""",
+            # True when one of the users (erasure keys, a JSON array) was erased after
+            # ``began``. The shared advisory lock per user, held to the end of the
+            # writing transaction, orders the write against an erase (which takes it
+            # exclusively): an erase that committed while this waited is seen, because
+            # a VOLATILE function's queries each read a fresh snapshot; an erase that
+            # comes later waits for the write to commit, then deletes what it wrote.
+            """CREATE FUNCTION {schema}.erased_since(keys jsonb, began float8) RETURNS boolean
+                LANGUAGE plpgsql VOLATILE AS $$
+                DECLARE k text;
+                BEGIN
+                    FOR k IN SELECT value FROM jsonb_array_elements_text(keys) ORDER BY value LOOP
+                        PERFORM pg_advisory_xact_lock_shared(hashtextextended('{schema}.' || k, 0));
+                    END LOOP;
+                    RETURN EXISTS (SELECT 1 FROM {schema}.erasures e
+                                   WHERE e.key IN (SELECT jsonb_array_elements_text(keys))
+                                     AND e.erased_at > began);
+                END $$""",
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -11,9 +11,10 @@ both tables. Every statement is filtered by tenant and user.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import builtins
+import math
+import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from memstack.adapters.postgres.executor import (
 )
 from memstack.adapters.postgres.filters import OWNER, filter_sql
 from memstack.adapters.postgres.records import (
+    EPOCH,
     RECORD_COLUMNS,
     micros,
     micros_sql,
@@ -36,6 +38,8 @@ from memstack.adapters.postgres.records import (
     records_json,
 )
 from memstack.adapters.postgres.schema import check_identifier, migrate
+from memstack.domain.cursors import decode_row_position, encode_position
+from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
 from memstack.errors import BadRequest, Conflict
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
 from memstack.settings import Settings
@@ -77,17 +81,28 @@ class PostgresMemoryStore:
         )
 
     # ------------------------------------------------------------------ writes
-    def put(self, records: list[MemoryRecord]) -> None:
+    @staticmethod
+    def _fence(records: builtins.list[MemoryRecord]) -> dict[str, Any]:
+        """The write's erase fence (``writes``): its users, when declared work writes them."""
+        began = work_began()
+        if began is None:
+            return {"fence_keys": "[]", "fence_began": 0.0}
+        keys = sorted({erasure_key(r.tenant, r.user_id) for r in records})
+        return {"fence_keys": json_text(keys), "fence_began": began}
+
+    def put(self, records: builtins.list[MemoryRecord]) -> None:
         if not records:
             return
         batches = record_batches(records, self.executor.max_request_bytes)
+        fence = self._fence(records)
         try:
             if len(batches) == 1:
-                self.executor.query(self._insert_sql, {"records": batches[0]})
+                rows = self.executor.query(self._insert_sql, {"records": batches[0], **fence})
+                _refuse_if_fenced(rows)
                 return
             with self.executor.transaction() as tx:  # still all or nothing
                 for batch in batches:
-                    tx.query(self._insert_sql, {"records": batch})
+                    _refuse_if_fenced(tx.query(self._insert_sql, {"records": batch, **fence}))
         except DuplicateKey as exc:
             raise Conflict("a memory with one of these ids already exists") from exc
 
@@ -103,10 +118,12 @@ class PostgresMemoryStore:
                     "old_id": old_id,
                     "superseded_at": micros(new.created_at),
                     "records": records_json([new]),
+                    **self._fence([new]),
                 },
             )
         except DuplicateKey as exc:
             raise Conflict(f"memory {new.id} already exists") from exc
+        _refuse_if_fenced(rows)
         if not rows or int(rows[0]["retired"]) == 0:
             raise Conflict(f"memory {old_id} is not the current version")
 
@@ -121,10 +138,23 @@ class PostgresMemoryStore:
         return len(rows)
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
-        rows = self.executor.query(
-            writes.erase_sql(self.schema),
-            {"tenant": tenant, "user_id": user_id},
-        )
+        """Marker and rows in one transaction, behind the user's erase lock (see ``writes``)."""
+        key = erasure_key(tenant, user_id)
+        now = time.time()
+        with self.executor.transaction() as tx:
+            # The lock first, in its own statement: the deletes then read a snapshot taken
+            # after every fenced write that held the lock has committed.
+            tx.query(writes.erase_lock_sql(self.schema), {"key": key})
+            rows = tx.query(
+                writes.erase_sql(self.schema),
+                {
+                    "tenant": tenant,
+                    "user_id": user_id,
+                    "key": key,
+                    "now": now,
+                    "expires": now + RETENTION_SECONDS,
+                },
+            )
         return {"memories": int(rows[0]["memories"]) if rows else 0}
 
     # ------------------------------------------------------------------- reads
@@ -204,7 +234,7 @@ class PostgresMemoryStore:
         next_cursor = None
         if len(rows) > limit and page:
             last = page[-1]
-            next_cursor = base64.urlsafe_b64encode(f"{last['created_at']}|{last['seq']}".encode()).decode()
+            next_cursor = encode_position(float(last["created_at"]), last["seq"])
         return [record_from_row(r) for r in page], next_cursor
 
     def bm25_search(
@@ -274,9 +304,26 @@ class PostgresMemoryStore:
         self.executor.close()
 
 
+def _refuse_if_fenced(rows: builtins.list[dict[str, Any]]) -> None:
+    """``Erased`` when the statement's fence refused the write (it then wrote nothing)."""
+    if rows and rows[0].get("refused"):
+        refuse_if_erased(math.inf)
+
+
+#: the microseconds a cursor may hold: Python's datetime range (years 1 to 9999), inside PostgreSQL's
+_CURSOR_MICROS = (
+    (datetime.min.replace(tzinfo=UTC) - EPOCH) // timedelta(microseconds=1),
+    (datetime.max.replace(tzinfo=UTC) - EPOCH) // timedelta(microseconds=1),
+)
+
+
 def _decode_cursor(cursor: str) -> tuple[int, int]:
-    try:
-        created, seq = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
-        return int(created), int(seq)
-    except (ValueError, UnicodeDecodeError, binascii.Error) as exc:
-        raise BadRequest("cursor is not one this API returned") from exc
+    """(created_at in microseconds, seq) of a cursor ``list`` issued; ``BadRequest`` for anything else.
+
+    Range-checked here so a forged position never reaches PostgreSQL as a
+    timestamp or bigint it cannot hold (an error there would be a 500).
+    """
+    created, seq = decode_row_position(cursor)
+    if not _CURSOR_MICROS[0] <= created <= _CURSOR_MICROS[1] or not created.is_integer():
+        raise BadRequest("cursor is not one this API returned")
+    return int(created), seq
