@@ -162,3 +162,47 @@ def test_an_erase_waiting_on_a_running_write_deletes_what_it_wrote(make_store: A
     thread.join(60)
     assert erased == [{"memories": 1}]
     assert store.list("t1", USER, EVERY_VERSION, 10) == ([], None)
+
+
+def test_an_extraction_job_running_when_the_erase_came_writes_nothing(
+    tmp_path: Any, postgres_server: Any, postgres_schema: str
+) -> None:
+    """The product's path on postgres: the job had read the message and was waiting for the model."""
+    from memstack.factory import build_service
+    from memstack.models import Message
+    from memstack.settings import load_settings
+
+    settings = load_settings(
+        data_dir=tmp_path / "data",
+        embedder="hashing",
+        store_backend="postgres",
+        postgres_dsn=postgres_server.dsn,
+        postgres_schema=postgres_schema,
+    )
+    service = build_service(settings)
+    handler = service.job_handlers["extract"]
+    real = handler.extractor
+    inside, erased = threading.Event(), threading.Event()
+
+    class SlowModel:
+        name = "slow"
+
+        def extract(self, message: Any, context: list[Any], neighbours: list[Any]) -> list[Any]:
+            inside.set()
+            assert erased.wait(60)
+            return real.extract(message, context, neighbours)
+
+    handler.extractor = SlowModel()
+    service.add("t1", USER, [Message(id="m1", content="I moved to Osaka.")])
+    assert service.queue is not None
+    thread = threading.Thread(target=service.queue.run_ready)
+    thread.start()
+    assert inside.wait(60)
+    service.erase_user("t1", USER)
+    erased.set()
+    thread.join(60)
+    handler.extractor = real
+    assert service.queue.drain(timeout=60)  # the refused job's retry finds nothing to do
+    assert service.store.list("t1", USER, EVERY_VERSION, 100, None) == ([], None)
+    assert service.queue.dead_letters() == []
+    service.close()
