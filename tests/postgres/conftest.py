@@ -32,6 +32,20 @@ def record(content: str, tenant: str = "t1", user: str = "u1", **fields: Any) ->
     )
 
 
+def service_settings(data_dir: Any, server: DevPostgres, schema: str, **extra: Any) -> Any:
+    """Settings of a whole service on the test's schema (hashing embedder, data dir for the rest)."""
+    from memstack.settings import load_settings
+
+    return load_settings(
+        data_dir=data_dir,
+        embedder="hashing",
+        store_backend="postgres",
+        postgres_dsn=server.dsn,
+        postgres_schema=schema,
+        **extra,
+    )
+
+
 @pytest.fixture
 def admin(postgres_server: DevPostgres) -> Iterator[psycopg.Connection[Any]]:
     """A separate autocommit connection, for what the test does behind the store's back."""

@@ -9,11 +9,10 @@ from typing import Any
 from memstack.api.app import close_app
 from memstack.factory import build_service
 from memstack.models import Message
-from memstack.settings import load_settings
 
 from tests.api.conftest import build_api
 
-from .conftest import backends_waiting_on_lock, wait_for
+from .conftest import backends_waiting_on_lock, service_settings, wait_for
 
 SEARCH = {"user_id": "ann", "query": "where does Ann live", "top_k": 3}
 
@@ -21,14 +20,7 @@ SEARCH = {"user_id": "ann", "query": "where does Ann live", "top_k": 3}
 def test_a_connection_killed_mid_request_is_a_503_and_the_retry_succeeds(
     tmp_path: Path, postgres_server: Any, postgres_schema: str, admin: Any
 ) -> None:
-    settings = load_settings(
-        data_dir=tmp_path / "data",
-        embedder="hashing",
-        store_backend="postgres",
-        postgres_dsn=postgres_server.dsn,
-        postgres_schema=postgres_schema,
-        postgres_pool_size=1,
-    )
+    settings = service_settings(tmp_path / "data", postgres_server, postgres_schema, postgres_pool_size=1)
     service = build_service(settings)
     api = build_api(service, settings)
     try:

@@ -20,7 +20,7 @@ from memstack.domain import versions
 from memstack.domain.erasure import Erased, began, erasure_key
 from memstack.models import MemoryFilters
 
-from .conftest import COARSE_DIM, EMB, backends_waiting_on_lock, record, wait_for
+from .conftest import COARSE_DIM, EMB, backends_waiting_on_lock, record, service_settings, wait_for
 
 USER = "ann-erase-me"
 SECRET_WORDS = ["zanzibarquux", "plovdivorama"]
@@ -170,15 +170,8 @@ def test_an_extraction_job_running_when_the_erase_came_writes_nothing(
     """The product's path on postgres: the job had read the message and was waiting for the model."""
     from memstack.factory import build_service
     from memstack.models import Message
-    from memstack.settings import load_settings
 
-    settings = load_settings(
-        data_dir=tmp_path / "data",
-        embedder="hashing",
-        store_backend="postgres",
-        postgres_dsn=postgres_server.dsn,
-        postgres_schema=postgres_schema,
-    )
+    settings = service_settings(tmp_path / "data", postgres_server, postgres_schema)
     service = build_service(settings)
     handler = service.job_handlers["extract"]
     real = handler.extractor
