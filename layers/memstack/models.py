@@ -8,6 +8,7 @@ leaves them out.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -148,10 +149,14 @@ class MemoryFilters(BaseModel):
     # Session of the caller: CONTEXT memories are visible only inside it.
     session_id: str | None = None
     include_superseded: bool = False
+    # key -> the values its metadata may hold there (one: equality, several: any of them);
+    # every key must match. The meaning is ``domain.metadata_filter``'s, on every backend.
+    metadata: dict[str, tuple[str | int | float | bool, ...]] | None = None
 
 
-class ScoredId(BaseModel):
-    """A search hit from one retrieval stage."""
+@dataclass(slots=True)
+class ScoredId:
+    """A search hit from one retrieval stage (a plain slotted class: a search makes ~600 of them)."""
 
     id: str
     score: float

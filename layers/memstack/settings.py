@@ -6,19 +6,21 @@ turns a bad value into one ``SettingsError`` that names the variable.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memstack.domain.retrieval.calibration import DEFAULT_SCORE_MODEL
 from memstack.errors import SettingsError
 
 StoreBackend = Literal["embedded", "dynamodb", "opensearch"]
 StmBackend = Literal["embedded", "dynamodb"]
 QueueBackend = Literal["local", "sqs"]
-EmbedderName = Literal["hashing", "minilm", "bedrock-titan", "bedrock-cohere"]
+EmbedderName = Literal["hashing", "minilm", "mpnet", "bedrock-titan", "bedrock-cohere"]
 RerankerName = Literal["none", "bedrock"]
 LlmName = Literal["local", "bedrock", "openai"]
 StructuredOutput = Literal["auto", "tools", "json_schema"]
@@ -57,8 +59,34 @@ class Settings(BaseSettings):
     rrf_k: int = Field(5, ge=1)
     weight_vector: float = Field(0.3, ge=0.0)
     weight_bm25: float = Field(0.7, ge=0.0)
+    weight_prf: float = Field(0.3, ge=0.0, description="RRF weight of the BM25 feedback query's ranking")
+    # Off by default: +0.003 recall@10 / +0.007 @25 with extraction on LoCoMo, for a second BM25
+    # query that made each search ~1.5x slower (docs/retrieval.md); MEMSTACK_PRF_TERMS=10 turns it on.
+    prf_terms: int = Field(0, ge=0, le=50, description="terms pseudo-relevance feedback adds (0: off)")
+    prf_docs: int = Field(5, ge=1, le=50, description="first BM25 hits the feedback terms come from")
+    prf_min_docs: int = Field(2, ge=1, le=50, description="feedback hits a term must occur in")
+    # The calibrated score (stage 4): σ(bias + rrf·RRF + vector·cosine + coverage·coverage),
+    # fitted by scripts/calibrate_scores.py for the minilm embedder (docs/retrieval.md).
+    score_bias: float = Field(DEFAULT_SCORE_MODEL.bias, description="calibrated score: intercept")
+    score_rrf: float = Field(DEFAULT_SCORE_MODEL.rrf, description="calibrated score: weight of scaled RRF")
+    score_vector: float = Field(DEFAULT_SCORE_MODEL.vector, description="calibrated score: weight of cosine")
+    score_coverage: float = Field(
+        DEFAULT_SCORE_MODEL.coverage, description="calibrated score: weight of query-word coverage"
+    )
+    score_result_cosine: float = Field(
+        DEFAULT_SCORE_MODEL.result_cosine, description="calibrated score: weight of the result's own cosine"
+    )
+    score_result_coverage: float = Field(
+        DEFAULT_SCORE_MODEL.result_coverage, description="calibrated score: weight of a result's coverage"
+    )
+    score_category: float = Field(
+        DEFAULT_SCORE_MODEL.category, description="calibrated score: weight of category affinity (0: off)"
+    )
     temporal_window_days: float = Field(30.0, gt=0.0)
     temporal_blend: float = Field(0.6, ge=0.0, le=1.0, description="share of the fused score in the blend")
+    temporal_report_lag_days: float = Field(
+        7.0, ge=0.0, le=365.0, description="days after a query's window a memory still counts as inside it"
+    )
     dedup_threshold: float = Field(0.99, gt=0.0, le=1.0)
     dedup_by_source: bool = Field(
         True, description="drop a raw turn when an LTM memory made from it is also a result"
@@ -79,6 +107,9 @@ class Settings(BaseSettings):
     index_context_turns: int = Field(
         2, ge=0, le=10, description="earlier turns of the same batch indexed (BM25) with each turn"
     )
+    index_context_after: int = Field(
+        0, ge=0, le=10, description="later turns of the same batch indexed (BM25) with each turn"
+    )
     index_context_embedding: bool = Field(False, description="embed each turn with that context too")
     index_date_in_text: bool = Field(True, description="index each turn's date with its text (BM25)")
 
@@ -90,6 +121,14 @@ class Settings(BaseSettings):
     summary_max_tokens: int = Field(300, ge=16)
     synthesis_max_tokens: int = Field(400, ge=16)
     queue_max_attempts: int = Field(3, ge=1, le=100)
+    # Off by default: measured on LoCoMo with consolidation, recall did not gain (docs/retrieval.md).
+    profile_memories: bool = Field(
+        False, description="consolidation keeps one profile memory per person and category (cross-session)"
+    )
+    profile_min_items: int = Field(2, ge=1, le=100, description="memories a profile needs to be written")
+    profile_max_items: int = Field(
+        12, ge=1, le=100, description="most memories (newest first) one profile lists"
+    )
     consolidation_window_hours: float = Field(24.0, gt=0, description="longest time span one summary covers")
     consolidation_group_size: int = Field(20, ge=1, le=500, description="most STM turns one summary covers")
     consolidation_max_entries: int = Field(
@@ -107,6 +146,15 @@ class Settings(BaseSettings):
     job_idempotency_seconds: int = Field(
         345_600, ge=60, description="how long a worker remembers a done job id (SQS keeps messages 4 days)"
     )
+    queue_lease_seconds: float = Field(
+        15.0,
+        ge=1.0,
+        le=3600.0,
+        description="how long a claimed job stays hidden; a heartbeat renews it while the job runs",
+    )
+    consolidation_lease_seconds: float = Field(
+        120.0, ge=5.0, le=3600.0, description="per-user consolidation lease; renewed while the run lasts"
+    )
 
     # --- API limits ----------------------------------------------------------------
     api_keys: str | None = Field(None, description="comma-separated key=tenant pairs")
@@ -118,8 +166,15 @@ class Settings(BaseSettings):
     idempotency_expires_seconds: int = Field(
         3600, ge=1, description="how long an Idempotency-Key is remembered"
     )
+    max_json_depth: int = Field(32, ge=4, le=512, description="deepest nesting of a JSON request body")
+    earliest_time: datetime = Field(
+        datetime(1900, 1, 1, tzinfo=UTC), description="earliest timestamp or date any request may carry"
+    )
+    latest_time: datetime = Field(
+        datetime(2200, 1, 1, tzinfo=UTC), description="latest timestamp or date any request may carry"
+    )
     sync_timeout_seconds: float | None = Field(
-        None, gt=0, description="longest a sync=true request waits for its jobs (unset: until done)"
+        None, gt=0, description="longest a sync=true request waits for its own jobs (unset: until done)"
     )
 
     # --- MCP server (memstack mcp, /mcp on memstack serve) -----------------------------
@@ -128,6 +183,12 @@ class Settings(BaseSettings):
         min_length=1,
         max_length=128,
         description="the one user the MCP tools act for (else a tool argument)",
+    )
+    mcp_agent_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        description="the agent the MCP tools act as: tags what they add, filters what they read",
     )
     mcp_allow_erase: bool = Field(False, description="offer the erase_user tool (off: a model cannot erase)")
 
@@ -178,6 +239,18 @@ class Settings(BaseSettings):
     alert_topic_arn: str | None = None
     project_tag: str = "memstack"
     tier_tag: str | None = Field(None, description="the Tier cost tag (the stack sets it); unset: all tiers")
+
+    @field_validator("earliest_time", "latest_time")
+    @classmethod
+    def _representable(cls, value: datetime, info: ValidationInfo) -> datetime:
+        # Naive means UTC; years 2..9998 keep every time zone shift and window representable.
+        value = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        if not 2 <= value.astimezone(UTC).year <= 9998:
+            raise ValueError("must be between the years 2 and 9998")
+        earliest = info.data.get("earliest_time")  # validated first: it is declared first
+        if info.field_name == "latest_time" and earliest is not None and value <= earliest:
+            raise ValueError("must be after MEMSTACK_EARLIEST_TIME")
+        return value
 
     @field_validator("data_dir")
     @classmethod

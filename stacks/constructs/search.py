@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -40,7 +40,8 @@ MAINTENANCE_ROLE = "memstack_maintenance"
 def domain_role_property(name: str, use: Use, backend_roles: list[str]) -> dict[str, Any]:
     """One entry of the role-mapping custom resource's ``Roles``: derived from the store's calls."""
     body = domain_role(use, INDEX_PATTERN)
-    [index] = body["index_permissions"]  # type: ignore[misc]
+    permissions = cast("list[dict[str, Any]]", body["index_permissions"])
+    [index] = permissions
     return {
         "Name": name,
         "ClusterPermissions": body["cluster_permissions"],

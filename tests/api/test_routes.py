@@ -83,6 +83,19 @@ def test_search_ranks_the_matching_memory_first_and_explains(api: Api) -> None:
     assert status == 200 and len(plain["results"]) == 1 and plain["results"][0].get("stages") is None
 
 
+def test_search_min_score_keeps_results_at_least_that_likely(api: Api) -> None:
+    _add(api, "alice", "I adopted a cat named Miso.", "My favourite food is ramen.")
+    query = {"user_id": "alice", "query": "adopted a cat named Miso"}
+    status, everything = api("POST", "/v1/memories/search", body=query)
+    assert status == 200 and len(everything["results"]) == 2
+    assert all(0.0 <= r["score"] <= 1.0 for r in everything["results"])
+    best = everything["results"][0]["score"]
+    status, kept = api("POST", "/v1/memories/search", body={**query, "min_score": best})
+    assert status == 200 and [r["content"] for r in kept["results"]] == ["I adopted a cat named Miso."]
+    status, error = api("POST", "/v1/memories/search", body={**query, "min_score": 1.5})
+    assert status in (400, 422) and "min_score" in str(error)
+
+
 def test_search_filters_apply(api: Api) -> None:
     _add(api, "alice", "I adopted a cat named Miso.")
     status, body = api(

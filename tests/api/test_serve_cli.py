@@ -64,3 +64,32 @@ def test_memstack_serve_answers_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     assert proc.returncode == 0, output
     # One structured line per request.
     assert output.count('"event":"http_request"') >= 4
+
+
+def test_memstack_serve_with_worker_processes_answers_and_stops_on_sigterm(tmp_path: Path) -> None:
+    from memstack.bench.server_process import ServerProcess, post
+
+    with ServerProcess(tmp_path / "data", workers=2, threads=2, tenant="bench") as server:
+        from http.client import HTTPConnection
+
+        conn = HTTPConnection("127.0.0.1", server.port, timeout=30)
+        added = {
+            "user_id": "alice",
+            "infer": False,
+            "messages": [{"role": "user", "content": "I play chess on Sundays."}],
+        }
+        assert post(conn, "/v1/memories", added) in (200, 201, 202)
+        # Every process sees the file: whichever accepts, the memory is there.
+        for _ in range(6):
+            c = HTTPConnection("127.0.0.1", server.port, timeout=30)
+            c.request(
+                "POST",
+                "/v1/memories/search",
+                body='{"user_id": "alice", "query": "chess"}',
+                headers={"X-Api-Key": "bench-key", "Content-Type": "application/json"},
+            )
+            response = c.getresponse()
+            assert response.status == 200 and b"chess on Sundays" in response.read()
+            c.close()
+        proc = server._proc
+    assert proc is not None and proc.returncode == 0

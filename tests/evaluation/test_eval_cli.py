@@ -18,9 +18,9 @@ FIXTURE = Path(__file__).parent.parent / "fixtures" / "locomo-tiny.json"
 CATEGORIES = {"all", "single-hop", "multi-hop", "temporal", "open-domain", "adversarial"}
 
 
-def run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def run(args: list[str], tmp_path: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTACK_")}
-    env.update(MEMSTACK_DATA_DIR=str(tmp_path / "data"), MEMSTACK_EMBEDDER="hashing")
+    env.update(MEMSTACK_DATA_DIR=str(tmp_path / "data"), MEMSTACK_EMBEDDER="hashing", **extra_env)
     return subprocess.run(
         [str(BIN), *args], capture_output=True, text=True, env=env, timeout=120, check=False
     )
@@ -33,6 +33,18 @@ def test_json_report_has_every_k_and_category(tmp_path: Path) -> None:
     assert report["questions"] == 6
     assert set(report["recall"]) == {"1", "3"} and set(report["recall"]["3"]) == CATEGORIES
     assert set(report["baselines"]) == {"bm25", "vector"}
+    assert set(report["metrics"]) == {"memstack", "bm25", "vector"}
+    metrics = {"turn_recall", "any", "all", "ndcg", "session_recall", "cited"}
+    assert set(report["metrics"]["memstack"]) == metrics
+    assert report["metrics"]["memstack"]["turn_recall"] == report["recall"]
+    # The default ingest is the product's: extraction ran, so LTM memories exist beside the turns.
+    assert report["config"]["infer"] is True and report["stored"]["stm"] == 8
+    assert report["stored"].get("ltm_extracted", 0) > 0
+    # Every question's evidence ranks are kept, per retriever.
+    assert len(report["per_question"]) == 6
+    first = report["per_question"][0]
+    assert {"conversation", "category", "question", "evidence", "memstack", "bm25", "vector"} <= set(first)
+    assert len(first["memstack"]["evidence_ranks"]) == len(first["evidence"])
     assert report["config"]["embedder"] == "hashing" and report["config"]["rrf_k"] == Settings().rrf_k
     assert report["unusable_questions"] == 1 and report["dropped_evidence"] == 1
     assert set(report["stage_ms_median"]) >= {
@@ -55,11 +67,33 @@ def test_table_output(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     for label in ("memstack", "bm25-only", "vector-only", "single-hop", "adversarial"):
         assert label in proc.stdout
-    assert [line.split("│")[2].strip() for line in proc.stdout.splitlines() if "│ memstack" in line] == [
-        "5",
-        "10",
-        "25",
-    ]
+    ks = [line.split("│")[2].strip() for line in proc.stdout.splitlines() if "│ memstack" in line]
+    # once in the recall table, once in the table of every metric
+    assert ks == ["5", "10", "25"] * 2
+    for label in ("session recall", "NDCG", "turns cited", "extraction on"):
+        assert label in proc.stdout
+
+
+def test_raw_ingest_plot_and_kept_stores(tmp_path: Path) -> None:
+    stores, png = tmp_path / "stores", tmp_path / "recall.png"
+    args = ["eval", "locomo", str(FIXTURE), "--json", "--raw", "--baselines", "--store-dir", str(stores)]
+    proc = run([*args, "--plot", str(png), "--cache-dir", str(tmp_path / "cache")], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["config"]["infer"] is False and report["stored"] == {"stm": 8}
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    marker = stores / "tiny-1" / "ingest.json"
+    assert json.loads(marker.read_text())["infer"] is False
+    # The second run reuses the kept store (a re-ingest would start from an empty directory).
+    sentinel = stores / "tiny-1" / "sentinel"
+    sentinel.write_text("kept")
+    again = json.loads(run(args, tmp_path).stdout)
+    assert again["recall"] == report["recall"] and again["stored"] == {"stm": 8}
+    assert sentinel.exists()
+    # Other ingest settings: the store is rebuilt.
+    proc = run([*args[:-2], "--store-dir", str(stores)], tmp_path, MEMSTACK_INDEX_CONTEXT_TURNS="0")
+    assert proc.returncode == 0, proc.stderr
+    assert not sentinel.exists() and json.loads(marker.read_text())["indexing"]["context_turns"] == 0
 
 
 @pytest.mark.parametrize(
@@ -68,6 +102,7 @@ def test_table_output(tmp_path: Path) -> None:
         (["--k", "ten"], "--k must be comma-separated whole numbers"),
         (["--k", "0"], "at least one value, each 1 or more"),
         (["--k", "500"], "at most 100"),
+        (["--plot", "out.svg"], "--plot writes a PNG"),
     ],
 )
 def test_bad_options_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from memstack.domain.retrieve import STAGES, RetrievalConfig, Retriever, SearchRequest, SearchResult
-from memstack.domain.scoring import min_max, temporal_blend, weighted_rrf
+from memstack.domain.scoring import weighted_rrf
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import ScoredId, Tier
 from memstack.service import MemoryService
@@ -62,7 +62,8 @@ def test_rrf_and_fused_scores_match_hand_computed_values(service: MemoryService)
     paper = Retriever(
         service.store, service.embedder, RetrievalConfig(weight_vector=0.7, weight_bm25=0.3, rrf_k=10)
     )
-    result = paper.search(SearchRequest(tenant=T, user_id=U, query="banana", top_k=3, reference_time=REF))
+    req = SearchRequest(tenant=T, user_id=U, query="banana", top_k=3, reference_time=REF, explain=True)
+    result = paper.search(req)
     by_source = {h.record.source_ids[0]: h for h in result.hits}
     for hit in result.hits:
         expected = 0.0
@@ -70,10 +71,26 @@ def test_rrf_and_fused_scores_match_hand_computed_values(service: MemoryService)
             expected += 0.7 / (10 + hit.stages["vector_rank"])
         if "bm25_rank" in hit.stages:
             expected += 0.3 / (10 + hit.stages["bm25_rank"])
+        if "bm25_prf_rank" in hit.stages:
+            expected += 0.3 / (10 + hit.stages["bm25_prf_rank"])
         assert hit.stages["rrf"] == pytest.approx(expected)
-    # The exact match is first in both rankings: 0.7/11 + 0.3/11, normalised to 1.
+        # The score is the calibrated probability of the three signals, and the order follows it.
+        model = paper.config.score_model
+        assert hit.stages["fused"] == pytest.approx(
+            model.probability(
+                hit.stages["rrf_scaled"], hit.stages["query_cosine"], hit.stages["query_coverage"]
+            )
+        )
+        assert hit.stages["query_coverage"] == 1.0  # the best coverage in the pool (explain computes it)
+    # The exact match is first in both rankings: 0.7/11 + 0.3/11, scaled to 1.
     assert by_source["b"].stages["rrf"] == pytest.approx(1.0 / 11)
-    assert by_source["b"].stages["fused"] == 1.0 and result.hits[0].record.source_ids == ["b"]
+    assert by_source["b"].stages["rrf_scaled"] == pytest.approx(1.0)
+    assert by_source["b"].stages["coverage"] == 1.0 and result.hits[0].record.source_ids == ["b"]
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+    # Without explain (and with its weight 0, the default) coverage is not computed at all.
+    plain = paper.search(SearchRequest(tenant=T, user_id=U, query="banana", top_k=3, reference_time=REF))
+    assert all("coverage" not in h.stages for h in plain.hits)
+    assert [h.score for h in plain.hits] == pytest.approx([h.score for h in result.hits])
     assert weighted_rrf({"v": [ScoredId(id="x", score=1)]}, {"v": 0.7}, 10) == {"x": pytest.approx(0.7 / 11)}
 
 
@@ -94,8 +111,10 @@ def test_a_dated_memory_wins_a_last_week_query(service: MemoryService) -> None:
     assert first.stages["temporal"] == 1.0  # inside the window: distance 0
     # 90 days before a window that ends 3 days before REF is far past 30 days: the floor.
     assert second.stages["temporal"] == pytest.approx(0.1)
-    assert first.score == pytest.approx(temporal_blend(first.stages["fused"], 1.0, 0.6))
-    assert first.score == pytest.approx(0.6 * first.stages["fused"] + 0.4 * 1.0)
+    # The temporal factor blend + (1 - blend) · temporal keeps the score a probability:
+    # inside the window it is unchanged, far outside it is 0.6 + 0.4 · 0.1 of what it was.
+    assert first.stages["temporal_factor"] == 1.0 and first.score == pytest.approx(first.stages["fused"])
+    assert second.score == pytest.approx(second.stages["fused"] * (0.6 + 0.4 * 0.1))
 
 
 def test_no_time_phrase_leaves_the_fused_order(service: MemoryService) -> None:
@@ -221,5 +240,23 @@ def test_other_users_and_tenants_are_never_seen(service: MemoryService) -> None:
     assert [h.record.source_ids for h in result.hits] == [["mine"]]
 
 
-def test_min_max_normalisation_before_the_blend() -> None:
-    assert min_max({"a": 0.1, "b": 0.05}) == {"a": 1.0, "b": 0.0}
+def test_scores_mean_the_same_in_every_query_and_min_score_keeps_the_likely_ones(
+    service: MemoryService,
+) -> None:
+    put(
+        service,
+        record(service, "adopted a greyhound called Pixel", "a"),
+        record(service, "the quarterly tax filing is due in April", "b"),
+    )
+    good = search(service, "adopted a greyhound called Pixel", top_k=2)
+    nonsense = search(service, "zzyzx quorble", top_k=2)
+    # The best answer to a query that matches well is likely relevant; the best "answer"
+    # to one that matches nothing is not, though min-max scaling would have called both 1.0.
+    assert good.hits[0].score > 0.3
+    assert nonsense.hits and nonsense.hits[0].score < 0.05
+    assert search(service, "zzyzx quorble", top_k=2, min_score=0.1).hits == []
+    kept = search(service, "adopted a greyhound called Pixel", top_k=2, min_score=0.1).hits
+    assert [h.record.source_ids for h in kept] == [["a"]]
+    # explain shows where each stage left each result
+    explained = search(service, "adopted a greyhound called Pixel", top_k=2, explain=True).hits[0]
+    assert {"rank_after_fusion", "rank_after_temporal", "rank_after_dedup"} <= set(explained.stages)

@@ -76,6 +76,16 @@ def test_temporal_score_matches_the_formula() -> None:
     assert temporal_score(40.0, 30) == pytest.approx(0.1)
 
 
+def test_a_memory_said_soon_after_the_window_is_not_far_from_it() -> None:
+    window = TimeWindow(datetime(2023, 8, 7, tzinfo=UTC), datetime(2023, 8, 13, tzinfo=UTC), "last week")
+    said = datetime(2023, 8, 17, tzinfo=UTC)  # "last week we went camping", said 4 days after
+    assert window.distance_days(said) == pytest.approx(4.0)
+    assert window.distance_days(said, report_lag_days=7) == 0.0
+    assert window.distance_days(datetime(2023, 8, 23, tzinfo=UTC), report_lag_days=7) == pytest.approx(3.0)
+    # Before the window there is no such lag: nothing is said before it happens.
+    assert window.distance_days(datetime(2023, 8, 5, tzinfo=UTC), report_lag_days=7) == pytest.approx(2.0)
+
+
 def test_naive_times_are_read_as_utc() -> None:
     window = TimeWindow(datetime(2023, 8, 7, tzinfo=UTC), datetime(2023, 8, 13, tzinfo=UTC), "x")
     assert window.distance_days(datetime(2023, 8, 14)) == pytest.approx(1.0)

@@ -9,6 +9,7 @@ filtered in SQL for BM25 (the layout before the per-user index).
 from __future__ import annotations
 
 import itertools
+import json
 import sqlite3
 import tempfile
 from datetime import UTC, datetime, timedelta
@@ -23,11 +24,11 @@ from memstack.adapters.embedded import fts
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.rows import filter_sql
 from memstack.adapters.embedded.store import EmbeddedMemoryStore
-from memstack.domain import versions
+from memstack.domain import metadata_filter, versions
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, ScoredId, Tier
 from memstack.ports.store import pinned
 
-from ..strategies import memory_filters
+from ..strategies import memory_filters, metadata_of
 
 DIM = 8
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -56,16 +57,26 @@ def _record(rng: np.random.Generator, tenant: str, user: str, i: int) -> MemoryR
         event_time=T0 + timedelta(days=int(rng.integers(0, 40))) if rng.random() < 0.5 else None,
         embedding_full=vec,
         embedding_coarse=vec,
+        metadata=metadata_of(rng),
     )
+
+
+def _no_metadata(f: MemoryFilters) -> MemoryFilters:
+    """The filters in SQL; metadata is checked in Python, from each row's stored JSON."""
+    return f.model_copy(update={"metadata": None})
 
 
 def _brute_vector(db: Database, tenant: str, user: str, q: np.ndarray, k: int, f: MemoryFilters) -> list[Any]:
-    where, params = filter_sql(f, search=True)
+    where, params = filter_sql(_no_metadata(f), search=True)
     rows = db.read().execute(
-        f"SELECT m.id, m.emb_coarse FROM memories m WHERE m.tenant = ? AND m.user_id = ?{where}",
+        f"SELECT m.id, m.emb_coarse, m.metadata FROM memories m WHERE m.tenant = ? AND m.user_id = ?{where}",
         (tenant, user, *params),
     )
-    scored = [(row[0], float(np.frombuffer(row[1], dtype=np.float32) @ q)) for row in rows]
+    scored = [
+        (row[0], float(np.frombuffer(row[1], dtype=np.float32) @ q))
+        for row in rows
+        if metadata_filter.matches(json.loads(row[2]), f.metadata)
+    ]
     return sorted(scored, key=lambda s: -s[1])[:k]
 
 
@@ -77,13 +88,17 @@ def _brute_bm25(db: Database, tenant: str, user: str, query: str, k: int, f: Mem
     match = fts.match_expression(fts.owner_prefix(uid[0]), query) if uid else None
     if match is None:
         return []
-    where, params = filter_sql(f, search=True)
+    where, params = filter_sql(_no_metadata(f), search=True)
     rows = conn.execute(
-        "SELECT m.id, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND m.tenant = ? AND m.user_id = ?{where} ORDER BY 2 LIMIT ?",
-        (match, tenant, user, *params, k),
+        "SELECT m.id, bm25(memories_fts), m.metadata FROM memories_fts "
+        "JOIN memories m ON m.rid = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND m.tenant = ? AND m.user_id = ?{where} ORDER BY 2",
+        (match, tenant, user, *params),
     )
-    return [(row[0], -float(row[1])) for row in rows]
+    kept = [
+        (row[0], -float(row[1])) for row in rows if metadata_filter.matches(json.loads(row[2]), f.metadata)
+    ]
+    return kept[:k]
 
 
 def assert_same_top_k(got: list[ScoredId], expected: list[tuple[str, float]]) -> None:
@@ -118,7 +133,8 @@ def _apply(
     elif op == "erase":
         store.erase_user(tenant, user)
     elif op == "mark":
-        store.mark(tenant, user, [current[0].id], consolidated=True)
+        # Both a new key and a changed value of a key filters ask about.
+        store.mark(tenant, user, [current[0].id], consolidated=True, n=str(rng.choice(["food", "1"])))
     else:
         old = current[int(rng.integers(0, len(current)))]
         text = " ".join(rng.choice(WORDS, size=3))
@@ -208,7 +224,7 @@ def test_lookups_by_id_use_the_id_index_not_every_row_of_the_user(
     traced: list[str] = []
     conn.set_trace_callback(traced.append)
     store.get_many("t1", "u1", ids)
-    store.embeddings("t1", "u1", ids)
+    store._stored_embeddings("t1", "u1", ids)  # vectors of rows the index does not hold (tombstones)
     store.get("t1", "u1", ids[0])
     store.mark("t1", "u1", ids[:5], seen=True)
     conn.set_trace_callback(None)
@@ -269,6 +285,7 @@ def test_a_write_costs_the_next_search_only_the_rows_it_changed(store: EmbeddedM
     assert after.size == before.size + 1 and after.generation > before.generation
     reads = [sql for sql in traced if "FROM memories WHERE" in sql]
     assert reads and all("row_gen >" in sql for sql in reads)  # the delta, never the whole user
+    assert store.embeddings("t1", "u1", after.ids[-1:])  # the new row's full vector came with it
     assert before.size == 200 and before.ids[: before.size] == after.ids[:200]  # the old view is unchanged
 
 
@@ -328,3 +345,34 @@ def test_concurrent_searches_during_writes_see_only_their_users_rows(store: Embe
         t.join(timeout=120)
     assert not any(t.is_alive() for t in threads)
     assert errors == []
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        MemoryFilters(tier=Tier.LTM),
+        MemoryFilters(tier=Tier.LTM, session_id="s1"),
+        MemoryFilters(kind=Kind.EVENT, category=Category.TRAVEL),
+        MemoryFilters(scope=Scope.CONTEXT, session_id="s2"),
+    ],
+    ids=["ltm", "ltm-in-session", "kind-and-category", "context-of-a-session"],
+)
+def test_a_narrow_filter_is_pushed_into_the_match_and_stays_exact(
+    store: EmbeddedMemoryStore, filters: MemoryFilters
+) -> None:
+    rng = np.random.default_rng(8)
+    many = [_record(rng, "t1", "u1", i).model_copy(update={"tier": Tier.STM}) for i in range(300)]
+    few = [
+        _record(rng, "t1", "u1", 400 + i).model_copy(
+            update={"tier": Tier.LTM, "kind": Kind.EVENT, "category": Category.TRAVEL}
+        )
+        for i in range(12)
+    ]
+    store.put(many + few + [_record(rng, "t1", "u2", i) for i in range(50)])
+    conn = store.db.read()
+    traced: list[str] = []
+    conn.set_trace_callback(traced.append)
+    got = store.bm25_search("t1", "u1", "tea garden puppy jazz", 8, filters)
+    conn.set_trace_callback(None)
+    assert any("tags :" in sql for sql in traced)  # the filters narrowed the MATCH itself
+    assert_same_top_k(got, _brute_bm25(store.db, "t1", "u1", "tea garden puppy jazz", 8, filters))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from memstack.domain.scoring import min_max, weighted_rrf
+from memstack.domain.scoring import temporal_factor, weighted_rrf
 from memstack.models import ScoredId
 
 
@@ -29,7 +29,7 @@ def test_zero_weight_ranking_contributes_nothing() -> None:
     assert fused == {"a": pytest.approx(1 / 61)}
 
 
-def test_min_max() -> None:
-    assert min_max({"a": 2.0, "b": 4.0, "c": 3.0}) == {"a": 0.0, "b": 1.0, "c": 0.5}
-    assert min_max({"a": 5.0, "b": 5.0}) == {"a": 1.0, "b": 1.0}
-    assert min_max({}) == {}
+def test_temporal_factor() -> None:
+    assert temporal_factor(1.0, 0.6) == 1.0
+    assert temporal_factor(0.1, 0.6) == 0.64
+    assert temporal_factor(0.5, 1.0) == 1.0  # blend 1: time never counts

@@ -13,6 +13,7 @@ One structured log line per request (Powertools Logger, JSON on stdout).
 from __future__ import annotations
 
 import base64
+import socket
 import threading
 import time
 import uuid
@@ -246,13 +247,23 @@ class LocalApi:
 
 
 def make_server(
-    service: MemoryService, settings: Settings, host: str = "127.0.0.1", port: int = 8000, threads: int = 8
+    service: MemoryService,
+    settings: Settings,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    threads: int = 8,
+    sock: socket.socket | None = None,
 ) -> tuple[Any, LocalApi]:
-    """A waitress server (not yet running) and its WSGI app; ``port=0`` picks a free port."""
+    """A waitress server (not yet running) and its WSGI app; ``port=0`` picks a free port.
+
+    ``sock`` is a listening socket to accept on instead (``memstack serve --workers``:
+    every worker process accepts on the one socket the parent bound).
+    """
     from waitress.server import create_server
 
     api = LocalApi(service, settings)
-    server = create_server(api, host=host, port=port, threads=threads, ident="memstack")
+    where: dict[str, Any] = {"sockets": [sock]} if sock is not None else {"host": host, "port": port}
+    server = create_server(api, threads=threads, ident="memstack", **where)
     return server, api
 
 

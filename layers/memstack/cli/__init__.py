@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from memstack.cli import (
+    bench,
     consolidate,
     cost,
     dlq,
@@ -33,6 +34,7 @@ for module in (
     dlq,
     worker,
     opensearch,
+    bench,
 ):
     module.register(app)
 

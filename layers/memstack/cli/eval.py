@@ -13,10 +13,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memstack.cli.app import UserError, console, print_json, settings_from_cli
+from memstack.evaluation.embedding_cache import CachedEmbedder
 from memstack.evaluation.extraction import ExtractionReport, evaluate_extraction
 from memstack.evaluation.locomo import LocomoFormatError, load_locomo
+from memstack.evaluation.plot import plot_recall
+from memstack.evaluation.recall import METRICS
 from memstack.evaluation.runner import CATEGORY_ORDER, EvalReport, evaluate
 from memstack.evaluation.scenarios import ScenarioFormatError, load_scenarios
+from memstack.factory import build_embedder
 
 eval_app = typer.Typer(
     help="Measure retrieval and extraction quality on benchmark data.", no_args_is_help=True
@@ -51,19 +55,69 @@ def render_table(report: EvalReport, wall: float) -> Table:
     return table
 
 
+_METRIC_LABELS = {
+    "turn_recall": "turn recall",
+    "any": "any evidence",
+    "all": "all evidence",
+    "ndcg": "NDCG",
+    "session_recall": "session recall",
+    "cited": "turns cited",
+}
+
+
+def render_metrics(report: EvalReport) -> Table:
+    """Every metric, all questions together, per retriever and k."""
+    table = Table(title="every metric (all questions)", title_justify="left")
+    table.add_column("retriever")
+    table.add_column("k", justify="right")
+    for metric in METRICS:
+        table.add_column(_METRIC_LABELS[metric], justify="right")
+    for k in report.recall:
+        for name, metrics in report.metrics.items():
+            label = name if name == "memstack" else f"{name}-only"
+            cells = []
+            for metric in METRICS:
+                value = metrics[metric][k].get("all")
+                shown = "-" if value is None else f"{value:.1f}" if metric == "cited" else f"{value:.3f}"
+                cells.append(shown)
+            table.add_row(label, k, *cells)
+        table.add_section()
+    return table
+
+
 @eval_app.command("locomo")
 def locomo(
     path: Annotated[Path, typer.Argument(help="a LoCoMo JSON file (a list of conversations)")],
     k: Annotated[str, typer.Option("--k", help="cut-offs, comma-separated")] = "5,10,25",
     baselines: Annotated[bool, typer.Option(help="also measure BM25-only and vector-only")] = False,
-    infer: Annotated[bool, typer.Option(help="run extraction on every turn (needs an extractor)")] = False,
+    raw: Annotated[
+        bool, typer.Option("--raw", help="store the raw turns only (no extraction): the turns-only baseline")
+    ] = False,
+    consolidate: Annotated[
+        bool, typer.Option("--consolidate", help="consolidate after each session, as the scheduler would")
+    ] = False,
     limit: Annotated[int | None, typer.Option(help="only the first N conversations")] = None,
     embedder: Annotated[str | None, typer.Option(help="override MEMSTACK_EMBEDDER")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print every figure as JSON (with each question's evidence ranks)")
+    ] = False,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="write a PNG: turn recall@k by category, with the baselines")
+    ] = None,
+    cache_dir: Annotated[
+        Path | None, typer.Option("--cache-dir", help="keep embeddings on disk here and reuse them next run")
+    ] = None,
+    store_dir: Annotated[
+        Path | None,
+        typer.Option("--store-dir", help="keep each conversation's store here, reused when ingest matches"),
+    ] = None,
 ) -> None:
-    """Ingest each conversation into a fresh store and report recall@k per question category."""
+    """Ingest each conversation as the product does and report retrieval metrics per question category."""
+
     ks = parse_ks(k)
     settings = settings_from_cli(embedder=embedder)
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise UserError(f"--plot writes a PNG: give a file name ending in .png, not {plot.name!r}")
     if max(ks) > settings.max_top_k:
         raise UserError(f"--k values must be at most {settings.max_top_k} (MEMSTACK_MAX_TOP_K)")
     try:
@@ -88,26 +142,45 @@ def locomo(
         ingest_task = bar.add_task("ingest turns", total=turns)
         search_task = bar.add_task("search questions", total=questions)
         tasks = {"ingest": ingest_task, "search": search_task}
-        report = evaluate(
-            conversations,
-            settings,
-            ks,
-            baselines=baselines,
-            infer=infer,
-            progress=lambda stage, n: bar.advance(tasks[stage], n),
-        )
+        model = build_embedder(settings)
+        cached = CachedEmbedder(model, cache_dir) if cache_dir is not None else None
+        try:
+            report = evaluate(
+                conversations,
+                settings,
+                ks,
+                baselines=baselines,
+                infer=not raw,
+                consolidate=consolidate,
+                embedder=cached or model,
+                store_dir=store_dir,
+                progress=lambda stage, n: bar.advance(tasks[stage], n),
+            )
+        finally:
+            if cached is not None:
+                cached.close()
     wall = time.perf_counter() - started
     report.seconds["wall"] = round(wall, 2)
+    if plot is not None:
+        plot_recall(report.as_dict(), plot, CATEGORY_ORDER)
     if as_json:
         print_json(report.as_dict())
         return
     # Wide enough for every column header even when stdout is not a terminal.
     out = Console(width=max(console.width, 120))
     out.print(render_table(report, wall))
+    out.print(render_metrics(report))
+    mode = "raw turns only (--raw)" if raw else "extraction on"
+    if consolidate:
+        mode += ", consolidation after each session"
+    out.print(f"ingest: {mode}; stored {report.stored}")
+    if plot is not None:
+        out.print(f"plot written to {plot}")
     if report.stage_ms_median:
         out.print(
             "median ms per search: "
             + ", ".join(f"{stage} {ms:.1f}" for stage, ms in report.stage_ms_median.items())
+            + f"; p95 total {report.search_ms_p95:.1f}"
         )
     if report.unusable_questions or report.dropped_evidence:
         out.print(

@@ -26,7 +26,11 @@ def search(
     k: Annotated[int, typer.Option("--top-k", "--k", "-k", help="number of results (the API's top_k)")] = 10,
     session: Annotated[str | None, typer.Option("--session", "-s")] = None,
     tenant: Annotated[str | None, typer.Option()] = None,
-    explain: Annotated[bool, typer.Option(help="show every stage's score")] = False,
+    explain: Annotated[bool, typer.Option(help="show every stage's score and rank")] = False,
+    min_score: Annotated[
+        float | None,
+        typer.Option("--min-score", help="only results at least this likely to be relevant (0-1)"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Search one user's memories (BM25 + vector, fused)."""
@@ -36,6 +40,8 @@ def search(
     if not 1 <= k <= settings.max_top_k:
         raise UserError(f"--top-k must be between 1 and {settings.max_top_k}")
     t = tenant_or_default(tenant, settings)
+    if min_score is not None and not 0.0 <= min_score <= 1.0:
+        raise UserError(f"--min-score must be between 0 and 1, got {min_score}")
     with open_service(settings) as service:
         result = service.search(
             SearchRequest(
@@ -45,6 +51,7 @@ def search(
                 top_k=k,
                 filters=MemoryFilters(session_id=session),
                 explain=explain,
+                min_score=min_score,
             )
         )
         said = when_said(service, t, user, [h.record for h in result.hits])

@@ -8,6 +8,10 @@ worker (extraction, consolidation jobs) and, every
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -72,25 +76,45 @@ def mount_mcp_if_available(api: LocalApi, settings: Settings, host: str) -> Call
     return mount_mcp(api, settings, host).close
 
 
-def serve(
-    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port (0 picks a free one)")] = 8000,
-    threads: Annotated[int, typer.Option(min=1, max=256, help="worker threads")] = 8,
+def _announce(base: str, settings: Settings, workers: int) -> None:
+    keys = settings.api_key_map()
+    hint = " (dev key: dev-key)" if "dev-key" in keys else f" ({len(keys)} API keys configured)"
+    processes = f"  {workers} worker processes" if workers > 1 else ""
+    console.print(
+        f"memstack API on {base}  docs: {base}/docs  MCP: {base}/mcp{hint}{processes}", highlight=False
+    )
+
+
+@contextmanager
+def _no_jobs() -> Iterator[None]:
+    yield
+
+
+def _run(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    threads: int,
+    sock: socket.socket | None = None,
+    background: bool = True,
+    announce: bool = True,
 ) -> None:
-    """Serve the REST API (Swagger UI at /docs) and run background jobs until Ctrl-C."""
+    """One server process: the API on ``threads`` threads, and (``background``) the job worker."""
     from memstack.api.local_server import make_server
 
-    settings = settings_from_cli()
     stop = threading.Event()
-    # Extraction and consolidation jobs run in this process while the server is up.
-    with open_service(settings) as service, background_jobs(service):
-        timer = _schedule_consolidation(service, settings.consolidation_interval_seconds, stop)
-        server, api = make_server(service, settings, host=host, port=port, threads=threads)
+    with open_service(settings) as service, background_jobs(service) if background else _no_jobs():
+        # Extraction and consolidation jobs run in this process while the server is up.
+        timer = (
+            _schedule_consolidation(service, settings.consolidation_interval_seconds, stop)
+            if background
+            else None
+        )
+        server, api = make_server(service, settings, host=host, port=port, threads=threads, sock=sock)
         close_mcp = mount_mcp_if_available(api, settings, host)
-        base = f"http://{server.effective_host}:{server.effective_port}"
-        keys = settings.api_key_map()
-        hint = " (dev key: dev-key)" if "dev-key" in keys else f" ({len(keys)} API keys configured)"
-        console.print(f"memstack API on {base}  docs: {base}/docs  MCP: {base}/mcp{hint}", highlight=False)
+        if announce:
+            _announce(f"http://{server.effective_host}:{server.effective_port}", settings, 1)
         try:
             server.run()  # returns after Ctrl-C (waitress stops its workers itself)
         finally:
@@ -100,7 +124,77 @@ def serve(
                 timer.join(timeout=5)
             close_mcp()
             api.close()
-            console.print("stopped")
+            if announce:
+                console.print("stopped")
+
+
+def _run_processes(settings: Settings, *, host: str, port: int, threads: int, workers: int) -> None:
+    """``workers`` server processes accepting on one socket bound here; the first runs the jobs.
+
+    A search holds the GIL for most of its CPU time, so threads alone keep one
+    core busy; processes use them all. Each has its own SQLite connections and
+    index cache (memory grows with the workers). Ctrl-C or SIGTERM stops them all.
+    """
+    sock = socket.create_server((host, port), backlog=1024)
+    sock.set_inheritable(True)
+    base = f"http://{host}:{sock.getsockname()[1]}"
+    children = []
+    for index in range(workers):
+        pid = os.fork()
+        if pid == 0:  # the child: one ordinary server on the shared socket
+            code = 0
+            try:
+                _run(
+                    settings,
+                    host=host,
+                    port=port,
+                    threads=threads,
+                    sock=sock,
+                    background=index == 0,
+                    announce=False,
+                )
+            except KeyboardInterrupt:
+                pass
+            except BaseException:
+                logger.exception("a memstack serve worker process failed")
+                code = 1
+            finally:
+                os._exit(code)
+        children.append(pid)
+    sock.close()  # the children accept on it; this process only waits for them
+    _announce(base, settings, workers)
+
+    def stop(*_: object) -> None:
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        for pid in children:
+            os.waitpid(pid, 0)
+    except KeyboardInterrupt:
+        stop()
+        for pid in children:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+    console.print("stopped")
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port (0 picks a free one)")] = 8000,
+    threads: Annotated[int, typer.Option(min=1, max=256, help="worker threads per process")] = 8,
+    workers: Annotated[
+        int, typer.Option(min=1, max=64, help="server processes (use the cores: a search is mostly Python)")
+    ] = 1,
+) -> None:
+    """Serve the REST API (Swagger UI at /docs) and run background jobs until Ctrl-C."""
+    settings = settings_from_cli()
+    if workers == 1:
+        _run(settings, host=host, port=port, threads=threads)
+    else:
+        _run_processes(settings, host=host, port=port, threads=threads, workers=workers)
 
 
 def register(app: typer.Typer) -> None:

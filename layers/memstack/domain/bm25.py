@@ -59,7 +59,7 @@ class Bm25Index:
         if not self.size or self.avg_length == 0.0:
             return out
         norm = self.k1 * (1.0 - self.b + self.b * self.lengths / self.avg_length)
-        for term in query_terms(query):
+        for term in query_terms(query, stems=True):
             posting = self.postings.get(term)
             if posting is None:
                 continue

@@ -21,6 +21,8 @@ from memstack.models import Message
 class IndexingConfig:
     #: turns before this one (same batch) added to its BM25 text
     context_turns: int = 2
+    #: turns after this one (same batch) added to its BM25 text (the reply a turn got)
+    context_after: int = 0
     #: also embed the turn with that context (else the turn alone is embedded)
     context_in_embedding: bool = False
     #: add the turn's date ("8 May 2023") to its BM25 text
@@ -53,8 +55,9 @@ def index_turns(messages: Sequence[Message], config: IndexingConfig) -> list[Ind
         # Context lines carry the words, not the speaker names: repeating a name
         # in every following turn would make it outscore the turn that said it.
         context = [m.content for m in messages[max(0, pos - config.context_turns) : pos]]
+        after = [m.content for m in messages[pos + 1 : pos + 1 + config.context_after]]
         with_context = "\n".join([*context, own])
-        search = with_context
+        search = "\n".join([with_context, *after])
         if config.date_in_text and (date := _date_text(message)):
             search = f"{search}\n({date})"
         out.append(

@@ -25,19 +25,13 @@ def weighted_rrf(
     return fused
 
 
-def min_max(scores: Mapping[str, float]) -> dict[str, float]:
-    """Scale scores to [0, 1]; all-equal scores become 1."""
-    if not scores:
-        return {}
-    lo, hi = min(scores.values()), max(scores.values())
-    if hi - lo <= 1e-12:
-        return {key: 1.0 for key in scores}
-    return {key: (value - lo) / (hi - lo) for key, value in scores.items()}
+def temporal_factor(temporal: float, blend: float) -> float:
+    """Stage 5: ``blend + (1 - blend) * temporal``, the factor a result's score is multiplied by.
 
-
-def temporal_blend(fused_normalised: float, temporal: float, blend: float) -> float:
-    """Stage 5: ``blend * fused + (1 - blend) * temporal`` (fused already scaled to [0, 1])."""
-    return blend * fused_normalised + (1.0 - blend) * temporal
+    1 inside the query's window; far outside it ``blend + (1 - blend) * 0.1``.
+    A factor rather than a sum, so the calibrated score stays a probability.
+    """
+    return blend + (1.0 - blend) * temporal
 
 
 def near_duplicates(ordered_ids: Sequence[str], vectors: Mapping[str, object], threshold: float) -> set[str]:

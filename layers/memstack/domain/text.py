@@ -1,8 +1,19 @@
-"""Text helpers shared by every BM25 implementation (SQLite FTS5, in-Lambda, OpenSearch)."""
+"""Text helpers shared by every BM25 implementation (SQLite FTS5, in-Lambda, OpenSearch).
+
+Stemming: SQLite FTS5 indexes with its ``porter`` tokenizer, so "camping"
+finds "camped". The in-Lambda index (``domain.bm25``, the DynamoDB backend)
+does the same with the Snowball English stemmer (``bm25_document`` for the
+documents, ``query_terms(..., stems=True)`` for the query), so both backends
+match the same word forms. OpenSearch analyses the raw text with its own
+analyser.
+"""
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+
+import snowballstemmer
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -21,18 +32,50 @@ STOPWORDS = frozenset(
 )
 
 
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Snowball English stem of one lower-cased word (cached: a user's vocabulary repeats)."""
+    return str(_STEMMER.stemWord(word))
+
+
 def words(text: str) -> list[str]:
     """Lower-cased word tokens."""
     return [w.lower() for w in _WORD.findall(text)]
 
 
-def query_terms(text: str, max_terms: int = 64) -> list[str]:
-    """Distinct content words of a query, in order; all words if every one is a stopword."""
+def bm25_document(text: str) -> str:
+    """A record's text as the in-Lambda BM25 index holds it: its words' stems."""
+    return " ".join(stem(w) for w in words(text))
+
+
+def index_terms(text: str) -> set[str]:
+    """The distinct stems of ``text``'s words."""
+    return {stem(w) for w in words(text)}
+
+
+def query_index_terms(text: str) -> set[str]:
+    """The stems of the query's content words (all its words if every one is a stopword)."""
+    toks = words(text)
+    return {stem(w) for w in [w for w in toks if w not in STOPWORDS] or toks}
+
+
+def query_terms(text: str, max_terms: int = 64, stems: bool = False) -> list[str]:
+    """Distinct content words of a query, in order; all words if every one is a stopword.
+
+    With ``stems``, each word is followed by its stem: what the in-Lambda
+    index, which holds stems, is queried with (FTS5 and OpenSearch stem or
+    analyse the words themselves).
+    """
     toks = words(text)
     content = [w for w in toks if w not in STOPWORDS] or toks
     seen: dict[str, None] = {}
     for w in content:
         seen.setdefault(w, None)
+        if stems:
+            seen.setdefault(stem(w), None)
     return list(seen)[:max_terms]
 
 

@@ -1,21 +1,32 @@
 """Runs the product on LoCoMo: ingest each conversation into a fresh store, search every question.
 
-Each conversation gets its own embedded store (a temporary data directory)
-and one user; every turn is ingested as a message (id = its dialog id,
-speaker, timestamp = its session's date, image turns with their caption),
-session by session. Every question with usable evidence is then searched
-with ``reference_time`` = the conversation's last session date, through the
-full pipeline and, with ``baselines``, through BM25 alone and the vector
-stage alone on the same store in the same run.
+Each conversation gets its own embedded store and one user; every turn is
+ingested as a message (id = its dialog id, speaker, timestamp = its
+session's date, image turns with their caption), session by session, the way
+an agent would send them. By default ingestion is the product's own
+(``infer``: extraction runs on every turn, as ``POST /v1/memories`` does);
+``infer=False`` stores the raw turns only. With ``consolidate`` the
+consolidation job runs after each session, as the scheduler would between
+two conversations a day apart.
+
+Every question with usable evidence is then searched with ``reference_time``
+= the conversation's last session date, through the full pipeline and, with
+``baselines``, through BM25 alone and the vector stage alone on the same
+store in the same run. Each question's evidence ranks are kept
+(``QuestionResult``), so every metric of ``recall`` is computed from them.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +34,15 @@ import numpy as np
 
 from memstack.domain.retrieve import SearchRequest
 from memstack.evaluation.locomo import CATEGORIES, Conversation
-from memstack.evaluation.recall import RecallTable, distinct_sources
+from memstack.evaluation.recall import MetricTable, QuestionResult
 from memstack.factory import build_embedder, build_service, indexing_config, retrieval_config
-from memstack.models import MemoryFilters, Message, Role
+from memstack.models import MemoryFilters, Message, Role, Tier
 from memstack.ports.embedder import Embedder
 from memstack.service import MemoryService
 from memstack.settings import Settings
 
 CATEGORY_ORDER = [CATEGORIES[c] for c in (4, 1, 2, 3, 5)]
+RETRIEVERS = ("memstack", "bm25", "vector")
 TENANT = "eval"
 USER = "locomo"
 
@@ -40,15 +52,25 @@ Progress = Callable[[str, int], None]
 @dataclass
 class EvalReport:
     questions: int
+    #: turn recall@k of the pipeline: {"10": {"all": .., "<category>": ..}}
     recall: dict[str, dict[str, float | None]]
+    #: turn recall@k of BM25 alone and the vector stage alone
     baselines: dict[str, dict[str, dict[str, float | None]]] = field(default_factory=dict)
+    #: every metric of every retriever: {retriever: {metric: {k: {category: mean}}}}
+    metrics: dict[str, dict[str, dict[str, dict[str, float | None]]]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    #: what ingestion left in the stores: records per tier, LTM records per origin
+    stored: dict[str, int] = field(default_factory=dict)
     unusable_questions: int = 0
     dropped_evidence: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     #: median milliseconds per pipeline stage over every search of the run
     stage_ms_median: dict[str, float] = field(default_factory=dict)
+    #: 95th percentile of the whole search (query embedding excluded: questions are embedded in batches)
+    search_ms_p95: float = 0.0
+    #: per question: conversation, category, text, evidence and, per retriever, where the evidence ranked
+    per_question: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,9 +109,206 @@ class _QueryMemo:
         return self.inner.embed(texts)
 
 
-def _sources(service: MemoryService, ids: Sequence[str], limit: int) -> list[str]:
+def ingest_fingerprint(settings: Settings, infer: bool, consolidate: bool) -> dict[str, Any]:
+    """What decides the contents of an evaluation store (a kept store is reused only if it matches)."""
+    everything = settings.model_dump(mode="json")
+    return {
+        "embedder": settings.embedder,
+        "llm": settings.llm,
+        "infer": infer,
+        "consolidate": consolidate,
+        "coarse_dim": settings.coarse_dim,
+        "indexing": asdict(indexing_config(settings)),
+        "consolidation": {k: v for k, v in everything.items() if k.startswith(("consolidation", "profile"))},
+    }
+
+
+@contextmanager
+def _store_root(store_dir: Path | None) -> Iterator[Path]:
+    if store_dir is not None:
+        store_dir.mkdir(parents=True, exist_ok=True)
+        yield store_dir
+        return
+    with tempfile.TemporaryDirectory(prefix="memstack-eval-") as tmp:
+        yield Path(tmp)
+
+
+def _ingest(
+    service: MemoryService, conv: Conversation, infer: bool, consolidate: bool, tick: Progress
+) -> None:
+    for session in sorted(conv.sessions):
+        msgs = messages_of(conv, session)
+        if msgs:
+            service.add(TENANT, USER, msgs, session_id=f"session_{session}", infer=infer, sync=infer)
+            if consolidate:
+                service.consolidate(TENANT, USER, now=datetime.now(UTC))
+        tick("ingest", len(msgs))
+
+
+def _stored_counts(service: MemoryService) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    cursor: str | None = None
+    while True:
+        records, cursor = service.store.list(TENANT, USER, MemoryFilters(), 500, cursor)
+        for r in records:
+            key = "stm" if r.tier == Tier.STM else f"ltm_{r.metadata.get('consolidation') or 'extracted'}"
+            counts[key] = counts.get(key, 0) + 1
+        if not cursor:
+            return counts
+
+
+def _record_sources(service: MemoryService, ids: Sequence[str]) -> list[list[str]]:
     records = service.store.get_many(TENANT, USER, list(ids))
-    return distinct_sources((records[i].source_ids for i in ids if i in records), limit)
+    return [records[i].source_ids for i in ids if i in records]
+
+
+@dataclass
+class _Run:
+    """The state of one evaluation run: its settings and everything measured so far."""
+
+    settings: Settings
+    ks: list[int]
+    baselines: bool
+    infer: bool
+    consolidate: bool
+    tick: Progress
+    tables: dict[str, MetricTable] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=lambda: {"ingest": 0.0, "search": 0.0})
+    durations: dict[str, list[float]] = field(default_factory=dict)
+    stored: dict[str, int] = field(default_factory=dict)
+    per_question: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        names = RETRIEVERS if self.baselines else RETRIEVERS[:1]
+        self.tables = {name: MetricTable(self.ks) for name in names}
+
+    @property
+    def depth(self) -> int:
+        return max(self.ks)
+
+    @property
+    def top_k(self) -> int:
+        # Ask for more records than sources needed: LTM memories and their turns may share sources.
+        return min(self.settings.max_top_k, 2 * self.depth)
+
+    def open_store(self, root: Path, conv: Conversation, embedder: Embedder, keep: bool) -> MemoryService:
+        """The conversation's store: reused when kept with the same ingest settings, else ingested now."""
+        data_dir = root / conv.sample_id
+        marker = data_dir / "ingest.json"
+        fingerprint = ingest_fingerprint(self.settings, self.infer, self.consolidate)
+        reuse = keep and marker.exists() and json.loads(marker.read_text()) == fingerprint
+        if keep and not reuse and data_dir.exists():
+            shutil.rmtree(data_dir)
+        service = build_service(self.settings.model_copy(update={"data_dir": data_dir}), embedder=embedder)
+        start = time.perf_counter()
+        if reuse:
+            self.tick("ingest", sum(1 for t in conv.turns if t.content.strip()))
+        else:
+            _ingest(service, conv, self.infer, self.consolidate, self.tick)
+            if keep:
+                marker.write_text(json.dumps(fingerprint))
+        self.timings["ingest"] += time.perf_counter() - start
+        for key, n in _stored_counts(service).items():
+            self.stored[key] = self.stored.get(key, 0) + n
+        return service
+
+    def rankings(self, service: MemoryService, req: SearchRequest) -> dict[str, list[list[str]]]:
+        """The cited turns of each result, per retriever, best first."""
+        result = service.search(req)
+        for stage, ms in result.stage_durations.items():
+            self.durations.setdefault(stage, []).append(ms)
+        ranked = {"memstack": [h.record.source_ids for h in result.hits]}
+        if self.baselines:
+            bm25 = service.store.bm25_search(TENANT, USER, req.query, req.top_k, req.filters)
+            ranked["bm25"] = _record_sources(service, [s.id for s in bm25])
+            qvec = service.embedder.embed([req.query])[0]
+            vec = service.retriever.vector_stage(req, qvec)[: req.top_k]
+            ranked["vector"] = _record_sources(service, [s.id for s in vec])
+        return ranked
+
+    def search_all(self, service: MemoryService, conv: Conversation) -> None:
+        session_of = {t.dia_id: str(t.session) for t in conv.turns}
+
+        def session(turn: str) -> str:
+            return session_of.get(turn, turn)
+
+        start = time.perf_counter()
+        for q in conv.questions:
+            req = SearchRequest(
+                tenant=TENANT,
+                user_id=USER,
+                query=q.text,
+                top_k=self.top_k,
+                reference_time=conv.last_session_time,
+                filters=MemoryFilters(),
+            )
+            entry: dict[str, Any] = {
+                "conversation": conv.sample_id,
+                "category": q.category_name,
+                "question": q.text,
+                "evidence": list(q.evidence),
+            }
+            for name, results in self.rankings(service, req).items():
+                res = QuestionResult.from_results(q.category_name, results, q.evidence, session, self.depth)
+                self.tables[name].add(res)
+                entry[name] = {
+                    "evidence_ranks": list(res.evidence_ranks),
+                    "session_rank": res.session_rank,
+                    "cited": list(res.cited_by_results[: self.depth]),
+                }
+            self.per_question.append(entry)
+            self.tick("search", 1)
+        self.timings["search"] += time.perf_counter() - start
+
+    def report(self, conversations: Sequence[Conversation]) -> EvalReport:
+        main = self.tables["memstack"]
+        totals = sorted(self.durations.get("total", [0.0]))
+        return EvalReport(
+            questions=len(main.results),
+            recall=main.means(CATEGORY_ORDER),
+            baselines={n: t.means(CATEGORY_ORDER) for n, t in self.tables.items() if n != "memstack"},
+            metrics={name: t.all_means(CATEGORY_ORDER) for name, t in self.tables.items()},
+            counts={name: main.counts.get(name, 0) for name in ["all", *CATEGORY_ORDER]},
+            config={
+                "embedder": self.settings.embedder,
+                "reranker": self.settings.reranker,
+                "infer": self.infer,
+                "consolidate": self.consolidate,
+                "top_k": self.top_k,
+                **asdict(retrieval_config(self.settings)),
+                "indexing": asdict(indexing_config(self.settings)),
+            },
+            stored=self.stored,
+            unusable_questions=sum(c.unusable for c in conversations),
+            dropped_evidence=sum(len(q.dropped_evidence) for c in conversations for q in c.questions),
+            seconds={k: round(v, 2) for k, v in self.timings.items()},
+            stage_ms_median={k: round(statistics.median(v), 3) for k, v in self.durations.items()},
+            search_ms_p95=round(totals[min(len(totals) - 1, int(0.95 * len(totals)))], 3),
+            per_question=self.per_question,
+        )
+
+
+def conversation_services(
+    conversations: Sequence[Conversation],
+    settings: Settings,
+    store_dir: Path,
+    *,
+    infer: bool = True,
+    consolidate: bool = False,
+    embedder: Embedder | None = None,
+) -> Iterator[tuple[Conversation, MemoryService]]:
+    """Each conversation with a service over its kept store (ingested first if needed), closed after.
+
+    For tools that search the evaluation stores their own way (scripts/calibrate_scores.py).
+    """
+    run = _Run(settings, [1], False, infer, consolidate, lambda _stage, _n: None)
+    model = embedder or build_embedder(settings)
+    for conv in conversations:
+        service = run.open_store(store_dir, conv, model, keep=True)
+        try:
+            yield conv, service
+        finally:
+            service.close()
 
 
 def evaluate(
@@ -98,83 +317,29 @@ def evaluate(
     ks: Sequence[int],
     *,
     baselines: bool = False,
-    infer: bool = False,
+    infer: bool = True,
+    consolidate: bool = False,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
+    store_dir: Path | None = None,
 ) -> EvalReport:
-    """Recall@k of the pipeline (and the baselines) over every usable question."""
-    ks = sorted(set(ks))
-    depth = max(ks)
-    # Ask for more records than sources needed: LTM memories and their turns may share sources.
-    top_k = min(settings.max_top_k, 2 * depth)
-    tables = {"memstack": RecallTable(ks)}
-    if baselines:
-        tables.update({"bm25": RecallTable(ks), "vector": RecallTable(ks)})
-    timings = {"ingest": 0.0, "search": 0.0}
-    durations: dict[str, list[float]] = {}
-    tick = progress or (lambda _stage, _n: None)
+    """Every metric of the pipeline (and the baselines) over every usable question.
+
+    ``store_dir`` keeps each conversation's store (``<store_dir>/<sample_id>``)
+    and reuses it on the next run when its ingest settings match, so trying
+    retrieval settings does not re-ingest; without it the stores are temporary.
+    """
+    run = _Run(
+        settings, sorted(set(ks)), baselines, infer, consolidate, progress or (lambda _stage, _n: None)
+    )
     # One model for every conversation (it loads once).
     memo = _QueryMemo(embedder or build_embedder(settings))
-    with tempfile.TemporaryDirectory(prefix="memstack-eval-") as tmp:
+    with _store_root(store_dir) as root:
         for conv in conversations:
-            run_settings = settings.model_copy(update={"data_dir": Path(tmp) / conv.sample_id})
-            service = build_service(run_settings, embedder=memo)
+            service = run.open_store(root, conv, memo, keep=store_dir is not None)
             try:
-                start = time.perf_counter()
-                for session in sorted(conv.sessions):
-                    msgs = messages_of(conv, session)
-                    if msgs:
-                        service.add(
-                            TENANT, USER, msgs, session_id=f"session_{session}", infer=infer, sync=infer
-                        )
-                    tick("ingest", len(msgs))
-                timings["ingest"] += time.perf_counter() - start
-                start = time.perf_counter()
                 memo.prime([q.text for q in conv.questions])
-                for q in conv.questions:
-                    req = SearchRequest(
-                        tenant=TENANT,
-                        user_id=USER,
-                        query=q.text,
-                        top_k=top_k,
-                        reference_time=conv.last_session_time,
-                        filters=MemoryFilters(),
-                    )
-                    result = service.search(req)
-                    for stage, ms in result.stage_durations.items():
-                        durations.setdefault(stage, []).append(ms)
-                    ranked = distinct_sources((h.record.source_ids for h in result.hits), depth)
-                    tables["memstack"].add(q.category_name, ranked, q.evidence)
-                    if baselines:
-                        bm25 = service.store.bm25_search(TENANT, USER, q.text, top_k, req.filters)
-                        tables["bm25"].add(
-                            q.category_name, _sources(service, [s.id for s in bm25], depth), q.evidence
-                        )
-                        qvec = service.embedder.embed([q.text])[0]
-                        vec = service.retriever.vector_stage(req, qvec)[:top_k]
-                        tables["vector"].add(
-                            q.category_name, _sources(service, [s.id for s in vec], depth), q.evidence
-                        )
-                    tick("search", 1)
-                timings["search"] += time.perf_counter() - start
+                run.search_all(service, conv)
             finally:
                 service.close()
-    main = tables["memstack"]
-    return EvalReport(
-        questions=main.counts.get("all", 0),
-        recall=main.means(CATEGORY_ORDER),
-        baselines={name: t.means(CATEGORY_ORDER) for name, t in tables.items() if name != "memstack"},
-        counts={name: main.counts.get(name, 0) for name in ["all", *CATEGORY_ORDER]},
-        config={
-            "embedder": settings.embedder,
-            "reranker": settings.reranker,
-            "infer": infer,
-            "top_k": top_k,
-            **asdict(retrieval_config(settings)),
-            "indexing": asdict(indexing_config(settings)),
-        },
-        unusable_questions=sum(c.unusable for c in conversations),
-        dropped_evidence=sum(len(q.dropped_evidence) for c in conversations for q in c.questions),
-        seconds={k: round(v, 2) for k, v in timings.items()},
-        stage_ms_median={k: round(statistics.median(v), 3) for k, v in durations.items()},
-    )
+    return run.report(conversations)

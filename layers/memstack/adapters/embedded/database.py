@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memstack.adapters.embedded import fts
+from memstack.adapters.embedded import fts, metadata_terms
 
 #: PRAGMA user_version of a file laid out as below (round one's files are 0)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = (
     """
@@ -61,8 +61,8 @@ CREATE TABLE IF NOT EXISTS memory_sources (
     memory_id TEXT NOT NULL,
     PRIMARY KEY (tenant, user_id, source_id, memory_id)
 )""",
-    # Current, live text only; every token carries its user's prefix (see fts.py).
-    "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (text, tokenize = 'porter unicode61')",
+    # Current, live rows only; every token carries its user's prefix (see fts.py).
+    "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (text, tags, tokenize = 'porter unicode61')",
     # One row per user with memories: ``uid`` names the user's FTS prefix and is never
     # reused (AUTOINCREMENT), ``generation`` is bumped by every write transaction, so
     # (uid, generation) tells a cache whether what it holds is still the user's state.
@@ -110,51 +110,58 @@ CREATE TABLE IF NOT EXISTS kv (
 )
 
 
-def _upgrade_round_one_file(conn: sqlite3.Connection) -> None:
-    """Bring a file written by round one (schema 0) to this layout, inside the caller's transaction.
-
-    Its memories gain ``row_gen``, its users a ``uid``, and its FTS index is
-    rebuilt with owner prefixes (the old one had none).
-    """
+def _add_round_one_columns(conn: sqlite3.Connection) -> None:
+    """A file written by round one (schema 0): its memories gain ``row_gen``."""
     columns = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
-    if not columns or "row_gen" in columns:
-        return
-    conn.execute("ALTER TABLE memories ADD COLUMN row_gen INTEGER NOT NULL DEFAULT 0")
-    conn.execute("DROP TABLE IF EXISTS memories_fts")
+    if columns and "row_gen" not in columns:
+        conn.execute("ALTER TABLE memories ADD COLUMN row_gen INTEGER NOT NULL DEFAULT 0")
 
 
-def _reindex_round_one_file(conn: sqlite3.Connection) -> None:
-    has_old = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'user_generations'"
-    ).fetchone()
-    if has_old is None:
+def _number_round_one_users(conn: sqlite3.Connection) -> None:
+    """A file written by round one: its users get a ``uid`` (its ``user_generations`` goes)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'user_generations'").fetchone() is None:
         return
     conn.execute(
         "INSERT OR IGNORE INTO store_users (tenant, user_id, generation) "
         "SELECT tenant, user_id, 1 FROM memories GROUP BY tenant, user_id ORDER BY MIN(rid)"
     )
     conn.execute("DROP TABLE user_generations")
+
+
+def _fill_fts(conn: sqlite3.Connection) -> None:
+    """Index every current, live row in the FTS layout of this schema (``fts``)."""
     rows = conn.execute(
-        "SELECT m.rid, u.uid, COALESCE(m.search_text, m.content) FROM memories m "
-        "JOIN store_users u ON u.tenant = m.tenant AND u.user_id = m.user_id "
+        "SELECT m.rid, u.uid, COALESCE(m.search_text, m.content), m.tier, m.kind, m.category, m.scope, "
+        "m.session_id FROM memories m JOIN store_users u ON u.tenant = m.tenant AND u.user_id = m.user_id "
         "WHERE m.is_current = 1 AND m.deleted = 0"
-    )
-    conn.executemany(
-        "INSERT INTO memories_fts (rowid, text) VALUES (?, ?)",
-        ((rid, fts.indexed_text(fts.owner_prefix(uid), text)) for rid, uid, text in rows.fetchall()),
-    )
+    ).fetchall()
+    values = []
+    for rid, uid, text, tier, kind, category, scope, session_id in rows:
+        prefix = fts.owner_prefix(uid)
+        tags = fts.row_tags(
+            prefix, tier=tier, kind=kind, category=category, scope=scope, session_id=session_id
+        )
+        values.append((rid, fts.indexed_text(prefix, text), tags))
+    conn.executemany("INSERT INTO memories_fts (rowid, text, tags) VALUES (?, ?, ?)", values)
 
 
 def create_or_upgrade(conn: sqlite3.Connection) -> None:
-    """Create the schema, or upgrade an older file to it, in one transaction (safe to race)."""
+    """Create the schema, or bring an older file to it, in one transaction (safe to race).
+
+    An older file's FTS index is rebuilt from its rows (a new file's is empty).
+    """
     conn.execute("BEGIN IMMEDIATE")
     try:
         if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-            _upgrade_round_one_file(conn)
+            _add_round_one_columns(conn)
+            conn.execute("DROP TABLE IF EXISTS memories_fts")
             for statement in SCHEMA:
                 conn.execute(statement)
-            _reindex_round_one_file(conn)
+            _number_round_one_users(conn)
+            _fill_fts(conn)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        # Its own check (not the version): added beside the layout above without renumbering it.
+        metadata_terms.ensure_table(conn)
     except BaseException:
         conn.execute("ROLLBACK")
         raise
@@ -182,6 +189,9 @@ class Database:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
+            # Deleted rows are overwritten, not just unlinked: an erased user's words must not
+            # stay readable in free pages or in the free space of a page (issue 12, erase).
+            conn.execute("PRAGMA secure_delete=ON")
             conn.row_factory = sqlite3.Row
             self._local.conn = conn
             with self._connections_lock:

@@ -6,9 +6,10 @@ as ``cbbbbbbiscuit``. A query asks only for its own user's prefixed terms, so
 FTS5 reads that user's posting lists and nothing else: BM25 is confined to
 the user before ranking, and one user's search costs the same whether the
 file holds one user or a thousand (``memstack bench search --users``). The
-alternatives measured worse (100 users x 1,000 turns, 200 hits; one user
-alone 0.36 ms): MATCH then a join filtering on tenant and user 12.3 ms; an
-indexed owner column ANDed into the MATCH 2.3 ms; prefixed tokens 0.44 ms.
+alternatives measured worse (100 users x 1,000 turns, median of 60 queries
+for the top 200; one user alone in a table: 0.36 ms): MATCH, then a join
+filtering on tenant and user, 12.3 ms; an indexed owner column ANDed into
+the MATCH 2.3 ms; prefixed tokens 0.57 ms.
 
 Why consonants: the porter stemmer decides by the vowel/consonant pattern of
 a word, and a run of consonants in front changes neither the word's measure
@@ -17,15 +18,25 @@ three letters, which porter used to pass through, are now stemmed too; the
 query side does the same, so they still match.) The prefix has a fixed
 width, so no token of one user can ever spell another user's prefix.
 
+A second column, ``tags``, holds a few prefixed tokens per row naming what
+filters ask about (tier, kind, category, scope, session). When the filters
+of a search leave only a small part of the user's rows (extraction asks for
+LTM memories among 100,000 raw turns), they are ANDed into the MATCH so FTS5
+ranks only those rows; the column has weight 0 in ``bm25``, so scores are
+the same as without it. The user's row index still filters every hit.
+
 Isolation does not rest on this alone: every hit is checked against the
 user's own row index before it is returned.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
+from memstack.adapters.filter_columns import CATEGORIES, KINDS, TIERS
 from memstack.domain.text import query_terms
+from memstack.models import MemoryFilters, Scope
 
 #: letters the porter stemmer always treats as consonants ('y' is not one of them)
 _ALPHABET = "bcdfghjklmnpqrstvwxz"
@@ -36,15 +47,64 @@ MAX_UID = len(_ALPHABET) ** PREFIX_WIDTH - 1
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
+#: ``bm25()`` weights of the two columns: the tags never add to a score
+RANK = "bm25(memories_fts, 1.0, 0.0)"
+
+
+def _letters(number: int, width: int) -> str:
+    digits = []
+    for _ in range(width):
+        number, rest = divmod(number, len(_ALPHABET))
+        digits.append(_ALPHABET[rest])
+    return "".join(digits)
+
+
 def owner_prefix(uid: int) -> str:
     """The fixed-width prefix of user ``uid`` (0 < uid <= MAX_UID)."""
     if not 0 < uid <= MAX_UID:
         raise ValueError(f"user number {uid} does not fit the FTS owner prefix")
-    digits = []
-    for _ in range(PREFIX_WIDTH):
-        uid, rest = divmod(uid, len(_ALPHABET))
-        digits.append(_ALPHABET[rest])
-    return "".join(digits)
+    return _letters(uid, PREFIX_WIDTH)
+
+
+def _session_tag(session_id: str) -> str:
+    digest = hashlib.blake2b(session_id.encode(), digest_size=5).digest()
+    return "x" + _letters(int.from_bytes(digest, "little"), 10)
+
+
+def row_tags(
+    prefix: str, *, tier: str, kind: str, category: str | None, scope: str, session_id: str | None
+) -> str:
+    """The ``tags`` column of a row: its tier, kind, category, scope and session as tokens."""
+    tokens = [
+        f"t{TIERS.index(tier)}",
+        f"k{KINDS.index(kind)}",
+        f"c{CATEGORIES.index(category)}" if category else "cn",
+        "su" if scope == Scope.USER.value else "sc",
+    ]
+    if session_id is not None:
+        tokens.append(_session_tag(session_id))
+    return " ".join(prefix + t for t in tokens)
+
+
+def filter_expression(prefix: str, filters: MemoryFilters) -> str:
+    """The search filters that tags can express (with the scope rule), as conditions on ``tags``.
+
+    Time bounds are not tags: the row index applies them (and everything else) afterwards.
+    """
+    clauses = []
+    if filters.tier is not None:
+        clauses.append(f'"{prefix}t{TIERS.index(str(filters.tier))}"')
+    if filters.kind is not None:
+        clauses.append(f'"{prefix}k{KINDS.index(str(filters.kind))}"')
+    if filters.category is not None:
+        clauses.append(f'"{prefix}c{CATEGORIES.index(str(filters.category))}"')
+    if filters.scope is not None:
+        clauses.append(f'"{prefix}su"' if filters.scope == Scope.USER else f'"{prefix}sc"')
+    if filters.session_id is not None:
+        clauses.append(f'("{prefix}su" OR "{prefix}{_session_tag(filters.session_id)}")')
+    else:
+        clauses.append(f'"{prefix}su"')
+    return " AND ".join(f"tags : {c}" for c in clauses)
 
 
 def indexed_text(prefix: str, text: str) -> str:
@@ -63,4 +123,5 @@ def match_expression(prefix: str, query: str) -> str | None:
             terms.setdefault(prefix + token, None)
     if not terms:
         return None
-    return " OR ".join(f'"{term}"' for term in terms)
+    # The column filter keeps a word from ever matching a tag.
+    return "text : (" + " OR ".join(f'"{term}"' for term in terms) + ")"

@@ -1,4 +1,4 @@
-"""One user's searchable rows in numpy: coarse vectors and filter columns, kept current cheaply.
+"""One user's searchable rows in numpy: vectors and filter columns, kept current cheaply.
 
 A ``UserIndex`` is read from SQLite once (every live row of the user) and from
 then on brought up to date by reading only the rows whose ``row_gen`` is
@@ -6,11 +6,15 @@ newer than the generation it holds: the rows a write added or changed since.
 Ingesting into a user with 100,000 memories therefore costs the next search
 a few rows, not the whole user.
 
+Both vectors of every row are held: the coarse ones for the candidate pass,
+the full ones for the rescoring and the near-duplicate check, so a search
+reads no vector from SQLite (about 2 KB per memory at 384 + 128 dimensions).
+
 Searches read an ``IndexView``: the rows as of one generation. A view never
 changes under its reader: rows are appended past the end every older view
 knows about, and an update to an existing row (a version made not current)
 writes into fresh copies of the small filter columns. Only the vectors are
-appended in place, and a row's vector never changes (a new version is a new
+appended in place, and a row's vectors never change (a new version is a new
 row).
 """
 
@@ -28,9 +32,9 @@ from memstack.adapters.filter_columns import FilterColumns
 # The columns of a row the index keeps (deleted rows are left out when first read).
 _COLUMNS = (
     "rid, id, session_id, scope, tier, kind, category, COALESCE(event_time, created_at), "
-    "is_current, deleted, emb_coarse"
+    "is_current, deleted, emb_coarse, emb_full"
 )
-_RID, _ID, _SESSION, _SCOPE, _TIER, _KIND, _CATEGORY, _WHEN, _CURRENT, _DELETED, _COARSE = range(11)
+_RID, _ID, _SESSION, _SCOPE, _TIER, _KIND, _CATEGORY, _WHEN, _CURRENT, _DELETED, _COARSE, _FULL = range(12)
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,11 @@ class IndexView:
     ids: list[str]  # shared and append-only: read it only below ``size``
     coarse: np.ndarray  # float32 (size, dim); zeros where a row has no vector
     has_vector: np.ndarray  # bool
+    full: np.ndarray  # float32 (size, full dim); zeros where a row has none
+    has_full: np.ndarray  # bool
     columns: FilterColumns
+    #: id -> row (shared and growing: a row at or past ``size`` is not in this view)
+    row_of: dict[str, int]
 
     def positions(self, rids: np.ndarray) -> np.ndarray:
         """The row of each rid, -1 for a rid this view does not hold."""
@@ -64,7 +72,10 @@ def empty_view(uid: int = 0, generation: int = 0) -> IndexView:
         ids=[],
         coarse=np.zeros((0, 1), dtype=np.float32),
         has_vector=np.zeros(0, dtype=bool),
+        full=np.zeros((0, 1), dtype=np.float32),
+        has_full=np.zeros(0, dtype=bool),
         columns=_columns([], {}),
+        row_of={},
     )
 
 
@@ -82,19 +93,39 @@ def _columns(rows: Sequence[Sequence[Any]], sessions: dict[str, int]) -> FilterC
     )
 
 
-def _vectors(rows: Sequence[Sequence[Any]], dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """(matrix, has_vector) of the rows' coarse blobs; a missing blob is a zero row."""
-    blobs = [r[_COARSE] for r in rows]
-    has = np.array([b is not None for b in blobs], dtype=bool).reshape(len(rows))
-    for b in blobs:
-        if b is not None and len(b) != dim * 4:
-            raise ValueError(
-                f"stored coarse vectors have different dimensions ({len(b) // 4} and {dim}); "
-                "was MEMSTACK_COARSE_DIM changed after memories were stored?"
-            )
-    zero = bytes(dim * 4)
-    joined = b"".join(b if b is not None else zero for b in blobs)
-    return np.frombuffer(joined, dtype=np.float32).reshape(len(rows), dim), has
+class _Vectors:
+    """One vector column of the index (coarse or full): float32 rows, appended in place."""
+
+    def __init__(self, column: int, capacity: int) -> None:
+        self.column = column
+        #: the dimension, known from the first row that has a vector (0 until then)
+        self.dim = 0
+        self.data = np.zeros((capacity, 1), dtype=np.float32)
+        self.present = np.zeros(capacity, dtype=bool)
+
+    def grow(self, capacity: int) -> None:
+        self.data = _grow(self.data, capacity)
+        self.present = _grow(self.present, capacity)
+
+    def write(self, start: int, rows: Sequence[Sequence[Any]]) -> None:
+        blobs = [r[self.column] for r in rows]
+        if not self.dim:
+            first = next((b for b in blobs if b is not None), None)
+            if first is None:
+                return
+            self.dim = len(first) // 4
+            self.data = np.zeros((len(self.present), self.dim), dtype=np.float32)
+        for b in blobs:
+            if b is not None and len(b) != self.dim * 4:
+                raise ValueError(
+                    f"stored vectors have different dimensions ({len(b) // 4} and {self.dim}); "
+                    "was MEMSTACK_EMBEDDING_DIM or MEMSTACK_COARSE_DIM changed after memories were stored?"
+                )
+        zero = bytes(self.dim * 4)
+        joined = b"".join(b if b is not None else zero for b in blobs)
+        end = start + len(rows)
+        self.data[start:end] = np.frombuffer(joined, dtype=np.float32).reshape(len(rows), self.dim)
+        self.present[start:end] = [b is not None for b in blobs]
 
 
 def _read(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
@@ -114,14 +145,13 @@ class UserIndex:
         self.generation = generation
         self.sessions: dict[str, int] = {}
         self.ids = [r[_ID] for r in rows]
+        self.row_of = {memory_id: i for i, memory_id in enumerate(self.ids)}
         self.size = len(rows)
-        #: the coarse dimension, known from the first row with a vector (0 until then)
-        self.dim = 0
         capacity = max(64, self.size + self.size // 4)
         self._rids = np.zeros(capacity, dtype=np.int64)
         self._rids[: self.size] = [r[_RID] for r in rows]
-        self._coarse = np.zeros((capacity, 1), dtype=np.float32)
-        self._has_vector = np.zeros(capacity, dtype=bool)
+        self._coarse = _Vectors(_COARSE, capacity)
+        self._full = _Vectors(_FULL, capacity)
         self._columns = _grown(_columns([], self.sessions), capacity)
         self._write_rows(0, rows)
         self._view = self._make_view()
@@ -195,6 +225,7 @@ class UserIndex:
             self._reserve(self.size + len(added))
             self._rids[self.size : self.size + len(added)] = [r[_RID] for r in added]
             self.ids.extend(r[_ID] for r in added)
+            self.row_of.update((r[_ID], self.size + i) for i, r in enumerate(added))
             self._write_rows(self.size, added)
             self.size += len(added)
         return True
@@ -205,22 +236,15 @@ class UserIndex:
             return
         capacity = max(needed, capacity * 2)
         self._rids = _grow(self._rids, capacity)
-        self._coarse = _grow(self._coarse, capacity)
-        self._has_vector = _grow(self._has_vector, capacity)
+        self._coarse.grow(capacity)
+        self._full.grow(capacity)
         self._columns = _grown(self._columns, capacity)
 
     def _write_rows(self, start: int, rows: list[tuple[Any, ...]]) -> None:
         """Rows at ``start`` onwards (past every view's end): filter columns and vectors."""
         self._write_rows_at(np.arange(start, start + len(rows)), rows)
-        if not self.dim:
-            first = next((r[_COARSE] for r in rows if r[_COARSE] is not None), None)
-            if first is None:
-                return
-            self.dim = len(first) // 4
-            self._coarse = np.zeros((len(self._rids), self.dim), dtype=np.float32)
-        matrix, has = _vectors(rows, self.dim)
-        self._coarse[start : start + len(rows)] = matrix
-        self._has_vector[start : start + len(rows)] = has
+        self._coarse.write(start, rows)
+        self._full.write(start, rows)
 
     def _write_rows_at(self, positions: np.ndarray, rows: list[tuple[Any, ...]]) -> None:
         values = _columns(rows, self.sessions)
@@ -235,12 +259,15 @@ class UserIndex:
             size=n,
             rids=self._rids[:n],
             ids=self.ids,
-            coarse=self._coarse[:n],
-            has_vector=self._has_vector[:n],
+            coarse=self._coarse.data[:n],
+            has_vector=self._coarse.present[:n],
+            full=self._full.data[:n],
+            has_full=self._full.present[:n],
             columns=FilterColumns(
                 **{name: getattr(self._columns, name)[:n] for name in FilterColumns.array_names()},
                 sessions=self.sessions,
             ),
+            row_of=self.row_of,
         )
 
 

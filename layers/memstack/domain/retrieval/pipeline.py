@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
@@ -21,11 +22,14 @@ from aws_lambda_powertools import Logger
 
 from memstack.domain.query_analysis import analyse_query
 from memstack.domain.retrieval import stages
+from memstack.domain.retrieval.calibration import coverage
+from memstack.domain.retrieval.categories import CategoryPrototypes
 from memstack.domain.retrieval.superseded import mark_superseded_turns
 from memstack.domain.retrieval.types import RetrievalConfig, SearchHit, SearchRequest, SearchResult
-from memstack.domain.scoring import min_max, near_duplicates, temporal_blend, weighted_rrf
-from memstack.domain.temporal import temporal_score
-from memstack.models import ScoredId, Tier
+from memstack.domain.scoring import near_duplicates, temporal_factor, weighted_rrf
+from memstack.domain.temporal import TimeWindow, temporal_score
+from memstack.domain.text import index_terms, query_index_terms
+from memstack.models import MemoryFilters, ScoredId, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.reranker import Reranker
 from memstack.ports.store import MemoryStore, pinned
@@ -68,6 +72,7 @@ class Retriever:
         self.embedder = embedder
         self.config = config
         self.reranker = reranker
+        self.categories = CategoryPrototypes(embedder)
 
     def vector_stage(self, req: SearchRequest, query_vec: np.ndarray) -> list[ScoredId]:
         """Stage 2 alone (the vector-only baseline of the evaluation uses it)."""
@@ -79,12 +84,10 @@ class Retriever:
     def search(self, req: SearchRequest) -> SearchResult:
         cfg = self.config
         clock = _Clock()
-        status: dict[str, str] = {}
-        degraded: list[str] = []
-        started = time.perf_counter()
         # Every read of this search sees one state of the user's memories (one
         # partition snapshot on DynamoDB, one generation check on the embedded store).
-        store = pinned(self.store, req.tenant, req.user_id)
+        run = _Search(req=req, store=pinned(self.store, req.tenant, req.user_id), status={}, degraded=[])
+        started = time.perf_counter()
 
         with clock.stage("query_analysis"):
             reference = req.reference_time or datetime.now(UTC)
@@ -93,109 +96,43 @@ class Retriever:
             analysis = analyse_query(req.query, reference)
             history = analysis.history_intent or req.include_history
             # History queries also match older versions, so "where did I live before" finds them.
-            filters = req.filters.model_copy(update={"include_superseded": True}) if history else req.filters
-        status["query_analysis"] = "ok"
+            run.filters = (
+                req.filters.model_copy(update={"include_superseded": True}) if history else req.filters
+            )
+        run.status["query_analysis"] = "ok"
 
         with clock.stage("vector"):
-            query_vec = self.embedder.embed([req.query])[0]
-            vector, vectors = stages.vector_search(
-                store, req, filters, query_vec, cfg.coarse_dim, cfg.vector_candidates
+            run.query_vec = self.embedder.embed([req.query])[0]
+            run.vector, run.vectors = stages.vector_search(
+                run.store, req, run.filters, run.query_vec, cfg.coarse_dim, cfg.vector_candidates
             )
-        status["vector"] = f"ok: {len(vector)} candidates"
+        run.status["vector"] = f"ok: {len(run.vector)} candidates"
 
         with clock.stage("bm25"):
-            bm25 = store.bm25_search(req.tenant, req.user_id, req.query, cfg.bm25_candidates, filters)
-        status["bm25"] = f"ok: {len(bm25)} candidates"
-
+            self._bm25(run)
         with clock.stage("fusion"):
-            fused = weighted_rrf(
-                {"vector": vector, "bm25": bm25},
-                {"vector": cfg.weight_vector, "bm25": cfg.weight_bm25},
-                cfg.rrf_k,
-            )
-            pool_ids = sorted(fused, key=lambda i: fused[i], reverse=True)[
-                : max(cfg.candidate_pool, req.top_k)
-            ]
-            records = store.get_many(req.tenant, req.user_id, pool_ids)
-            normalised = min_max({i: fused[i] for i in pool_ids if i in records})
-            vec_rank = {s.id: (r, s.score) for r, s in enumerate(vector, start=1)}
-            bm25_rank = {s.id: (r, s.score) for r, s in enumerate(bm25, start=1)}
-            hits = []
-            for i in pool_ids:
-                if i not in records:
-                    continue
-                st: dict[str, float] = {}
-                if i in vec_rank:
-                    st["vector_rank"], st["vector"] = float(vec_rank[i][0]), vec_rank[i][1]
-                if i in bm25_rank:
-                    st["bm25_rank"], st["bm25"] = float(bm25_rank[i][0]), bm25_rank[i][1]
-                st["rrf"] = fused[i]
-                st["fused"] = normalised[i]
-                hits.append(SearchHit(record=records[i], score=normalised[i], stages=st))
-        status["fusion"] = f"ok: {len(fused)} fused, {len(hits)} carried on"
-
+            hits = self._fuse(run)
         with clock.stage("temporal"):
-            window = analysis.window
-            kept: list[SearchHit] = []
-            for hit in hits:
-                if window is not None:
-                    when = hit.record.event_time or hit.record.created_at
-                    t = temporal_score(window.distance_days(when), cfg.temporal_window_days)
-                    hit.stages["temporal"] = t
-                    hit.score = temporal_blend(hit.score, t, cfg.temporal_blend)
-                if hit.record.tier == Tier.STM and hit.record.metadata.get("consolidated"):
-                    # STM already folded into LTM by consolidation counts for less (0 hides it).
-                    if cfg.consolidated_stm_weight <= 0:
-                        continue
-                    hit.stages["consolidated_weight"] = cfg.consolidated_stm_weight
-                    hit.score *= cfg.consolidated_stm_weight
-                hit.stages["score"] = hit.score
-                kept.append(hit)
-            hits = sorted(kept, key=lambda h: h.score, reverse=True)
-        status["temporal"] = (
-            f"ok: window {window.phrase!r}" if window is not None else "skipped: the query names no time"
-        )
-
+            hits = self._temporal(run, hits, analysis.window)
         with clock.stage("dedup"):
-            missing = [h.record.id for h in hits if h.record.id not in vectors]
-            if missing:
-                vectors = {**vectors, **store.embeddings(req.tenant, req.user_id, missing)}
-            dropped = near_duplicates([h.record.id for h in hits], vectors, cfg.dedup_threshold)
-            hits = [h for h in hits if h.record.id not in dropped]
-            merged = stages.merge_turns_into_memories(hits) if cfg.dedup_by_source else set()
-            if merged:
-                hits = sorted(
-                    (h for h in hits if h.record.id not in merged), key=lambda h: h.score, reverse=True
-                )
-        status["dedup"] = f"ok: {len(dropped)} removed, {len(merged)} turns merged into their memories"
-
+            hits = self._dedup(run, hits)
         with clock.stage("rerank"):
-            if self.reranker is None:
-                status["rerank"] = "skipped: no reranker configured"
-            else:
-                try:
-                    hits = stages.rerank(self.reranker, req.query, hits, cfg.rerank_candidates)
-                    status["rerank"] = f"ok: {self.reranker.name}"
-                except Exception as exc:  # a reranker outage must never fail the search
-                    degraded.append("rerank")
-                    status["rerank"] = f"failed: {type(exc).__name__}: {exc}"
-                    logger.warning("rerank failed; fused order kept", extra={"error": repr(exc)})
-            for hit in hits:
-                hit.score = hit.stages.get("rerank", hit.score)
-
+            hits = self._rerank(run, hits)
         with clock.stage("history"):
             # Raw turns whose memories were all replaced say so, and rank below what is current.
             hits, stale = mark_superseded_turns(
-                self.store, req, hits, window=2 * req.top_k, demote=cfg.superseded_turns_last and not history
+                run.store, req, hits, window=2 * req.top_k, demote=cfg.superseded_turns_last and not history
             )
+            if req.min_score is not None:
+                hits = [h for h in hits if h.score >= req.min_score]
             hits = hits[: req.top_k]
             if history:
-                hits = stages.expand_history(store, req, hits, cfg.history_max_versions)[: req.top_k]
-                status["history"] = "ok: version chains expanded"
+                hits = stages.expand_history(run.store, req, hits, cfg.history_max_versions)[: req.top_k]
+                run.status["history"] = "ok: version chains expanded"
             elif stale:
-                status["history"] = f"ok: {stale} superseded turns ranked below current memories"
+                run.status["history"] = f"ok: {stale} superseded turns ranked below current memories"
             else:
-                status["history"] = "skipped: current versions only"
+                run.status["history"] = "skipped: current versions only"
 
         clock.durations["total"] = round((time.perf_counter() - started) * 1000, 3)
         logger.info(
@@ -204,15 +141,173 @@ class Retriever:
                 "event": "memory_retrieval",
                 "stage_durations": clock.durations,
                 "hits": len(hits),
-                "degraded": degraded,
+                "degraded": run.degraded,
                 "temporal_window": bool(analysis.window),
                 "history": history,
             },
         )
         return SearchResult(
             hits=hits,
-            degraded=degraded,
+            degraded=run.degraded,
             stage_durations=clock.durations,
-            stage_status=status,
+            stage_status=run.status,
             analysis=analysis.as_dict(),
         )
+
+    # ------------------------------------------------------------------ stage 3
+    def _bm25(self, run: _Search) -> None:
+        cfg, req = self.config, run.req
+        run.bm25 = run.store.bm25_search(req.tenant, req.user_id, req.query, cfg.bm25_candidates, run.filters)
+        terms: list[str] = []
+        if cfg.prf_terms > 0 and cfg.weight_prf > 0 and run.bm25:
+            run.prf, terms = stages.feedback_search(run.store, req, run.filters, run.bm25, cfg)
+        run.status["bm25"] = f"ok: {len(run.bm25)} candidates" + (
+            f"; feedback query (+{len(terms)} terms): {len(run.prf)} candidates" if terms else ""
+        )
+
+    # ------------------------------------------------------------------ stage 4
+    def _fuse(self, run: _Search) -> list[SearchHit]:
+        """Weighted RRF picks the pool; each pooled candidate's score is its calibrated probability."""
+        cfg, req = self.config, run.req
+        rankings = {"vector": run.vector, "bm25": run.bm25, "bm25_prf": run.prf}
+        weights = {"vector": cfg.weight_vector, "bm25": cfg.weight_bm25, "bm25_prf": cfg.weight_prf}
+        fused = weighted_rrf(rankings, weights, cfg.rrf_k)
+        pool_ids = sorted(fused, key=lambda i: fused[i], reverse=True)[: max(cfg.candidate_pool, req.top_k)]
+        records = run.store.get_many(req.tenant, req.user_id, pool_ids)
+        pool_ids = [i for i in pool_ids if i in records]
+        missing = [i for i in pool_ids if i not in run.vectors]
+        if missing:
+            run.vectors = {**run.vectors, **run.store.embeddings(req.tenant, req.user_id, missing)}
+        # First place in the vector and BM25 rankings (and the feedback one, when it ran)
+        # scales to 1. A query no word of which matches anything has no BM25 ranking:
+        # its best result then scales to the vector weight alone, and scores low.
+        ran = {"vector", "bm25", *(("bm25_prf",) if run.prf else ())}
+        top = sum(weights[name] for name in ran) / (cfg.rrf_k + 1)
+        # Coverage reads every pooled text: only when it counts, or when explain asks for it.
+        model = cfg.score_model
+        want_coverage = bool(model.coverage or model.result_coverage) or req.explain
+        query_terms = query_index_terms(req.query) if want_coverage else set()
+        affinity: dict[str, float] = {}
+        # Computed when it counts, or when explain asks for every signal.
+        if (cfg.score_model.category or req.explain) and pool_ids:
+            with_vectors = [i for i in pool_ids if i in run.vectors]
+            p_category = self.categories.query_weights(run.query_vec)
+            values = self.categories.affinity(p_category, np.vstack([run.vectors[i] for i in with_vectors]))
+            affinity = dict(zip(with_vectors, (float(v) for v in values), strict=True))
+        ranks = {name: {s.id: r for r, s in enumerate(r_, start=1)} for name, r_ in rankings.items()}
+        raw = {name: {s.id: s.score for s in r_} for name, r_ in rankings.items()}
+        signals: dict[str, dict[str, float]] = {}
+        for i in pool_ids:
+            st: dict[str, float] = {}
+            for name in ("vector", "bm25", "bm25_prf"):
+                if i in ranks[name]:
+                    st[f"{name}_rank"] = float(ranks[name][i])
+                    if name != "bm25_prf":
+                        st[name] = raw[name][i]
+            vec = run.vectors.get(i)
+            st["cosine"] = float(np.dot(vec, run.query_vec)) if vec is not None else 0.0
+            if want_coverage:
+                st["coverage"] = coverage(query_terms, index_terms(records[i].indexed_text))
+            st["rrf"] = fused[i]
+            st["rrf_scaled"] = fused[i] / top if top > 0 else 0.0
+            if affinity:
+                st["category"] = affinity.get(i, 0.0)
+            signals[i] = st
+        # What the query found at all: the same for each of its results.
+        best_cosine = max((st["cosine"] for st in signals.values()), default=0.0)
+        best_coverage = max((st.get("coverage", 0.0) for st in signals.values()), default=0.0)
+        hits = []
+        for i, st in signals.items():
+            st["query_cosine"], st["query_coverage"] = best_cosine, best_coverage
+            st["fused"] = model.probability(
+                st["rrf_scaled"],
+                best_cosine,
+                best_coverage,
+                st.get("category", 0.0),
+                st["cosine"],
+                st.get("coverage", 0.0),
+            )
+            hits.append(SearchHit(record=records[i], score=st["fused"], stages=st))
+        hits = _ranked(hits, "fusion")
+        run.status["fusion"] = f"ok: {len(fused)} fused, {len(hits)} carried on"
+        return hits
+
+    # ------------------------------------------------------------------ stage 5
+    def _temporal(self, run: _Search, hits: list[SearchHit], window: TimeWindow | None) -> list[SearchHit]:
+        cfg = self.config
+        kept: list[SearchHit] = []
+        for hit in hits:
+            if window is not None:
+                when = hit.record.event_time or hit.record.created_at
+                distance = window.distance_days(when, cfg.temporal_report_lag_days)
+                t = temporal_score(distance, cfg.temporal_window_days)
+                hit.stages["temporal"] = t
+                # A factor, so the score stays a probability: inside the window it is unchanged.
+                hit.stages["temporal_factor"] = temporal_factor(t, cfg.temporal_blend)
+                hit.score *= hit.stages["temporal_factor"]
+            if hit.record.tier == Tier.STM and hit.record.metadata.get("consolidated"):
+                # STM already folded into LTM by consolidation counts for less (0 hides it).
+                if cfg.consolidated_stm_weight <= 0:
+                    continue
+                hit.stages["consolidated_weight"] = cfg.consolidated_stm_weight
+                hit.score *= cfg.consolidated_stm_weight
+            hit.stages["score"] = hit.score
+            kept.append(hit)
+        run.status["temporal"] = (
+            f"ok: window {window.phrase!r}" if window is not None else "skipped: the query names no time"
+        )
+        return _ranked(kept, "temporal")
+
+    # ------------------------------------------------------------------ stage 6
+    def _dedup(self, run: _Search, hits: list[SearchHit]) -> list[SearchHit]:
+        cfg = self.config
+        dropped = near_duplicates([h.record.id for h in hits], run.vectors, cfg.dedup_threshold)
+        hits = [h for h in hits if h.record.id not in dropped]
+        merged = stages.merge_turns_into_memories(hits) if cfg.dedup_by_source else set()
+        if merged:
+            hits = [h for h in hits if h.record.id not in merged]
+        run.status["dedup"] = f"ok: {len(dropped)} removed, {len(merged)} turns merged into their memories"
+        return _ranked(hits, "dedup")
+
+    # ------------------------------------------------------------------ stage 7
+    def _rerank(self, run: _Search, hits: list[SearchHit]) -> list[SearchHit]:
+        if self.reranker is None:
+            run.status["rerank"] = "skipped: no reranker configured"
+            return hits
+        try:
+            hits = stages.rerank(self.reranker, run.req.query, hits, self.config.rerank_candidates)
+            run.status["rerank"] = f"ok: {self.reranker.name}"
+        except Exception as exc:  # a reranker outage must never fail the search
+            run.degraded.append("rerank")
+            run.status["rerank"] = f"failed: {type(exc).__name__}: {exc}"
+            logger.warning("rerank failed; fused order kept", extra={"error": repr(exc)})
+            return hits
+        for hit in hits:
+            hit.score = hit.stages.get("rerank", hit.score)
+        return _ranked(hits, "rerank", sort=False)
+
+
+@dataclass
+class _Search:
+    """What one search has found so far, passed from stage to stage."""
+
+    req: SearchRequest
+    #: the store as this search reads it (pinned to one state of the user's memories)
+    store: MemoryStore
+    status: dict[str, str]
+    degraded: list[str]
+    filters: MemoryFilters = field(default_factory=MemoryFilters)
+    query_vec: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    vector: list[ScoredId] = field(default_factory=list)
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    bm25: list[ScoredId] = field(default_factory=list)
+    prf: list[ScoredId] = field(default_factory=list)
+
+
+def _ranked(hits: list[SearchHit], stage: str, sort: bool = True) -> list[SearchHit]:
+    """Best first, each hit's place after ``stage`` recorded (explain shows how each stage moved it)."""
+    if sort:
+        hits = sorted(hits, key=lambda h: h.score, reverse=True)
+    for rank, hit in enumerate(hits, start=1):
+        hit.stages[f"rank_after_{stage}"] = float(rank)
+    return hits

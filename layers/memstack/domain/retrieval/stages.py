@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from memstack.domain import versions
-from memstack.domain.retrieval.types import SearchHit, SearchRequest
+from memstack.domain.retrieval.feedback import expanded_query, expansion_terms
+from memstack.domain.retrieval.types import RetrievalConfig, SearchHit, SearchRequest
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier
 from memstack.ports.reranker import Reranker
@@ -39,6 +40,26 @@ def vector_search(
     scores = np.vstack([full[i] for i in ids]) @ np.asarray(query_vec, dtype=np.float32)
     order = np.argsort(-scores, kind="stable")
     return [ScoredId(id=ids[i], score=float(scores[i])) for i in order], full
+
+
+def feedback_search(
+    store: MemoryStore,
+    req: SearchRequest,
+    filters: MemoryFilters,
+    first: list[ScoredId],
+    cfg: RetrievalConfig,
+) -> tuple[list[ScoredId], list[str]]:
+    """Stage 3's second query (RM3-style feedback): returns its ranking and the terms it added."""
+    head = first[: cfg.prf_docs]
+    records = store.get_many(req.tenant, req.user_id, [h.id for h in head])
+    feedback = [
+        (records[h.id].search_text or records[h.id].content, h.score) for h in head if h.id in records
+    ]
+    terms = expansion_terms(req.query, feedback, cfg.prf_terms, cfg.prf_min_docs)
+    if not terms:
+        return [], []
+    query = expanded_query(req.query, terms)
+    return store.bm25_search(req.tenant, req.user_id, query, cfg.bm25_candidates, filters), terms
 
 
 def merge_turns_into_memories(hits: list[SearchHit]) -> set[str]:
@@ -102,8 +123,9 @@ def expand_history(
     """Stage 8: each hit's version chain, oldest first, older versions marked ``superseded``.
 
     A chain appears once, where its best hit ranked; tombstones are left out
-    (they hold no content), and so is anything outside the caller's filters'
-    tenant and user (the store reads are scoped by both).
+    (they hold no content), a chain that ends in one (a deleted memory) is left
+    out whole, and so is anything outside the caller's filters' tenant and
+    user (the store reads are scoped by both).
     """
     out: list[SearchHit] = []
     seen: set[str] = set()
@@ -112,6 +134,8 @@ def expand_history(
             continue
         chain: list[MemoryRecord] = versions.history(store, req.tenant, req.user_id, hit.record.id)
         seen.update(r.id for r in chain)
+        if chain[-1].deleted:
+            continue  # a deleted memory: none of its versions is ever a result
         shown = [r for r in chain if not r.deleted][-max_versions:]
         if len(shown) <= 1:
             out.append(hit)

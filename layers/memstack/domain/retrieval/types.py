@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memstack.domain.retrieval.calibration import DEFAULT_SCORE_MODEL, ScoreModel
 from memstack.models import MemoryFilters, MemoryRecord
 
 #: the eight stages, in the order every search runs them
@@ -30,15 +31,27 @@ class RetrievalConfig:
     coarse_dim: int = 128
     # stage 3: BM25
     bm25_candidates: int = 200
+    #: pseudo-relevance feedback: terms added to a second BM25 query (0 turns it off; 10 when on)
+    prf_terms: int = 0
+    #: the best first-query hits the terms are drawn from
+    prf_docs: int = 5
+    #: a term must occur in this many of them
+    prf_min_docs: int = 2
     # stage 4: weighted RRF
     rrf_k: int = 5
     weight_vector: float = 0.3
     weight_bm25: float = 0.7
+    #: RRF weight of the feedback query's ranking
+    weight_prf: float = 0.3
     #: fused candidates carried into stages 5-7 (loaded as records)
     candidate_pool: int = 100
+    #: the calibrated score of stage 4 (a probability of relevance)
+    score_model: ScoreModel = DEFAULT_SCORE_MODEL
     # stage 5: temporal boost
     temporal_window_days: float = 30.0
     temporal_blend: float = 0.6
+    #: a memory dated up to this long after the query's window still counts as inside it
+    temporal_report_lag_days: float = 7.0
     consolidated_stm_weight: float = 0.5
     # stage 6: near-duplicate removal
     dedup_threshold: float = 0.99
@@ -62,6 +75,8 @@ class SearchRequest:
     reference_time: datetime | None = None
     explain: bool = False
     include_history: bool = False
+    #: only results scoring at least this (the calibrated score, or the reranker's when one ran)
+    min_score: float | None = None
 
 
 @dataclass

@@ -1,0 +1,311 @@
+"""The numpy pieces shared by the offline sentence encoders (MiniLM, MPNet): no torch.
+
+Both models are post-LayerNorm transformer encoders with exact-erf GELU,
+mean pooling and L2 normalisation; they differ in their embeddings and
+attention bias (``minilm`` and ``mpnet`` hold those). ``SentenceEncoder`` is
+the embedder both present: lazy, shared model loading, longest-first batches
+of bounded size, one BLAS thread.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from memstack.domain.vectors import normalise
+
+# HF's "gelu" is the exact form x·Φ(x) = x/2·(1 + erf(x/√2)). numpy has no erf
+# (and scipy is not a dependency), so use Abramowitz & Stegun 7.1.26: absolute
+# error ≤ 1.5e-7, below float32 resolution of the activations.
+_AS_P = np.float32(0.3275911)
+_AS_A = tuple(np.float32(a) for a in (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429))
+_INV_SQRT2 = np.float32(1.0 / np.sqrt(2.0))
+# erfc(6) ≈ 2e-17, so clamping |z| there changes nothing visible in float32 and
+# keeps exp(-z²) away from subnormal numbers, which are very slow on x86.
+_Z_MAX = np.float32(6.0)
+# Softmax: scores more than this below the row's maximum get weight exp(-60) ≈ 1e-26
+# instead of a subnormal; padding keys end up there too.
+_SOFTMAX_FLOOR = np.float32(-60.0)
+_HALF = np.float32(0.5)
+_ONE = np.float32(1.0)
+_QKV = ("query", "key", "value")
+
+
+def _erfc_abs(z: np.ndarray) -> np.ndarray:
+    """erfc(|z|) by A&S 7.1.26, in a new float32 array."""
+    az = np.abs(z)
+    np.minimum(az, _Z_MAX, out=az)
+    t = az * _AS_P
+    t += _ONE
+    np.reciprocal(t, out=t)
+    a1, a2, a3, a4, a5 = _AS_A
+    poly = t * a5
+    for a in (a4, a3, a2, a1):
+        poly += a
+        poly *= t
+    np.square(az, out=az)
+    np.negative(az, out=az)
+    np.exp(az, out=az)
+    poly *= az
+    return poly
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """Elementwise error function (A&S 7.1.26): absolute error ≤ 1.5e-7, ≤ 6e-7 in float32."""
+    return np.copysign(_ONE - _erfc_abs(x), x)
+
+
+def gelu_(x: np.ndarray) -> np.ndarray:
+    """Exact GELU x·Φ(x), computed in place on ``x`` (which is returned).
+
+    Φ(x) = (1 + erf(x/√2))/2 = 1/2 + sign(x)·(1/2 - erfc(|x|/√2)/2): written this way it
+    needs one erfc of |x| and no masked (slow) operations.
+    """
+    tail = _erfc_abs(x * _INV_SQRT2)
+    tail *= _HALF
+    np.subtract(_HALF, tail, out=tail)
+    np.copysign(tail, x, out=tail)
+    tail += _HALF
+    x *= tail
+    return x
+
+
+def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    var = np.mean(centred * centred, axis=-1, keepdims=True)
+    return centred / np.sqrt(var + np.float32(eps)) * weight + bias
+
+
+class _OneBlasThread:
+    """Run the forward pass on one BLAS thread.
+
+    Its matrix products are small (~1,000 rows; the attention ones, one per sequence
+    and head, tiny), and OpenBLAS splits each one across all cores anyway. Measured on
+    2 cores, 1,000 LoCoMo turns: with the other core idle, OpenBLAS's threads were 1.3x
+    faster (at 2x the CPU time); with it busy, 1.8x slower, and 2-3x slower still on a
+    loaded machine. One thread is the predictable choice and leaves a core to the rest.
+
+    The BLAS thread count is process-wide, so concurrent embeds share one limit: the
+    first to enter sets it, the last to leave restores the original.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active = 0
+        self._limit: Any = None
+        self._controller: Any = None
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._active == 0:
+                if self._controller is None:  # scanning the loaded libraries takes ~1 ms: once
+                    from threadpoolctl import ThreadpoolController
+
+                    self._controller = ThreadpoolController()
+                self._limit = self._controller.limit(limits=1, user_api="blas")
+            self._active += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._active -= 1
+            if self._active == 0:
+                self._limit.restore_original_limits()
+                self._limit = None
+
+
+_one_blas_thread = _OneBlasThread()
+
+
+@dataclass(frozen=True)
+class _Layer:
+    qkv_w: np.ndarray  # (hidden, 3·hidden): query, key and value projections fused into one matmul
+    qkv_b: np.ndarray
+    out_w: np.ndarray
+    out_b: np.ndarray
+    ln1_w: np.ndarray
+    ln1_b: np.ndarray
+    inter_w: np.ndarray
+    inter_b: np.ndarray
+    ffn_out_w: np.ndarray
+    ffn_out_b: np.ndarray
+    ln2_w: np.ndarray
+    ln2_b: np.ndarray
+
+
+@dataclass
+class ModelDir:
+    """What every sentence-transformers model directory gives: configs, tokenizer, weights."""
+
+    config: dict[str, Any]
+    max_len: int
+    tokenizer: Any
+    weights: dict[str, np.ndarray]
+
+    @property
+    def hidden(self) -> int:
+        return int(self.config["hidden_size"])
+
+    @property
+    def heads(self) -> int:
+        return int(self.config["num_attention_heads"])
+
+    @property
+    def eps(self) -> float:
+        return float(self.config["layer_norm_eps"])
+
+
+def read_model_dir(model_dir: Path, supported: Callable[[dict[str, Any]], bool]) -> ModelDir:
+    """Read a model directory, refusing an architecture the forward pass does not implement.
+
+    Refusing is better than silently computing different vectors.
+    """
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    config = json.loads((model_dir / "config.json").read_text())
+    st_config = json.loads((model_dir / "sentence_bert_config.json").read_text())
+    pooling = json.loads((model_dir / "1_Pooling" / "config.json").read_text())
+    if config.get("hidden_act") != "gelu" or not supported(config):
+        raise RuntimeError(f"unsupported model config in {model_dir}: {config}")
+    if not pooling.get("pooling_mode_mean_tokens"):
+        raise RuntimeError(f"only mean pooling is implemented, got {pooling}")
+    max_len = int(st_config["max_seq_length"])
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    # tokenizer.json may ship fixed padding/truncation; sentence-transformers truncates at
+    # max_seq_length and pads per batch, which SentenceEncoder.embed does itself.
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_len)
+    return ModelDir(config, max_len, tokenizer, load_file(str(model_dir / "model.safetensors")))
+
+
+class EncoderModel(Protocol):
+    pad_id: int
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]: ...
+
+    def forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray: ...
+
+
+def self_attention(
+    x: np.ndarray,
+    layer: _Layer,
+    batch: int,
+    length: int,
+    heads: int,
+    bias: np.ndarray,
+) -> np.ndarray:
+    """Multi-head attention of one layer over ``x`` (B·L, H); ``bias`` is added to every score."""
+    hidden = x.shape[-1]
+    head_dim = hidden // heads
+    qkv = (x @ layer.qkv_w + layer.qkv_b).reshape(batch, length, 3, heads, head_dim)
+    q = qkv[:, :, 0].transpose(0, 2, 1, 3)  # (B, H, L, d)
+    k = qkv[:, :, 1].transpose(0, 2, 3, 1)  # (B, H, d, L)
+    v = qkv[:, :, 2].transpose(0, 2, 1, 3)
+    scores = q @ k
+    scores *= np.float32(1.0 / np.sqrt(head_dim))
+    scores += bias
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.maximum(scores, _SOFTMAX_FLOOR, out=scores)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=-1, keepdims=True)
+    ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, hidden)
+    return ctx @ layer.out_w + layer.out_b
+
+
+def encoder_layer(
+    x: np.ndarray, layer: _Layer, batch: int, length: int, heads: int, bias: np.ndarray, eps: float
+) -> np.ndarray:
+    """One post-LayerNorm block: attention + residual + LN, then GELU feed-forward + residual + LN."""
+    h = self_attention(x, layer, batch, length, heads, bias)
+    h += x
+    x = layer_norm(h, layer.ln1_w, layer.ln1_b, eps)
+    inter = x @ layer.inter_w
+    inter += layer.inter_b
+    h = gelu_(inter) @ layer.ffn_out_w
+    h += layer.ffn_out_b
+    h += x
+    return layer_norm(h, layer.ln2_w, layer.ln2_b, eps)
+
+
+def key_padding_bias(mask: np.ndarray) -> np.ndarray:
+    """(B, 1, 1, L): a large negative score for padding keys, so softmax gives them ~0 weight."""
+    return ((1.0 - mask.astype(np.float32)) * np.float32(-1e4))[:, None, None, :]
+
+
+def mean_pool(x: np.ndarray, mask: np.ndarray, batch: int, length: int) -> np.ndarray:
+    tokens = x.reshape(batch, length, -1)
+    weights = mask.astype(np.float32)[:, :, None]
+    counts = np.maximum(weights.sum(axis=1), np.float32(1e-9))
+    return (tokens * weights).sum(axis=1) / counts
+
+
+_TOKENS_PER_PASS = 1024
+
+
+class SentenceEncoder:
+    """An ``Embedder`` over one encoder model, loaded lazily and once per process (under a lock)."""
+
+    dim: int
+    name: str
+    #: loaded models by directory, shared by every instance of the subclass
+    _models: dict[Path, Any]
+    _load_lock = threading.Lock()
+
+    def __init__(self, batch_size: int = 64, model_dir: Path | str | None = None) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self.batch_size = batch_size
+        self._model_dir = Path(model_dir) if model_dir is not None else None
+        self._model: EncoderModel | None = None
+
+    def default_model_dir(self) -> Path:
+        raise NotImplementedError
+
+    def load(self, model_dir: Path) -> EncoderModel:
+        raise NotImplementedError
+
+    def _get_model(self) -> EncoderModel:
+        if self._model is None:
+            model_dir = self._model_dir or self.default_model_dir()
+            with self._load_lock:
+                model = self._models.get(model_dir)
+                if model is None:
+                    model = self._models[model_dir] = self.load(model_dir)
+            self._model = model
+        return self._model
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._get_model()
+        token_ids = model.tokenize(list(texts))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        # Longest first, so each pass pads to lengths close to its own and little work is wasted;
+        # a pass holds at most batch_size texts and about _TOKENS_PER_PASS tokens, which keeps
+        # the intermediate arrays a few MB (near cache size) however long the texts are.
+        order = sorted(range(len(texts)), key=lambda i: -len(token_ids[i]))
+        with _one_blas_thread:
+            self._run_passes(model, token_ids, order, out)
+        return normalise(out)
+
+    def _run_passes(
+        self, model: EncoderModel, token_ids: list[list[int]], order: list[int], out: np.ndarray
+    ) -> None:
+        start = 0
+        while start < len(order):
+            length = len(token_ids[order[start]])
+            rows = order[start : start + max(1, min(self.batch_size, _TOKENS_PER_PASS // length))]
+            start += len(rows)
+            ids = np.full((len(rows), length), model.pad_id, dtype=np.int64)
+            mask = np.zeros((len(rows), length), dtype=np.int64)
+            for j, i in enumerate(rows):
+                ids[j, : len(token_ids[i])] = token_ids[i]
+                mask[j, : len(token_ids[i])] = 1
+            out[rows] = model.forward(ids, mask)

@@ -1,0 +1,69 @@
+"""The floor: the least any search over the same data can cost with the same two tools.
+
+Exact numpy top-200 over the user's coarse vectors (one matrix, nothing to
+filter) plus one FTS5 ``bm25`` top-200 over the same indexed texts, in a
+table holding only that user's rows and built in one go. No records, no
+fusion, no later stages. ``memstack bench search`` reports each search's
+latency beside this, measured in the same process, query by query.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import numpy as np
+
+from memstack.domain.text import fts5_match
+
+
+class Floor:
+    def __init__(self, coarse: np.ndarray, texts: list[str], k: int = 200) -> None:
+        self.k = k
+        self.matrix = np.ascontiguousarray(coarse, dtype=np.float32)
+        self.db = sqlite3.connect(":memory:", check_same_thread=False)
+        self.db.execute("CREATE VIRTUAL TABLE floor USING fts5 (text, tokenize = 'porter unicode61')")
+        with self.db:
+            self.db.executemany("INSERT INTO floor (text) VALUES (?)", ((t,) for t in texts))
+
+    @classmethod
+    def of_user(cls, db_path: Path, tenant: str, user_id: str, k: int = 200) -> Floor:
+        """The floor over exactly what the embedded store holds for the user (its live rows)."""
+        conn = sqlite3.connect(db_path)
+        try:
+            rows = conn.execute(
+                "SELECT emb_coarse, COALESCE(search_text, content) FROM memories "
+                "WHERE tenant = ? AND user_id = ? AND deleted = 0 AND is_current = 1 "
+                "AND emb_coarse IS NOT NULL",
+                (tenant, user_id),
+            ).fetchall()
+        finally:
+            conn.close()
+        coarse = np.vstack([np.frombuffer(blob, dtype=np.float32) for blob, _ in rows])
+        return cls(coarse, [text for _, text in rows], k)
+
+    def search(self, query_coarse: np.ndarray, query: str) -> float:
+        """Milliseconds for the vector top-k and the BM25 top-k of one query."""
+        started = time.perf_counter()
+        scores = self.matrix @ query_coarse
+        n = min(self.k, len(scores))
+        top = np.argpartition(scores, len(scores) - n)[len(scores) - n :]
+        top[np.argsort(-scores[top])]
+        match = fts5_match(query)
+        if match is not None:
+            self.db.execute(
+                "SELECT rowid, bm25(floor) FROM floor WHERE floor MATCH ? ORDER BY 2 LIMIT ?", (match, self.k)
+            ).fetchall()
+        return (time.perf_counter() - started) * 1000
+
+    def match_fraction(self, query: str) -> float:
+        """The share of the user's rows the query's words match (how much BM25 has to rank)."""
+        match = fts5_match(query)
+        if match is None or not len(self.matrix):
+            return 0.0
+        (count,) = self.db.execute("SELECT count(*) FROM floor WHERE floor MATCH ?", (match,)).fetchone()
+        return count / len(self.matrix)
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,156 @@
+"""``memstack bench ingest``: messages per second into a store that already holds N memories.
+
+Each cell ingests fresh turns for user 0 of a store filled to ``existing``
+memories: through the service (as ``memstack ingest`` does) or over HTTP
+(``memstack serve`` in a child process, one client), one message per call or
+50, with extraction off, queued (the call returns once the turns are stored
+and the jobs queued) or inline (``sync``: the call returns after extraction).
+For queued cells the queue is then drained and timed: extraction jobs per
+second, the figure that must not fall as the store grows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from http.client import HTTPConnection
+from itertools import count
+from typing import Any
+
+from memstack.adapters.embedded.database import Database
+from memstack.adapters.queue.local import LocalJobQueue
+from memstack.bench.fixture import TENANT, BenchStore, user_name
+from memstack.bench.server_process import ServerProcess, post
+from memstack.bench.stats import machine
+from memstack.domain.retrieve import SearchRequest
+from memstack.models import Message
+
+INFER = ("off", "queued", "inline")
+BATCHES = (1, 50)
+
+
+@dataclass
+class IngestCell:
+    existing: int
+    path: str  # service | http
+    batch: int
+    infer: str
+    messages: int
+    seconds: float
+    msg_per_s: float
+    #: queued cells: how fast the worker then ran the extraction jobs
+    extraction_jobs_per_s: float | None = None
+
+
+@dataclass
+class IngestReport:
+    cells: list[IngestCell]
+    config: dict[str, Any]
+    machine: dict[str, Any] = field(default_factory=machine)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"cells": [asdict(c) for c in self.cells], "config": self.config, "machine": self.machine}
+
+
+def _wait_drained(queue: LocalJobQueue, deadline_s: float = 1800) -> float:
+    """Seconds until another process's worker has emptied the queue."""
+    started = time.perf_counter()
+    end = time.monotonic() + deadline_s
+    while queue.pending() and time.monotonic() < end:
+        time.sleep(0.05)
+    return time.perf_counter() - started
+
+
+class _Cells:
+    def __init__(self, bench: BenchStore, existing: int) -> None:
+        self.bench, self.existing = bench, existing
+        self.serial = count()
+        self.cells: list[IngestCell] = []
+
+    def fresh(self, n: int) -> list[Message]:
+        return list(
+            self.bench.corpus.messages(n, offset=50_000_000 + 100_000 * next(self.serial), prefix="ingest-")
+        )
+
+    def record(self, path: str, batch: int, infer: str, n: int, seconds: float, jobs_s: float | None) -> None:
+        self.cells.append(
+            IngestCell(self.existing, path, batch, infer, n, round(seconds, 3), round(n / seconds, 1), jobs_s)
+        )
+
+    def through_service(self, batch: int, infer: str, n: int) -> None:
+        service = self.bench.service
+        messages = self.fresh(n)
+        started = time.perf_counter()
+        for i in range(0, n, batch):
+            service.add(
+                TENANT, user_name(0), messages[i : i + batch], infer=infer != "off", sync=infer == "inline"
+            )
+        seconds = time.perf_counter() - started
+        jobs_s = None
+        if infer == "queued" and service.queue is not None:
+            # No worker runs in this process: every one of the n jobs is still queued.
+            began = time.perf_counter()
+            service.queue.drain()
+            jobs_s = round(n / (time.perf_counter() - began), 1)
+        self.record("service", batch, infer, n, seconds, jobs_s)
+
+    def over_http(self, port: int, queue: LocalJobQueue, batch: int, infer: str, n: int) -> None:
+        conn = HTTPConnection("127.0.0.1", port, timeout=600)
+        messages = self.fresh(n)
+        started = time.perf_counter()
+        for i in range(0, n, batch):
+            body = {
+                "user_id": user_name(0),
+                "infer": infer != "off",
+                "sync": infer == "inline",
+                "messages": [m.model_dump(mode="json", exclude_none=True) for m in messages[i : i + batch]],
+            }
+            status = post(conn, "/v1/memories", body)
+            if status not in (200, 201, 202):
+                raise RuntimeError(f"POST /v1/memories answered {status}")
+        seconds = time.perf_counter() - started
+        jobs_s = None
+        if infer == "queued":
+            # The server's worker runs the jobs while the turns arrive: jobs over the whole time.
+            total = seconds + _wait_drained(queue)
+            jobs_s = round(n / total, 1)
+        conn.close()
+        self.record("http", batch, infer, n, seconds, jobs_s)
+
+
+def run_ingest_bench(
+    existing: Sequence[int] = (1_000, 100_000),
+    *,
+    messages: int = 300,
+    inline_messages: int = 60,
+    embedder: str = "hashing",
+    progress: Any = lambda _: None,
+) -> IngestReport:
+    cells: list[IngestCell] = []
+    for size in sorted(existing):
+        with BenchStore(embedder) as bench:
+            progress(f"filling the store to {size:,} memories")
+            bench.grow(0, size)
+            # Load the user's index once, as a running server has it.
+            bench.service.search(
+                SearchRequest(tenant=TENANT, user_id=user_name(0), query="what did we talk about")
+            )
+            run = _Cells(bench, size)
+            for batch in BATCHES:
+                for infer in INFER:
+                    n = inline_messages if infer == "inline" else messages
+                    progress(f"{size:,}: service, batch {batch}, infer {infer} ({n} messages)")
+                    run.through_service(batch, infer, n)
+            queue = LocalJobQueue(Database(bench.settings.db_path))
+            with ServerProcess(bench.data_dir, embedder=embedder, tenant=TENANT) as server:
+                for batch in BATCHES:
+                    for infer in INFER:
+                        n = inline_messages if infer == "inline" else messages
+                        progress(f"{size:,}: http, batch {batch}, infer {infer} ({n} messages)")
+                        run.over_http(server.port, queue, batch, infer, n)
+            queue.db.close()
+            cells += run.cells
+    return IngestReport(
+        cells, config={"existing": sorted(existing), "messages": messages, "inline_messages": inline_messages}
+    )

@@ -1,0 +1,158 @@
+"""``memstack bench search``: search latency per store size, beside the floor of the same run.
+
+For each size N the store is grown to N memories per user (the sizes are
+reached in order, so one store serves them all), the first search (which
+loads the user's index) is timed on its own, and then every query runs
+through the service exactly as ``memstack search`` runs it, next to the
+floor on the same query. The ratio of the two medians is the figure to read.
+
+With ``users > 1`` every user holds N memories and user 0 is searched; the
+same user's N memories are also kept in a store of their own, searched query
+by query in turn with the shared one, so the cost of sharing a file with
+other users is one number that load drift does not tilt.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memstack.bench.fixture import TENANT, BenchStore, user_name
+from memstack.bench.floor import Floor
+from memstack.bench.stats import machine, median, percentiles, rss_mb
+from memstack.domain.retrieve import SearchRequest
+from memstack.domain.vectors import coarse_prefix
+from memstack.service import MemoryService
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class SearchPoint:
+    memories: int
+    users: int
+    queries: int
+    latency_ms: dict[str, float]
+    floor_ms: dict[str, float]
+    #: median search latency over the median floor: the machine-independent figure
+    ratio_p50: float
+    stages_p50_ms: dict[str, float]
+    first_search_ms: float
+    #: median share of the user's memories a query's words match (what BM25 ranks)
+    match_fraction_p50: float
+    fill_msg_per_s: float
+    rss_mb: float
+    #: users > 1: the same user's search in a store holding only that user
+    alone_latency_ms: dict[str, float] | None = None
+    shared_over_alone_p50: float | None = None
+
+
+@dataclass
+class SearchReport:
+    points: list[SearchPoint]
+    config: dict[str, Any]
+    machine: dict[str, Any] = field(default_factory=machine)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"points": [asdict(p) for p in self.points], "config": self.config, "machine": self.machine}
+
+
+@dataclass
+class _Run:
+    latencies: list[float]
+    floors: list[float]
+    stages: dict[str, list[float]]
+    first_ms: float
+    matched: list[float] = field(default_factory=list)
+
+
+def _first_search_ms(service: MemoryService, user: str, query: str) -> float:
+    started = time.perf_counter()
+    service.search(SearchRequest(tenant=TENANT, user_id=user, query=query))
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _time_searches(
+    services: Sequence[MemoryService], user: str, floor: Floor, queries: Sequence[str]
+) -> list[_Run]:
+    """One run per service, query by query in turn with the floor, so load drift weighs on all alike."""
+    runs = [_Run([], [], {}, _first_search_ms(service, user, queries[0])) for service in services]
+    coarse_dim = services[0].settings.coarse_dim
+    for i, query in enumerate(queries):
+        q_coarse = coarse_prefix(services[0].embedder.embed([query])[0], coarse_dim)
+        floor_ms = floor.search(q_coarse, query)
+        # Rotate who goes first, so no one always runs right after the floor.
+        for k in range(len(services)):
+            j = (i + k) % len(services)
+            started = time.perf_counter()
+            result = services[j].search(SearchRequest(tenant=TENANT, user_id=user, query=query))
+            runs[j].latencies.append((time.perf_counter() - started) * 1000)
+            runs[j].floors.append(floor_ms)
+            for stage, ms in result.stage_durations.items():
+                runs[j].stages.setdefault(stage, []).append(ms)
+    matched = [floor.match_fraction(q) for q in queries]
+    for run in runs:
+        run.matched = matched
+    return runs
+
+
+def _measure(stores: Sequence[BenchStore], queries: Sequence[str]) -> list[_Run]:
+    floor = Floor.of_user(stores[0].settings.db_path, TENANT, user_name(0))
+    try:
+        return _time_searches([s.service for s in stores], user_name(0), floor, queries)
+    finally:
+        floor.close()
+
+
+def run_search_bench(
+    sizes: Sequence[int],
+    *,
+    users: int = 1,
+    embedder: str = "hashing",
+    queries: int = 200,
+    progress: Progress = lambda _: None,
+) -> SearchReport:
+    texts = BenchStore.queries(queries)
+    points: list[SearchPoint] = []
+    with BenchStore(embedder) as shared, BenchStore(embedder) as alone:
+        for n in sorted(sizes):
+            progress(f"filling {users} user(s) to {n:,} memories")
+            before = sum(shared.sizes.values())
+            seconds = sum(shared.grow(u, n) for u in range(users))
+            added = sum(shared.sizes.values()) - before
+            stores = [shared]
+            if users > 1:
+                progress(f"filling a store of user 0 alone to {n:,} memories")
+                alone.grow(0, n)
+                stores.append(alone)
+            progress(f"searching {n:,} memories ({queries} queries)")
+            run, *solo = _measure(stores, texts)
+            point = SearchPoint(
+                memories=n,
+                users=users,
+                queries=queries,
+                latency_ms=percentiles(run.latencies),
+                floor_ms=percentiles(run.floors),
+                ratio_p50=round(median(run.latencies) / median(run.floors), 2),
+                stages_p50_ms={stage: median(ms) for stage, ms in run.stages.items()},
+                first_search_ms=run.first_ms,
+                match_fraction_p50=round(median(run.matched), 4),
+                fill_msg_per_s=round(added / seconds, 1) if seconds else float("nan"),
+                rss_mb=rss_mb(),
+            )
+            if solo:
+                point.alone_latency_ms = percentiles(solo[0].latencies)
+                point.shared_over_alone_p50 = round(median(run.latencies) / median(solo[0].latencies), 2)
+            points.append(point)
+    return SearchReport(
+        points,
+        config={
+            "sizes": sorted(sizes),
+            "users": users,
+            "embedder": embedder,
+            "queries": queries,
+            "top_k": 10,
+        },
+    )

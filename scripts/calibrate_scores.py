@@ -1,0 +1,182 @@
+"""Fit the calibrated score of retrieval stage 4 on LoCoMo, checked leave-one-conversation-out.
+
+For every question of every conversation the pipeline's pool (``--pool``
+results, ``explain`` on) is collected with its signals (``--features``: by
+default the result's scaled RRF and the query's best cosine and coverage;
+see memstack.domain.retrieval.calibration) and a label: does the result cite
+an evidence turn. A logistic regression
+(Newton's method, a small L2 penalty) maps the signals to a probability.
+
+Leave-one-conversation-out: for each conversation, the model is fitted on the
+others and judged on it, as a probability (Brier score, and observed
+relevance per score bin) and as a ranking: turn recall@k when the pool is
+ordered by the fitted score alone, beside the order the pipeline returned.
+The fitted order ignores what stages 5-6 do after fusion (a memory taking the
+better score of a turn merged into it, the temporal factor), so it is only
+comparable between feature sets, not with the pipeline's order. The model
+fitted on every conversation is printed last, as the values for
+``DEFAULT_SCORE_MODEL`` / ``MEMSTACK_SCORE_*``.
+
+    python scripts/calibrate_scores.py ../shared/data/locomo/locomo-dev.json \\
+        --store-dir .cache/stores/infer --cache-dir .cache/emb
+
+Stores are the evaluation's (``memstack eval locomo --store-dir``): kept ones
+are reused, so only the searches run. Extraction is on unless ``--raw``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+from memstack.domain.retrieve import SearchRequest
+from memstack.evaluation.embedding_cache import CachedEmbedder
+from memstack.evaluation.locomo import load_locomo
+from memstack.evaluation.recall import QuestionResult
+from memstack.evaluation.runner import TENANT, USER, conversation_services
+from memstack.factory import build_embedder
+from memstack.models import MemoryFilters
+from memstack.settings import load_settings
+
+FEATURES = ("rrf_scaled", "query_cosine", "query_coverage")
+
+
+def collect(args: argparse.Namespace, features: tuple[str, ...]) -> list[dict]:
+    """Per question: the conversation, evidence, and each pooled result's signals and sources."""
+    settings = load_settings()
+    model = build_embedder(settings)
+    embedder = CachedEmbedder(model, args.cache_dir) if args.cache_dir else model
+    out = []
+    conversations = load_locomo(args.path)
+    services = conversation_services(
+        conversations, settings, args.store_dir, infer=not args.raw, embedder=embedder
+    )
+    for conv, service in services:
+        for q in conv.questions:
+            req = SearchRequest(
+                tenant=TENANT,
+                user_id=USER,
+                query=q.text,
+                top_k=args.pool,
+                reference_time=conv.last_session_time,
+                filters=MemoryFilters(),
+                explain=True,
+            )
+            hits = service.search(req).hits
+            out.append(
+                {
+                    "conversation": conv.sample_id,
+                    "category": q.category_name,
+                    "evidence": list(q.evidence),
+                    "sessions": {t.dia_id: str(t.session) for t in conv.turns},
+                    "features": [[h.stages.get(f, 0.0) for f in features] for h in hits],
+                    "sources": [h.record.source_ids for h in hits],
+                }
+            )
+    return out
+
+
+def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, steps: int = 50) -> np.ndarray:
+    """Logistic regression weights [bias, *features] by Newton's method."""
+    xb = np.hstack([np.ones((len(x), 1)), x])
+    w = np.zeros(xb.shape[1])
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(xb @ w)))
+        grad = xb.T @ (p - y) + l2 * np.r_[0.0, w[1:]]
+        hess = (xb * (p * (1 - p))[:, None]).T @ xb + l2 * np.diag(np.r_[0.0, np.ones(len(w) - 1)])
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w
+
+
+def predict(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-(w[0] + x @ w[1:])))
+
+
+def design(questions: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    xs, ys = [], []
+    for q in questions:
+        evidence = set(q["evidence"])
+        for feats, sources in zip(q["features"], q["sources"], strict=True):
+            xs.append(feats)
+            ys.append(1.0 if evidence.intersection(sources) else 0.0)
+    return np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
+
+
+def recall(questions: list[dict], ks: list[int], w: np.ndarray | None) -> dict[int, float]:
+    """Mean turn recall@k with each pool ordered by the model (or as the pipeline returned it)."""
+    sums = dict.fromkeys(ks, 0.0)
+    for q in questions:
+        sources = q["sources"]
+        if w is not None and sources:
+            order = np.argsort(-predict(w, np.asarray(q["features"], dtype=np.float64)), kind="stable")
+            sources = [sources[i] for i in order]
+        res = QuestionResult.from_results(
+            q["category"], sources, q["evidence"], lambda t, s=q["sessions"]: s.get(t, t), max(ks)
+        )
+        for k in ks:
+            sums[k] += res.value("turn_recall", k)
+    return {k: round(sums[k] / max(len(questions), 1), 4) for k in ks}
+
+
+def reliability(p: np.ndarray, y: np.ndarray) -> list[tuple[str, int, float]]:
+    edges = [0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.01]
+    out = []
+    for lo, hi in itertools.pairwise(edges):
+        mask = (p >= lo) & (p < hi)
+        if mask.any():
+            out.append((f"{lo:.2f}-{min(hi, 1):.2f}", int(mask.sum()), round(float(y[mask].mean()), 3)))
+    return out
+
+
+def main() -> None:
+    logging.getLogger("memstack").setLevel(logging.WARNING)  # one log line per search otherwise
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", type=Path)
+    parser.add_argument("--store-dir", type=Path, required=True)
+    parser.add_argument("--cache-dir", type=Path)
+    parser.add_argument("--raw", action="store_true", help="turns only (no extraction)")
+    parser.add_argument("--pool", type=int, default=100, help="results per question (at most MAX_TOP_K)")
+    parser.add_argument("--dump", type=Path, help="also write the collected signals as JSON here")
+    parser.add_argument(
+        "--features",
+        default=",".join(FEATURES),
+        help="stage signals to fit on (e.g. rrf_scaled,cosine,coverage,category: per-result ones re-order)",
+    )
+    args = parser.parse_args()
+    features = tuple(f.strip() for f in args.features.split(",") if f.strip())
+    questions = collect(args, features)
+    if args.dump:
+        args.dump.write_text(json.dumps(questions))
+    ks = [5, 10, 25]
+    names = sorted({q["conversation"] for q in questions})
+    print(f"{len(questions)} questions, {len(names)} conversations; features {features}")
+    for held in names:
+        train = [q for q in questions if q["conversation"] != held]
+        test = [q for q in questions if q["conversation"] == held]
+        w = fit(*design(train))
+        x, y = design(test)
+        p = predict(w, x)
+        print(
+            f"held out {held}: pipeline order {recall(test, ks, None)}  "
+            f"fitted score alone {recall(test, ks, w)}  "
+            f"brier {float(np.mean((p - y) ** 2)):.4f}  weights {np.round(w, 3).tolist()}"
+        )
+    w = fit(*design(questions))
+    x, y = design(questions)
+    print("all: pipeline order", recall(questions, ks, None), "fitted order", recall(questions, ks, w))
+    print("share relevant per fitted-score bin (bin, results, share):", reliability(predict(w, x), y))
+    print(
+        "weights (bias first):",
+        ", ".join(f"{n}={v:.3f}" for n, v in zip(("bias", *features), w, strict=True)),
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""``memstack bench ingest|server|coldstart`` run end to end with tiny sizes (figures never asserted)."""
+
+from __future__ import annotations
+
+import json
+
+from memstack.cli import app
+from typer.testing import CliRunner
+
+
+def _json(output: str) -> dict:
+    return json.loads(output[output.index("{") :])
+
+
+def test_bench_ingest_measures_every_cell() -> None:
+    args = ["bench", "ingest", "--existing", "20", "--messages", "4", "--inline-messages", "2", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    cells = _json(result.stdout)["cells"]
+    assert {(c["path"], c["batch"], c["infer"]) for c in cells} == {
+        (path, batch, infer)
+        for path in ("service", "http")
+        for batch in (1, 50)
+        for infer in ("off", "queued", "inline")
+    }
+    assert all(c["msg_per_s"] > 0 for c in cells)
+    assert all(c["extraction_jobs_per_s"] for c in cells if c["infer"] == "queued")
+
+
+def test_bench_server_loads_a_loopback_server_and_counts_errors() -> None:
+    args = [
+        "bench",
+        "server",
+        "--memories",
+        "20",
+        "--clients",
+        "1,2",
+        "--seconds",
+        "1",
+        "--threads",
+        "2",
+        "--json",
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    points = _json(result.stdout)["points"]
+    assert [p["clients"] for p in points] == [1, 2]
+    assert all(p["requests"] > 0 and p["errors"] == 0 for p in points), points
+
+
+def test_bench_coldstart_imports_a_handler_both_ways() -> None:
+    result = CliRunner().invoke(
+        app, ["bench", "coldstart", "--handler", "cost_report", "--repeats", "1", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    report = _json(result.stdout)
+    (handler,) = report["handlers"]
+    assert handler["function"] == "cost_report"
+    assert handler["compiled_ms"]["median"] > 0 and handler["source_ms"]["median"] > 0
+    assert "built" in report["layer"]
+
+
+def test_bench_coldstart_names_an_unknown_handler() -> None:
+    result = CliRunner().invoke(app, ["bench", "coldstart", "--handler", "nope"])
+    assert result.exit_code != 0 and "no such handler: nope" in str(result.exception)

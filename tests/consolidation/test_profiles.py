@@ -1,0 +1,119 @@
+"""Cross-session profile memories: one per person and category, citing every item, kept current."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from memstack.domain.consolidation.profiles import PROFILE, profile_text
+from memstack.factory import build_service
+from memstack.models import Category, MemoryFilters, MemoryRecord, Message, Tier
+from memstack.service import MemoryService
+from memstack.settings import load_settings
+
+T, U = "t", "u"
+DAY1 = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[MemoryService]:
+    svc = build_service(load_settings(data_dir=tmp_path / "data", embedder="hashing", profile_memories=True))
+    try:
+        yield svc
+    finally:
+        svc.close()
+
+
+def test_profiles_are_off_unless_switched_on(tmp_path: Path) -> None:
+    svc = build_service(load_settings(data_dir=tmp_path / "off", embedder="hashing"))
+    try:
+        assert svc.profiles is None
+    finally:
+        svc.close()
+
+
+def say(service: MemoryService, msgs: list[tuple[str, str, str]], when: datetime) -> None:
+    service.add(
+        T,
+        U,
+        [
+            Message(id=mid, speaker=speaker, content=text, timestamp=when + timedelta(minutes=i))
+            for i, (mid, speaker, text) in enumerate(msgs)
+        ],
+        infer=True,
+        sync=True,
+    )
+
+
+def profiles(service: MemoryService, current: bool = True) -> list[MemoryRecord]:
+    records, _ = service.store.list(
+        T, U, MemoryFilters(tier=Tier.LTM, include_superseded=not current), 500, None
+    )
+    return [r for r in records if r.metadata.get("consolidation") == PROFILE]
+
+
+def test_profile_lists_a_persons_items_across_sessions_and_stays_current(service: MemoryService) -> None:
+    say(service, [("a1", "Mel", "I went swimming with the kids."), ("b1", "Cara", "I love my job.")], DAY1)
+    say(service, [("a2", "Mel", "I tried pottery for the first time.")], DAY1 + timedelta(days=7))
+    report = service.consolidate(T, U, now=DAY1 + timedelta(days=8))
+    hobbies = [p for p in profiles(service) if p.category == Category.HOBBIES]
+    assert report["profiles"]["written"] >= 1 and len(hobbies) == 1
+    mel = hobbies[0]
+    assert mel.content.startswith("Mel — hobbies and activities: ")
+    assert "pottery" in mel.content and "swimming with the kids" in mel.content
+    # Cites every turn its items came from, newest first; nothing of Cara's.
+    assert mel.source_ids == ["a2", "a1"]
+
+    # Nothing new: nothing written.
+    again = service.consolidate(T, U, now=DAY1 + timedelta(days=9))
+    assert again["profiles"]["written"] == again["profiles"]["updated"] == 0
+
+    # A new item in a later session: a new version of the same profile, citing it too.
+    say(service, [("a3", "Mel", "We went camping in the forest.")], DAY1 + timedelta(days=20))
+    later = service.consolidate(T, U, now=DAY1 + timedelta(days=21))
+    assert later["profiles"]["updated"] >= 1
+    (current,) = [p for p in profiles(service) if p.category == Category.HOBBIES]
+    assert current.replaces_id == mel.id and current.version == mel.version + 1
+    assert "camping" in current.content and current.source_ids[0] == "a3"
+    assert set(current.source_ids) == {"a1", "a2", "a3"}
+    assert mel.id in {p.id for p in profiles(service, current=False)}
+
+
+def test_profiles_are_found_by_search(service: MemoryService) -> None:
+    say(
+        service,
+        [
+            ("a1", "Mel", "I went swimming with the kids."),
+            ("a2", "Mel", "I tried pottery for the first time."),
+        ],
+        DAY1,
+    )
+    service.consolidate(T, U, now=DAY1 + timedelta(days=1))
+    from memstack.domain.retrieve import SearchRequest
+
+    hits = service.search(
+        SearchRequest(tenant=T, user_id=U, query="Mel hobbies and activities", top_k=3)
+    ).hits
+    assert hits and hits[0].record.metadata.get("consolidation") == PROFILE
+
+
+def test_one_item_is_not_a_profile_and_the_switch_turns_them_off(service: MemoryService) -> None:
+    say(service, [("a1", "Mel", "I went swimming with the kids.")], DAY1)
+    assert service.consolidate(T, U, now=DAY1 + timedelta(days=1))["profiles"]["written"] == 0
+    service.profiles = None
+    say(service, [("a2", "Mel", "I tried pottery for the first time.")], DAY1 + timedelta(days=2))
+    assert "profiles" not in service.consolidate(T, U, now=DAY1 + timedelta(days=3))
+    assert profiles(service) == []
+
+
+def test_profile_text_takes_the_name_off_each_item() -> None:
+    items = [
+        MemoryRecord(tenant=T, user_id=U, content="Mel went swimming.", category=Category.HOBBIES),
+        MemoryRecord(tenant=T, user_id=U, content="Mel's kids made pottery!", category=Category.HOBBIES),
+        MemoryRecord(tenant=T, user_id=U, content="Mel went swimming.", category=Category.HOBBIES),
+    ]
+    assert profile_text("Mel", Category.HOBBIES, items) == (
+        "Mel — hobbies and activities: went swimming; kids made pottery."
+    )
