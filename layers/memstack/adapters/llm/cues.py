@@ -45,13 +45,15 @@ SMALL_TALK = re.compile(
 _ASKING = r"(?:(?:please|just|you can|you may|you could|can you|could you|would you|will you|I want you to|"
 _ASKING += r"I'd like you to|go ahead and)\s+)*"
 REMEMBER = re.compile(
-    r"^" + _ASKING + r"(?:remember|note|keep in mind)\s+(?:that\s+)?(?P<rest>.+?)(?:,?\s+please)?[?]?$", re.I
+    r"^" + _ASKING + r"(?:remember|note|keep in mind)\s+(?:that\s+)?(?P<rest>.+?)(?:,?\s+please)?[.!?]?$",
+    re.I,
 )
 FORGET = re.compile(
     r"^"
     + _ASKING
     + r"(?:forget|disregard|delete|erase)\s+(?:that\s+|about\s+|what I (?:said|told you) about\s+)?"
-    r"(?P<rest>[^.;!?]+?)(?:,?\s+(?:please|now|for me))*(?=[,.;!?]|$)",
+    # "Forget it" alone is "never mind", not a request to delete anything.
+    r"(?!it\s*(?:[,.;!?]|$))(?P<rest>[^.;!?]+?)(?:,?\s+(?:please|now|for me))*(?=[,.;!?]|$)",
     re.IGNORECASE,
 )
 
@@ -78,14 +80,16 @@ _ENDING_VERBS = (
     "drop, end, leave, ditch, abandon, scrap"
 )
 _ENDED = alternation(_ENDING_VERBS, "VBD", "VBN")
+_PREPOSITION = r"(?:by|at|in|into|for|over|off|to|from|with|on)"
 _ADVERBS = r"(?:\s+(?:just|finally|recently|already|eventually|\w+ly))*"
 _PARTICLE_VERB = alternation("give, send, call", "VB", "VBD", "VBN")
 _CALLED_OFF = alternation("cancel, call off, scrap, drop", "VBN")
 ENDINGS = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
+        # An ending takes an object: "I stopped by the shop" is a visit, "I left for Rome" a trip.
         rf"\b{_I}(?:'ve| have| had)?{_ADVERBS}\s+(?:{_ENDED}|had to\s+{alternation(_ENDING_VERBS, 'VB')})\s+"
-        rf"(?P<rest>[^,.;!?]+?){_END}",
+        rf"(?!{_PREPOSITION}\b)(?P<rest>[^,.;!?]+?){_END}",
         # The object between verb and particle: "we had to give Rex away", "I called the wedding off".
         rf"\b{_I}(?:'ve| have)?{_ADVERBS}\s+(?:had to\s+)?{_PARTICLE_VERB}"
         r"\s+(?P<rest>\w+(?:\s+\w+)?)\s+(?:away|up|off)\b",

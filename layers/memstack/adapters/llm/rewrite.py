@@ -142,7 +142,9 @@ def to_third_person(text: str, subject: str, listener: str | None = None) -> str
 
 # "since university", "for six years": how long the old value held, false of the new one.
 _DURATION = re.compile(
-    r"\s+(?:since|for (?:\w+ )?(?:years?|months?|weeks?|decades?|ages|a while|a long time))\b[^,.;!?]*", re.I
+    r"\s+(?:since|for (?:\w+ )?(?:years?|months?|weeks?|decades?|ages|a while|a long time))\b"
+    r"(?:(?!\s+(?:and|but)\b)[^,.;!?])*",
+    re.I,
 )
 
 
@@ -240,7 +242,9 @@ def _antecedent(pronoun: str, previous: str) -> str | None:
             # only a thing the speaker got is safely what "it" means.
             found.append((d.start(), noun))
     if pronoun != "It":
-        found += [(n.start(), n.group("name")) for n in _NAMED.finditer(previous) if _person_name(n, previous)]
+        found += [
+            (n.start(), n.group("name")) for n in _NAMED.finditer(previous) if _person_name(n, previous)
+        ]
     return max(found)[1] if found else None
 
 
@@ -253,5 +257,7 @@ def resolve_pronoun(sentence: str, previous: str) -> str:
     noun = _antecedent(m.group("pronoun"), previous)
     if noun is None:
         return sentence
-    rest = re.sub(r"^'s\b", " is", re.sub(r"^'ll\b", " will", re.sub(r"^'d\b", " would", sentence[m.end() :])))
+    rest = re.sub(
+        r"^'s\b", " is", re.sub(r"^'ll\b", " will", re.sub(r"^'d\b", " would", sentence[m.end() :]))
+    )
     return noun + rest

@@ -60,7 +60,7 @@ def named_in(phrase: str, text: str, subject: str = "") -> bool:
 # A memory that opens with a name other than the speaker's is about that person ("Melanie loves
 # running"); one that opens with a function word is about a thing ("The concert was called off").
 _OPENING_NAME = re.compile(r"^(?P<name>[A-Z][\w-]*)(?:'s\b|\s)")
-_NOT_NAMES = frozenset("the a an this that these those it its there their our my his her they we i".split())
+_NOT_NAMES = word_set("the a an this that these those it its there their our my his her they we i")
 
 
 def about_speaker(n: MemoryRecord, subject: str) -> bool:
