@@ -231,3 +231,37 @@ def test_a_change_no_word_links_replaces_the_memory_closest_in_meaning_when_clos
             msg("I've become a morning person."), [], [memory("Maya is a night owl.")]
         )
     ] == ["ADD"]
+
+
+def test_a_polite_question_may_put_the_command_in_the_gerund() -> None:
+    m = cues.FORGET.match("Would you mind forgetting my bike lock code?")
+    assert m is not None and m.group("rest") == "my bike lock code"
+    assert cues.FORGET.match("Remove the onions from the recipe.") is None
+
+
+def test_news_about_a_known_thing_named_by_a_definite_noun_updates_it() -> None:
+    party = memory("Gil is throwing a party for their dad on Friday.", Kind.EVENT)
+    ops = LocalExtractor().extract(msg("The party got postponed to next month.", "Gil"), [], [party])
+    assert [(o.op, o.target_id) for o in ops] == [("UPDATE", "mem1")]
+    assert "postponed" in ops[0].content
+    # The same news about a thing no memory names is small talk.
+    assert LocalExtractor().extract(msg("The bus got delayed again.", "Gil"), [], [party]) == []
+
+
+def test_remove_is_a_memory_command_only_when_its_object_is_the_memory() -> None:
+    m = cues.FORGET.match("Please remove the note about penicillin, the test was wrong.")
+    assert m is not None and m.group("rest") == "penicillin"
+    assert cues.FORGET.match("Please remove the onions from the recipe.") is None
+
+
+@pytest.mark.parametrize(
+    ("said", "what"),
+    [
+        ("I've pulled out of the marathon.", "the marathon"),
+        ("I dropped out of the course.", "the course"),
+        ("We backed out of the house purchase.", "the house purchase"),
+    ],
+)
+def test_phrasal_endings_name_what_ended_without_their_particles(said: str, what: str) -> None:
+    found = cues.retraction(said)
+    assert found is not None and found.words == what

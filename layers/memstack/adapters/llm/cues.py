@@ -48,10 +48,19 @@ REMEMBER = re.compile(
     r"^" + _ASKING + r"(?:remember|note|keep in mind)\s+(?:that\s+)?(?P<rest>.+?)(?:,?\s+please)?[.!?]?$",
     re.I,
 )
+# "forget X", or with the gerund a polite question takes: "would you mind deleting X?"
+_FORGET_VERBS = "forget, disregard, delete, erase"
+_FORGETTING = (
+    rf"(?:{alternation(_FORGET_VERBS, 'VB')}|(?:would|do) you mind\s+{alternation(_FORGET_VERBS, 'VBG')})"
+)
+# "Remove" is a memory command only with the memory as its object ("remove the note about X"):
+# "remove the onions" is a recipe.
+_MEMORY_NOUN = r"(?:note|memory|bit|part|line|entry|thing)"
+_REMOVING = r"(?:remove|take out|drop)\s+(?:the|that|my)\s+" + _MEMORY_NOUN + r"\s+(?:about|on)\s+"
 FORGET = re.compile(
     r"^"
     + _ASKING
-    + r"(?:forget|disregard|delete|erase)\s+(?:that\s+|about\s+|what I (?:said|told you) about\s+)?"
+    + rf"(?:{_FORGETTING}\s+(?:that\s+|about\s+|what I (?:said|told you) about\s+)?|{_REMOVING})"
     # "Forget it" alone is "never mind", not a request to delete anything.
     r"(?!it\s*(?:[,.;!?]|$))(?P<rest>[^.;!?]+?)(?:,?\s+(?:please|now|for me))*(?=[,.;!?]|$)",
     re.IGNORECASE,
@@ -77,7 +86,8 @@ STATE_RETRACTIONS = tuple(
 # Verbs that end something, in any past or perfect form ("quit", "have given up on", "had to sell").
 _ENDING_VERBS = (
     "give up on, give up, decide against, break up with, call off, get rid of, stop, quit, cancel, sell, "
-    "drop, end, leave, ditch, abandon, scrap"
+    "drop, end, leave, ditch, abandon, scrap, pull out of, drop out of, back out of, withdraw from, "
+    "trade in, part with"
 )
 _ENDED = alternation(_ENDING_VERBS, "VBD", "VBN")
 _PREPOSITION = r"(?:by|at|in|into|for|over|off|to|from|with|on)"

@@ -35,6 +35,7 @@ from datetime import datetime
 from memstack.adapters.llm import cues, grammar
 from memstack.adapters.llm.attributes import AttributeValue, find_attributes, present, same_value
 from memstack.adapters.llm.rewrite import (
+    definite_subject,
     drop_duration,
     is_first_person,
     resolve_pronoun,
@@ -332,9 +333,14 @@ class LocalExtractor:
         ):
             return True
         news = cues.CHANGE.search(said.original) or cues.COMPLETION.search(said.original)
-        return bool(news) and (
-            best_target(said.text, turn.neighbours, turn.subject, min_shared=2) is not None
-        )
+        if not news:
+            return False
+        # "The party got postponed": the definite noun is the party a memory names.
+        if (thing := definite_subject(said.original)) and any(
+            named_in(thing, n.content, turn.subject) for n in turn.neighbours if editable(n)
+        ):
+            return True
+        return best_target(said.text, turn.neighbours, turn.subject, min_shared=2) is not None
 
     def _retract(self, what: str, *, ending: bool, turn: _Turn, said: _Said | None) -> bool:
         """DELETE the memory a retraction takes back (UPDATE it to the event for an ending)."""

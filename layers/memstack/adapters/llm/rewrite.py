@@ -153,7 +153,16 @@ def drop_duration(tail: str) -> str:
     return _DURATION.sub("", tail, count=1)
 
 
-_DEFINITE = re.compile(r"^The\s+(?P<noun>[a-z][\w-]*)\b(?=\s+(?:got|was|were|has|have|had|is|are)\b)")
+# "The party got postponed", "the festival moved to June": a definite noun, then its verb.
+_DEFINITE = re.compile(
+    r"^The\s+(?P<noun>[a-z][\w-]*)\b(?=\s+(?:got|was|were|has|have|had|is|are|[a-z]+ed)\b)", re.I
+)
+
+
+def definite_subject(text: str) -> str | None:
+    """ "The party got postponed" -> "party": the known thing a sentence is news about."""
+    m = _DEFINITE.match(text)
+    return m.group("noun") if m else None
 
 
 def with_antecedent(text: str, known: str, subject: str) -> str:
