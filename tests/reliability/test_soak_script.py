@@ -34,6 +34,9 @@ def test_bench_soak_prints_the_summary_as_json(tmp_path: Path) -> None:
 
 def test_the_script_is_the_same_command() -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "soak.py"), "--help"], capture_output=True, text=True, check=True
+        [sys.executable, str(ROOT / "scripts" / "soak.py"), "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "--clients" in done.stdout and "--seconds" in done.stdout

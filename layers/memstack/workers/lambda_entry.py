@@ -14,6 +14,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from memstack.adapters.queue.sqs_visibility import SqsVisibilityHeartbeat
 from memstack.errors import SettingsError
 from memstack.factory import build_service
 from memstack.service import MemoryService
@@ -63,13 +64,18 @@ def persistence_layer(settings: Settings, client: Any = None) -> Any:
     return DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=client)
 
 
-def build_worker(job_type: str, service: MemoryService, persistence: Any) -> JobWorker:
+def build_worker(job_type: str, service: MemoryService, persistence: Any, sqs: Any = None) -> JobWorker:
+    """The worker of one queue; ``sqs`` (a client, created lazily by default) renews message leases."""
+    settings = service.settings
     return JobWorker(
         service.process_job,
         {job_type},
         persistence,
-        service.settings.job_idempotency_seconds,
+        settings.job_idempotency_seconds,
         metrics=metrics,
+        visibility=SqsVisibilityHeartbeat(
+            sqs, lease_seconds=round(settings.queue_lease_seconds), region=settings.aws_region
+        ),
     )
 
 

@@ -96,7 +96,9 @@ CALLS: dict[str, Permission] = {
     # Erase on a managed domain: the erasure marker (its index is created on first use), a refresh
     # so delete-by-query finds every write, and a background merge that expunges the deleted docs.
     "index": Permission(
-        "runtime", DOMAIN, index=("indices:data/write/index", "indices:admin/create", "indices:admin/mapping/put")
+        "runtime",
+        DOMAIN,
+        index=("indices:data/write/index", "indices:admin/create", "indices:admin/mapping/put"),
     ),
     "indices.refresh": Permission("runtime", DOMAIN, index=("indices:admin/refresh*",)),
     "indices.forcemerge": Permission("runtime", DOMAIN, index=("indices:admin/forcemerge",)),
