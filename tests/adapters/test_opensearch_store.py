@@ -404,13 +404,17 @@ def marker(erased_at: float) -> dict[str, Any]:
     return {"_index": ERASURES, "_id": "k", "found": True, "_source": {"erased_at": erased_at}}
 
 
-def test_writes_outside_declared_work_read_no_marker(store: OpenSearchMemoryStore, recorder: Recorder) -> None:
+def test_writes_outside_declared_work_read_no_marker(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
     recorder.reply(200, rec.bulk(rec.bulk_item("create", did("m1"), 201)))
     store.put([record("m1")])
     assert [r.path for r in recorder.requests] == ["/_bulk"]
 
 
-def test_a_job_begun_before_the_erase_writes_nothing(store: OpenSearchMemoryStore, recorder: Recorder) -> None:
+def test_a_job_begun_before_the_erase_writes_nothing(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
     recorder.reply(200, marker(T0.timestamp() + 5))
     with began(T0), pytest.raises(Erased):
         store.put([record("m1")])

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memstack.adapters.queue.local import LocalJobQueue
 from memstack.api.local_server import make_server, stop_server
 from memstack.client import MemoryApiError, MemoryClient
 from memstack.domain.extraction.apply import normalise_text
@@ -288,7 +289,7 @@ def check_stores(service: MemoryService, traffic: Traffic) -> dict[str, list[str
         records, _ = service.store.list(
             owner.tenant, owner.user, MemoryFilters(include_superseded=True), 100_000, None
         )
-        current = Counter()
+        current: Counter[tuple[str, tuple[str, ...]]] = Counter()
         for r in records:
             if r.user_id != owner.user or not all(s.startswith(owner.prefix) for s in r.source_ids):
                 found["stores hold nothing of another user"].append(f"{owner.tenant}/{owner.user}: {r.id}")
@@ -408,6 +409,7 @@ def run(clients: int, seconds: float, data_dir: Path, embedder: str, seed: int) 
     for w in workers:
         w.join()
     elapsed = time.monotonic() - started
+    assert isinstance(service.queue, LocalJobQueue)  # the soak runs on the embedded default
     service.queue.stop_worker()
     service.queue.drain(timeout=600)
     stop_server(server, thread)
