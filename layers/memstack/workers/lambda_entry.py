@@ -86,9 +86,12 @@ def worker_for(job_type: str) -> JobWorker:
 
 
 def scheduler_run() -> dict[str, Any]:
-    """One scheduled pass: purge expired STM, fan out one consolidate job per due user."""
+    """One scheduled pass: purge expired STM, re-send lost extraction jobs, fan out consolidate jobs."""
     result = service_from_environment().schedule_consolidation()
     metrics.add_metric(name="ConsolidationJobsScheduled", unit=MetricUnit.Count, value=result["jobs"])
     metrics.add_metric(name="StmExpiredPurged", unit=MetricUnit.Count, value=result["purged_expired"] or 0)
+    metrics.add_metric(
+        name="ExtractionsReenqueued", unit=MetricUnit.Count, value=result.get("reenqueued_extractions", 0)
+    )
     logger.info("consolidation scheduled", extra={"jobs": result["jobs"], "purged": result["purged_expired"]})
     return result

@@ -294,6 +294,26 @@ class DynamoDbShortTermStore:
         return entry if entry.expires_at > time.time() else None
 
     @aws_dependency(STM)
+    def stale_pending(
+        self, since: datetime, before: datetime, now: datetime, limit: int
+    ) -> list[tuple[str, str, str, datetime]]:
+        # The extraction state is on the guard items: a filtered scan (the scheduler's, once a pass).
+        found = []
+        for item in self._pages(
+            "scan",
+            FilterExpression="extraction = :pending AND expires_at > :now",
+            ProjectionExpression="sk, entry_sk, tenant, user_id",
+            ExpressionAttributeValues=_item({":pending": "pending", ":now": int(now.timestamp())}),
+        ):
+            g = _plain(item)
+            received = datetime.fromisoformat(str(g["entry_sk"]).split("#", 1)[0])
+            if since <= received < before:
+                found.append(
+                    (str(g["tenant"]), str(g["user_id"]), str(g["sk"])[len(GUARD_PREFIX) :], received)
+                )
+        return sorted(found, key=lambda f: f[3])[:limit]
+
+    @aws_dependency(STM)
     def unextracted(self, tenant: str, user_id: str, message_ids: list[str]) -> dict[str, datetime]:
         pk = partition_key(tenant, user_id)
         out: dict[str, datetime] = {}
