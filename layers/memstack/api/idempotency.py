@@ -49,14 +49,15 @@ NAMESPACE = "idempotency"
 class _OwnedRecords(BasePersistenceLayer):
     """Remembers, per thread, whose request is being recorded (a hash of tenant and user)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._owner = threading.local()
+
     def _remember_owner(self, data: dict[str, Any]) -> None:
-        if not hasattr(self, "_owner"):
-            self._owner = threading.local()
         self._owner.key = _owner_key(data)
 
     def _current_owner(self) -> str | None:
-        owner = getattr(self, "_owner", None)
-        return getattr(owner, "key", None)
+        return getattr(self._owner, "key", None)
 
     def save_inprogress(self, data: dict[str, Any], remaining_time_in_millis: int | None = None) -> None:
         self._remember_owner(data)

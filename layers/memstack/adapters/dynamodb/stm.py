@@ -253,6 +253,14 @@ class DynamoDbShortTermStore:
     def _marker_key(self, tenant: str, user_id: str) -> dict[str, Any]:
         return _item({"pk": ERASED_PREFIX + erasure_key(tenant, user_id), "sk": "ERASED"})
 
+    @aws_dependency(STM)
+    def erased_at(self, tenant: str, user_id: str) -> float | None:
+        """When the user was last erased (the marker's time), read consistently: the erasure log."""
+        item = self.client.get_item(
+            TableName=self.table, Key=self._marker_key(tenant, user_id), ConsistentRead=True
+        ).get("Item")
+        return float(item["erased_at"]["N"]) if item and "erased_at" in item else None
+
     def _not_erased_since(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
         """The write's condition that the user was not erased after the work writing began (if declared)."""
         began = work_began()

@@ -31,7 +31,7 @@ import base64
 import builtins
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -131,15 +131,21 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         for tenant, user_id in sorted(set(owners)):
             refuse_if_erased(self._erased_at(tenant, user_id))
 
-    def _fenced_write(self, records: builtins.list[MemoryRecord], write: Any) -> None:
-        """Run ``write()`` between two reads of the erasure markers; an erase in between takes it back."""
+    def _fenced_write(
+        self, records: builtins.list[MemoryRecord], write: Callable[[], builtins.list[Op]]
+    ) -> None:
+        """Run ``write()`` (it returns the ops that undo it) between two reads of the erasure markers.
+
+        An erasure the second read finds, newer than the work, takes the write back and raises ``Erased``.
+        """
         owners = [(r.tenant, r.user_id) for r in records]
         self._refuse_if_erased(owners)
-        write()
+        undo = write()
         try:
             self._refuse_if_erased(owners)
         except Erased:
-            self._bulk([self._delete_op(r.tenant, r.user_id, r.id) for r in records])
+            if undo:
+                self._bulk(undo)
             raise
 
     def put(self, records: builtins.list[MemoryRecord]) -> None:
@@ -151,7 +157,7 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         self._ensure()
         self._fenced_write(records, lambda: self._put(records))
 
-    def _put(self, records: builtins.list[MemoryRecord]) -> None:
+    def _put(self, records: builtins.list[MemoryRecord]) -> builtins.list[Op]:
         results = self._bulk([self._create_op(r) for r in records])
         failed = [(r, res) for r, res in zip(records, results, strict=True) if res.get("status") not in _OK]
         if failed:
@@ -161,6 +167,7 @@ class OpenSearchMemoryStore(OpenSearchIndex):
                 self._bulk([self._delete_op(r.tenant, r.user_id, r.id) for r in created])
             record, result = failed[0]
             raise self._failure(result, f"memory {record.id} already exists")
+        return [self._delete_op(r.tenant, r.user_id, r.id) for r in records]
 
     def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
         if (new.tenant, new.user_id) != (tenant, user_id):
@@ -168,7 +175,7 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         self._ensure()
         self._fenced_write([new], lambda: self._supersede(tenant, user_id, old_id, new))
 
-    def _supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
+    def _supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> builtins.list[Op]:
         old_did = mapping.doc_id(tenant, user_id, old_id)
         got = self._get_doc(old_did, vectors=True)
         if got is None:
@@ -186,7 +193,7 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         retired_ok = retire_result.get("status") in _OK
         created_ok = create_result.get("status") in _OK
         if retired_ok and created_ok:
-            return
+            return [self._delete_op(tenant, user_id, new.id)]
         if created_ok:  # a concurrent update retired the old version first: withdraw ours
             self._bulk([self._delete_op(tenant, user_id, new.id)])
             raise self._failure(retire_result, f"memory {old_id} is not the current version")
