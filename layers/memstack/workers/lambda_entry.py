@@ -90,8 +90,12 @@ def scheduler_run() -> dict[str, Any]:
     result = service_from_environment().schedule_consolidation()
     metrics.add_metric(name="ConsolidationJobsScheduled", unit=MetricUnit.Count, value=result["jobs"])
     metrics.add_metric(name="StmExpiredPurged", unit=MetricUnit.Count, value=result["purged_expired"] or 0)
-    metrics.add_metric(
-        name="ExtractionsReenqueued", unit=MetricUnit.Count, value=result.get("reenqueued_extractions", 0)
+    logger.info(
+        "consolidation scheduled",
+        extra={
+            "jobs": result["jobs"],
+            "purged": result["purged_expired"],
+            "reenqueued_extractions": result.get("reenqueued_extractions", 0),
+        },
     )
-    logger.info("consolidation scheduled", extra={"jobs": result["jobs"], "purged": result["purged_expired"]})
     return result

@@ -184,7 +184,7 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
         return self._bulk(ops)
 
     def _deletes(self, results: Iterable[dict[str, Any]]) -> builtins.list[Op]:
-        """Bulk deletes of the copies ``results`` say were written (by the ``_id`` the collection assigned)."""
+        """Bulk deletes of the copies ``results`` say were written (by the ``_id`` the collection gave)."""
         return [
             ({"delete": {"_index": self.alias, "_id": r["_id"]}}, None)
             for r in results
