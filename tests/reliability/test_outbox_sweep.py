@@ -9,6 +9,7 @@ from typing import Any
 
 from memstack.adapters.dynamodb.stm import DynamoDbShortTermStore
 from memstack.domain import outbox
+from memstack.domain.ingest import stm_memory_id
 from memstack.errors import DependencyFailed
 from memstack.models import MemoryFilters, Message, Tier
 from memstack.ports.stm import StmEntry
@@ -37,6 +38,8 @@ def test_a_lost_enqueue_is_swept_by_the_scheduler_with_its_metadata(faulty_servi
     soon = service.schedule_consolidation(now=datetime.now(UTC) + timedelta(seconds=10))
     assert soon["reenqueued_extractions"] == 0
 
+    # A consolidation marked the raw turn meanwhile: that is the system's, not the add's metadata.
+    service.store.mark(T, U, [stm_memory_id(T, U, "m1")], consolidated=True)
     later = service.schedule_consolidation(now=datetime.now(UTC) + timedelta(minutes=6))
     assert later["reenqueued_extractions"] == 1
     assert service.queue.drain(timeout=120)
@@ -44,6 +47,7 @@ def test_a_lost_enqueue_is_swept_by_the_scheduler_with_its_metadata(faulty_servi
     memories = ltm(service)
     assert [r.source_ids for r in memories] == [["m1"]]
     assert memories[0].metadata.get("project") == "pets"  # read back from the turn's STM record
+    assert "consolidated" not in memories[0].metadata
 
     # Done: the next pass owes nothing.
     assert (

@@ -59,6 +59,11 @@ def prepare_message(message: Message, received_at: datetime) -> tuple[Message, R
     return message.model_copy(update={"content": resolution.text, "timestamp": when}), resolution
 
 
+#: what the system itself wrote into a turn's metadata (not the add's): api.schemas.RESERVED_METADATA_KEYS
+#: without agent_id, which the caller gave
+_SYSTEM_KEYS = frozenset({"role", "consolidated", "edited", "key", "op_key"})
+
+
 class ExtractionJobHandler:
     def __init__(
         self,
@@ -91,7 +96,7 @@ class ExtractionJobHandler:
         if "metadata" in job.payload or not job.payload.get("swept"):
             return job.payload.get("metadata")
         turn = self.store.get(job.tenant, job.user_id, stm_memory_id(job.tenant, job.user_id, message_id))
-        metadata = {k: v for k, v in (turn.metadata if turn else {}).items() if k != "role"}
+        metadata = {k: v for k, v in (turn.metadata if turn else {}).items() if k not in _SYSTEM_KEYS}
         return metadata or None
 
     def _run(self, job: Job, now: datetime | None) -> list[MemoryRecord]:
