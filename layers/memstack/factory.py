@@ -75,14 +75,18 @@ def build_reranker(settings: Settings, client: Any | None = None) -> Reranker | 
 
 
 def build_extractor(
-    settings: Settings, client: Any | None = None, http_client: Any | None = None
+    settings: Settings,
+    client: Any | None = None,
+    http_client: Any | None = None,
+    embedder: Embedder | None = None,
 ) -> Extractor:
-    """The extraction model: rule-based offline, Bedrock Converse (``client``: bedrock-runtime), or an
-    OpenAI-compatible server (``http_client``: an ``httpx.Client``)."""
+    """The extraction model: rule-based offline (linking changes by meaning with ``embedder``),
+    Bedrock Converse (``client``: bedrock-runtime), or an OpenAI-compatible server (``http_client``:
+    an ``httpx.Client``)."""
     if settings.llm == "local":
         from memstack.adapters.llm.local import LocalExtractor
 
-        return LocalExtractor()
+        return LocalExtractor(embedder)
     if settings.llm == "bedrock":
         from memstack.adapters.llm.bedrock_extractor import BedrockExtractor
 
@@ -236,6 +240,12 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
     )
 
 
+def _wire_erasure_log(store: MemoryStore, stm: ShortTermStore | None) -> None:
+    """A serverless collection fences writes with the STM's erasure marker (it has no realtime read)."""
+    if getattr(store, "erasure_log", False) is None and hasattr(stm, "erased_at"):
+        store.erasure_log = stm  # type: ignore[attr-defined]
+
+
 def build_service(
     settings: Settings,
     *,
@@ -279,6 +289,7 @@ def build_service(
 
         assert db is not None
         stm = EmbeddedShortTermStore(db)
+    _wire_erasure_log(store, stm)
     if queue is None and settings.queue_backend == "local":
         from memstack.adapters.queue.local import LocalJobQueue
 
@@ -317,7 +328,7 @@ def build_service(
     # Naive message times are read in the configured zone (the Message validator's default).
     set_default_timezone(settings.timezone)
     extractor = clients.get("extractor") or build_extractor(
-        settings, clients.get("bedrock_runtime"), clients.get("openai_http")
+        settings, clients.get("bedrock_runtime"), clients.get("openai_http"), embedder
     )
     service.register_job_handler("extract", extraction_handler(settings, store, stm, embedder, extractor))
     summariser = clients.get("summariser") or build_summariser(
