@@ -4,7 +4,8 @@ The corpus mixes what the retrieval stages treat differently: raw turns of the
 synthetic benchmark conversation, the extraction scenarios of
 ``examples/extraction/dev.jsonl`` ingested with the offline extractor (LTM
 memories, updated and deleted versions, superseded turns, turns marked
-consolidated), CONTEXT memories of one session, and a consolidation run.
+consolidated), CONTEXT memories of one session, and two identical turns. (Consolidation is
+left out: its summaries differ from run to run.)
 The searches cover every stage's switch: explain, history, filters,
 ``min_score``, time phrases, feedback, category affinity, hidden consolidated
 turns, a reranker.
@@ -28,6 +29,7 @@ from memstack.bench.corpus import Corpus
 from memstack.domain.retrieve import RetrievalConfig, Retriever, SearchRequest, SearchResult
 from memstack.factory import build_service
 from memstack.models import Kind, MemoryFilters, Message, Scope, Tier
+from memstack.ports.store import MemoryStore
 from memstack.service import MemoryService
 from memstack.settings import load_settings
 
@@ -80,7 +82,6 @@ def build(data_dir: Path) -> MemoryService:
         for i in range(2)
     ]
     service.add(TENANT, USER, twins, session_id="twins", infer=False)
-    # service.consolidate(TENANT, USER, now=REFERENCE)
     return service
 
 
@@ -136,16 +137,17 @@ def _answer(result: SearchResult, with_stages: bool) -> dict[str, Any]:
     return {"hits": [_hit(h, with_stages) for h in result.hits], "status": result.stage_status}
 
 
-def run(service: MemoryService) -> dict[str, Any]:
-    """Every case's answer to every query, as plain JSON."""
+def run(service: MemoryService, store: MemoryStore | None = None) -> dict[str, Any]:
+    """Every case's answer to every query, as plain JSON (``store``: read through it instead)."""
     base: RetrievalConfig = service.retriever.config
+    store = store or service.store
     out: dict[str, Any] = {}
     for name, fields, changes in _cases():
         config = replace(base, **{k: v for k, v in changes.items() if k != "rerank_candidates"})
         reranker = LengthReranker() if "rerank_candidates" in changes else None
         if reranker is not None:
             config = replace(config, rerank_candidates=changes["rerank_candidates"])
-        retriever = Retriever(service.store, service.embedder, config, reranker)  # type: ignore[arg-type]
+        retriever = Retriever(store, service.embedder, config, reranker)
         out[name] = {
             q: _answer(
                 retriever.search(

@@ -2,8 +2,10 @@
 
 The file was recorded before the search path was rebuilt on columns (the pool's
 records no longer loaded, issue 11) and must not move when only the cost of a
-search changes. Scores may differ in the last float digits (cosines computed
-as one matrix product instead of one dot product each); orders may not.
+search changes. Both ways of reading the pool must give it: from the embedded
+store's index (``CandidateReader``) and from records, as on every other backend.
+Scores may differ in the last float digits (cosines computed as one matrix
+product instead of one dot product each); orders may not.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from memstack.models import MemoryRecord, ScoredId
+from memstack.ports.store import CandidateReader, MemoryStore, ReadView
 from memstack.service import MemoryService
 
 from tests.retrieval import ranking_corpus
@@ -21,18 +26,54 @@ from tests.retrieval import ranking_corpus
 REGENERATE = "python -m tests.retrieval.ranking_corpus"
 
 
+class RecordsOnly:
+    """The store with only the ``MemoryStore`` port: the pipeline reads records, as on other backends."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    def get_many(self, tenant: str, user_id: str, ids: list[str]) -> dict[str, MemoryRecord]:
+        return self._store.get_many(tenant, user_id, ids)
+
+    def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
+        return self._store.get(tenant, user_id, memory_id)
+
+    def successor(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
+        return self._store.successor(tenant, user_id, memory_id)
+
+    def find_by_source(self, tenant: str, user_id: str, source_id: str) -> list[MemoryRecord]:
+        return self._store.find_by_source(tenant, user_id, source_id)
+
+    def bm25_search(self, tenant: str, user_id: str, query: str, k: int, filters: Any) -> list[ScoredId]:
+        return self._store.bm25_search(tenant, user_id, query, k, filters)
+
+    def vector_search(self, tenant: str, user_id: str, q: np.ndarray, k: int, filters: Any) -> list[ScoredId]:
+        return self._store.vector_search(tenant, user_id, q, k, filters)
+
+    def embeddings(self, tenant: str, user_id: str, ids: list[str]) -> dict[str, np.ndarray]:
+        return self._store.embeddings(tenant, user_id, ids)
+
+
 @pytest.fixture(scope="module")
-def answers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryService]:
     service: MemoryService = ranking_corpus.build(Path(tmp_path_factory.mktemp("golden")))
     try:
-        yield ranking_corpus.run(service)
+        yield service
     finally:
         service.close()
 
 
+@pytest.fixture(scope="module", params=["index", "records"])
+def answers(request: pytest.FixtureRequest, service: MemoryService) -> dict[str, Any]:
+    """The answers read from the embedded index, and read from records as any other store is."""
+    store = RecordsOnly(service.store) if request.param == "records" else None
+    assert not isinstance(store, CandidateReader | ReadView)
+    return ranking_corpus.run(service, store)  # type: ignore[arg-type]
+
+
 def _recorded() -> list[tuple[str, str, dict[str, Any]]]:
     lines = ranking_corpus.GOLDEN.read_text().splitlines()
-    return [tuple(json.loads(line)) for line in lines]  # type: ignore[misc]
+    return [tuple(json.loads(line)) for line in lines]
 
 
 def _close(new: float, old: float) -> bool:
