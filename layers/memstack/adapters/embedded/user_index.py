@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from memstack.adapters.filter_columns import TIERS, FilterColumns
+from memstack.adapters.filter_columns import TIERS, FilterColumns, RowsWithTerms
 from memstack.models import MemoryFilters, Tier
 
 # The columns of a row the index keeps (deleted rows are left out when first read), and
@@ -102,11 +102,13 @@ class IndexView:
     #: what ``searchable`` worked out for each filters this view was searched with
     _searches: dict[tuple[Any, ...], Searchable] = field(default_factory=dict, compare=False, repr=False)
 
-    def searchable(self, filters: MemoryFilters) -> Searchable:
+    def searchable(self, filters: MemoryFilters, rows_with: RowsWithTerms | None = None) -> Searchable:
         """The rows ``filters`` let a search see, worked out once per view and filters.
 
         A view never changes, so the masks of the filters it was searched with
-        stay right for as long as it lives (one generation of the user).
+        stay right for as long as it lives (one generation of the user). A
+        metadata filter is worked out each time: its rows come from the store's
+        term index (``rows_with``), not from the view.
         """
         key = (
             filters.kind,
@@ -118,9 +120,9 @@ class IndexView:
             filters.session_id,
             filters.include_superseded,
         )
-        found = self._searches.get(key)
+        found = None if filters.metadata else self._searches.get(key)
         if found is None:
-            allowed = self.columns.mask(filters)
+            allowed = self.columns.mask(filters, rows_with=rows_with)
             with_vector = allowed & self.has_vector
             indexed = self.columns.current & ~self.columns.deleted
             found = Searchable(
@@ -129,6 +131,8 @@ class IndexView:
                 indexed=int(indexed.sum()),
                 indexed_allowed=int((indexed & allowed).sum()),
             )
+            if filters.metadata:
+                return found
             if len(self._searches) >= _SEARCHES_KEPT:
                 self._searches.clear()
             self._searches[key] = found
