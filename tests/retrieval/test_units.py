@@ -1,0 +1,107 @@
+"""Stage 4 over evidence units: a turn and the memories extracted from it are fused as one."""
+
+from __future__ import annotations
+
+import pytest
+from memstack.domain.ingest import is_turn_id, stm_memory_id
+from memstack.domain.retrieval import units
+from memstack.domain.retrieve import RetrievalConfig, SearchRequest
+from memstack.models import MemoryRecord, ScoredId, Tier
+from memstack.service import MemoryService
+
+from tests.retrieval.helpers import REF, T, U, put, record
+
+WEIGHTS = units.FieldWeights(turns={"vector": 0.3, "bm25": 0.7}, memories={"vector": 0.3, "bm25": 0.1})
+TURN_A, TURN_B = stm_memory_id(T, U, "a"), stm_memory_id(T, U, "b")
+MEMORY_A = "0" * 32  # an LTM id (uuid4 hex)
+
+
+def ranking(*ids: str) -> list[ScoredId]:
+    return [ScoredId(id=i, score=1.0 / n) for n, i in enumerate(ids, start=1)]
+
+
+def test_turn_ids_are_told_from_memory_ids() -> None:
+    assert is_turn_id(TURN_A) and not is_turn_id(MEMORY_A)
+    assert units.field_of(TURN_A) == units.TURNS and units.field_of(MEMORY_A) == units.MEMORIES
+
+
+def test_ranks_are_counted_within_each_field() -> None:
+    ranks = units.field_ranks({"bm25": ranking(MEMORY_A, TURN_B, TURN_A)})
+    assert ranks[("bm25", units.MEMORIES)] == {MEMORY_A: 1}
+    assert ranks[("bm25", units.TURNS)] == {TURN_B: 1, TURN_A: 2}  # the memory above takes no turn's place
+
+
+def test_a_unit_adds_its_turns_and_its_memorys_evidence() -> None:
+    # Turn B is first in BM25; turn A second, but A's memory is first in the vector ranking.
+    ranks = units.field_ranks({"bm25": ranking(TURN_B, TURN_A), "vector": ranking(MEMORY_A, TURN_B)})
+    fused = units.unit_rrf({TURN_A: [MEMORY_A], TURN_B: [TURN_B]}, {TURN_A, TURN_B}, ranks, WEIGHTS, k=5)
+    assert fused[TURN_B] == pytest.approx(0.7 / 6 + 0.3 / 6)
+    # A: its turn's BM25 rank (2) with the turn weight, its memory's vector rank (1) with the memory weight
+    assert fused[TURN_A] == pytest.approx(0.7 / 7 + 0.3 / 6)
+    # The turn's own vector rank, had it one, would count only if better than its memory's.
+    alone = units.record_rrf(ranks, WEIGHTS, k=5)
+    assert alone[TURN_A] == pytest.approx(0.7 / 7)
+
+
+def test_a_memory_without_its_turn_among_the_candidates_counts_as_a_turn() -> None:
+    ranks = units.field_ranks({"bm25": ranking(MEMORY_A)})
+    second_view = units.unit_rrf({TURN_A: [MEMORY_A]}, {TURN_A}, ranks, WEIGHTS, k=5)
+    alone = units.unit_rrf({TURN_A: [MEMORY_A]}, set(), ranks, WEIGHTS, k=5)
+    assert second_view[TURN_A] == pytest.approx(0.1 / 6)
+    assert alone[TURN_A] == pytest.approx(0.7 / 6)  # expired turn, or a memory written directly
+
+
+def test_a_memory_belongs_to_its_newest_source_turn() -> None:
+    memory = MemoryRecord(tenant=T, user_id=U, content="lives in Osaka", source_ids=["a", "b"])
+    written = MemoryRecord(tenant=T, user_id=U, content="likes tea")
+    turn = MemoryRecord(id=TURN_A, tenant=T, user_id=U, content="hi", tier=Tier.STM, source_ids=["a"])
+    assert units.unit_key(T, U, memory) == TURN_B
+    assert units.unit_key(T, U, written) == written.id
+    assert units.unit_key(T, U, turn) == TURN_A
+
+
+def test_a_weak_turn_rises_with_its_memory(service: MemoryService) -> None:
+    """The turn says it in other words; the memory made from it says it plainly."""
+    turn = record(service, "Sam: finally got the keys, the flat by the river is ours", "a", tier=Tier.STM)
+    memory = record(service, "Sam bought a flat by the river", "a")
+    noise = [
+        record(service, f"Sam: the river walk was lovely on day {n}", f"n{n}", tier=Tier.STM)
+        for n in range(6)
+    ]
+    put(service, turn, memory, *noise)
+    result = service.search(
+        SearchRequest(tenant=T, user_id=U, query="did Sam buy a flat", reference_time=REF, explain=True)
+    )
+    top = result.hits[0]
+    assert top.record.id == memory.id  # the unit is shown as its memory (the turn is merged into it)
+    assert turn.id not in [h.record.id for h in result.hits]
+    assert top.stages["rrf"] > top.stages["record_rrf"]  # the turn's evidence was added to the memory's
+    assert "units" in result.stage_status["fusion"]
+
+
+def test_memories_of_one_turn_follow_each_other(service: MemoryService) -> None:
+    turn = record(service, "Sam: we adopted a dog and named her Pepper", "a", tier=Tier.STM)
+    first = record(service, "Sam adopted a dog", "a")
+    second = record(service, "Sam's dog is named Pepper", "a")
+    other = record(service, "Sam: a neighbour's dog barked all night", "b", tier=Tier.STM)
+    put(service, turn, first, second, other)
+    result = service.search(
+        SearchRequest(tenant=T, user_id=U, query="Sam dog Pepper adopted", reference_time=REF, explain=True)
+    )
+    ids = [h.record.id for h in result.hits]
+    assert {first.id, second.id} == set(ids[:2])  # one unit, both of its memories, before the next unit
+    both = [h for h in result.hits if h.record.id in {first.id, second.id}]
+    assert (
+        both[0].stages["rrf"] == both[1].stages["rrf"] and both[0].stages["unit_size"] == 3.0
+    )  # with the turn
+
+
+def test_memory_weights_of_zero_leave_turns_only(service: MemoryService) -> None:
+    turn = record(service, "Sam: the flat by the river is ours", "a", tier=Tier.STM)
+    memory = record(service, "Sam bought a flat", "a")
+    put(service, turn, memory)
+    config = RetrievalConfig(weight_vector_memory=0.0, weight_bm25_memory=0.0)
+    assert config.field_weights.memories == {"vector": 0.0, "bm25": 0.0, "bm25_prf": 0.0}
+    ranks = units.field_ranks({"bm25": ranking(MEMORY_A, TURN_A)})
+    fused = units.unit_rrf({TURN_A: [MEMORY_A, TURN_A]}, {TURN_A}, ranks, config.field_weights, k=5)
+    assert fused[TURN_A] == pytest.approx(0.7 / 6)
