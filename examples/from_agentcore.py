@@ -27,15 +27,24 @@ client.add(
     user_id=actor,
     session_id=session,
     idempotency_key="create-event-0001",  # clientToken
+    metadata={"channel": "web"},  # CreateEvent(metadata={"channel": {"stringValue": "web"}})
     sync=True,
 )
 
 # ListEvents(actorId, sessionId): the raw turns (short-term memory)
 events = client.list(user_id=actor, session_id=session, tier="stm").memories
+# ListEvents(filter={eventMetadata: [{left: {metadataKey: "channel"}, operator: EQUALS_TO, right: "web"}]})
+web = client.list(user_id=actor, session_id=session, tier="stm", metadata={"channel": "web"}).memories
+assert len(web) == 2 == len(events), web
 
 # RetrieveMemoryRecords(namespace, searchCriteria={searchQuery, topK})
 records = client.search("seat preference", user_id=actor, top_k=5).results
 print([(round(r.score, 3), r.content) for r in records])
+# ... with metadataFilters: the event's metadata is on the records extracted from it
+from_web = client.search(
+    "seat preference", user_id=actor, filters={"tier": "ltm", "metadata": {"channel": "web"}}
+)
+assert from_web.results, "the extracted memories carry the event's metadata"
 
 # BatchCreateMemoryRecords: a record you write yourself, under your own key (versioned when rewritten)
 client.put_key("seat", "Prefers window seats (airsick).", user_id=actor, kind="preference")

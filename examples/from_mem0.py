@@ -21,12 +21,25 @@ client.add(
     messages, user_id="alice", agent_id="chef-bot", run_id="dinner-1", metadata={"topic": "food"}, sync=True
 )
 
+client.add(
+    "I run 5k every Sunday.", user_id="alice", agent_id="coach-bot", metadata={"topic": "sport"}, sync=True
+)
+
 # m.search(query, user_id=, limit=)
 for hit in client.search("what can't alice eat?", user_id="alice", top_k=3).results:
     print(f"{hit.score:.3f} {hit.content}  (agent {hit.agent_id}, said in {hit.session_id})")
 
-# m.get_all(user_id=)  -- every page
+# m.search(query, user_id=, agent_id=, filters={"topic": {"in": [...]}})  -- metadata filters
+chef = client.search(
+    "what does alice like?", user_id="alice", agent_id="chef-bot", metadata={"topic": {"in": ["food"]}}
+)
+assert chef.results and {h.agent_id for h in chef.results} == {"chef-bot"}, chef.results
+
+# m.get_all(user_id=)  -- every page; m.get_all(user_id=, agent_id=, filters=)
 memories = list(client.iter_memories(user_id="alice", tier="ltm"))
+sport = list(client.iter_memories(user_id="alice", agent_id="coach-bot", metadata={"topic": "sport"}))
+assert sport and all(m.metadata["topic"] == "sport" for m in sport), sport
+print(f"{len(memories)} long-term memories, {len(sport)} from the coach about sport")
 
 # m.update(memory_id, data) -- pick the memory by what it says, never "the first one"
 peanuts = next(m for m in memories if "peanut" in m.content)

@@ -39,7 +39,8 @@ def resolver() -> MemstackResolver:
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
-@tracer.capture_lambda_handler
+# Responses carry memory content: X-Ray records that the call happened, never what it answered.
+@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return resolver().resolve(event, context)

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from memstack.adapters.blas import limit_blas_threads
+from memstack.domain.bounds import TimeBounds
 from memstack.domain.consolidation.job import ConsolidationConfig, Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder, ProfileConfig
 from memstack.domain.extraction.handler import ExtractionConfig, ExtractionJobHandler
@@ -20,6 +21,7 @@ from memstack.domain.ingest import IngestConfig, Ingestor
 from memstack.domain.retrieval.calibration import ScoreModel
 from memstack.domain.retrieve import RetrievalConfig, Retriever
 from memstack.ports.embedder import Embedder
+from memstack.ports.lease import Leases
 from memstack.ports.llm import Extractor, Summariser
 from memstack.ports.queue import JobQueue
 from memstack.ports.reranker import Reranker
@@ -92,6 +94,10 @@ def build_extractor(
     raise NotImplementedError(f"llm {settings.llm!r} is not available in this build")
 
 
+def time_bounds(settings: Settings) -> TimeBounds:
+    return TimeBounds(settings.earliest_time, settings.latest_time)
+
+
 def extraction_handler(
     settings: Settings, store: MemoryStore, stm: ShortTermStore, embedder: Embedder, extractor: Extractor
 ) -> ExtractionJobHandler:
@@ -106,6 +112,7 @@ def extraction_handler(
             rrf_k=settings.rrf_k,
             weight_vector=settings.weight_vector,
             weight_bm25=settings.weight_bm25,
+            time_bounds=time_bounds(settings),
         ),
     )
 
@@ -147,6 +154,7 @@ def consolidation_config(settings: Settings) -> ConsolidationConfig:
         duplicate_threshold=settings.consolidation_duplicate_threshold,
         synthesis_similarity=settings.consolidation_synthesis_similarity,
         neighbours=settings.extraction_neighbours,
+        lease_seconds=settings.consolidation_lease_seconds,
     )
 
 
@@ -163,6 +171,19 @@ def build_store(settings: Settings, clients: dict[str, Any]) -> MemoryStore:
 
         return OpenSearchMemoryStore.from_settings(settings, clients.get("opensearch"))
     raise NotImplementedError(f"store backend {settings.store_backend!r} is not available in this build")
+
+
+def build_leases(settings: Settings, db: Any, clients: dict[str, Any]) -> Leases:
+    """Per-user leases beside the short-term store: its DynamoDB table, or the SQLite file."""
+    if settings.stm_backend == "dynamodb":
+        from memstack.adapters.dynamodb.leases import DynamoDbLeases
+
+        return DynamoDbLeases(
+            settings.stm_table or "", client=clients.get("dynamodb"), region=settings.aws_region
+        )
+    from memstack.adapters.embedded.leases import EmbeddedLeases
+
+    return EmbeddedLeases(db)
 
 
 def indexing_config(settings: Settings) -> IndexingConfig:
@@ -273,6 +294,7 @@ def build_service(
             coarse_dim=settings.coarse_dim,
             stm_ttl_days=settings.stm_ttl_days,
             indexing=indexing_config(settings),
+            time_bounds=time_bounds(settings),
         ),
         queue,
     )
@@ -296,7 +318,14 @@ def build_service(
     summariser = clients.get("summariser") or build_summariser(
         settings, clients.get("bedrock_runtime"), clients.get("openai_http")
     )
-    service.consolidator = Consolidator(store, stm, embedder, summariser, consolidation_config(settings))
+    service.consolidator = Consolidator(
+        store,
+        stm,
+        embedder,
+        summariser,
+        consolidation_config(settings),
+        leases=build_leases(settings, db, clients),
+    )
     if settings.profile_memories:
         service.profiles = ProfileBuilder(
             store,

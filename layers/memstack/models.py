@@ -149,6 +149,9 @@ class MemoryFilters(BaseModel):
     # Session of the caller: CONTEXT memories are visible only inside it.
     session_id: str | None = None
     include_superseded: bool = False
+    # key -> the values its metadata may hold there (one: equality, several: any of them);
+    # every key must match. The meaning is ``domain.metadata_filter``'s, on every backend.
+    metadata: dict[str, tuple[str | int | float | bool, ...]] | None = None
 
 
 @dataclass(slots=True)

@@ -17,6 +17,7 @@ from memstack.domain import keyed, versions
 from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.consolidation.scheduler import due_users, housekeeping, schedule
+from memstack.domain.cursors import CursorSigner
 from memstack.domain.ingest import Ingestor, IngestResult
 from memstack.domain.retrieve import Retriever, SearchRequest, SearchResult
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Message, Scope
@@ -41,6 +42,7 @@ class MemoryService:
     job_handlers: dict[str, JobHandler] = field(default_factory=dict)
     closers: list[Callable[[], None]] = field(default_factory=list)
     consolidator: Consolidator | None = None
+    cursors: CursorSigner = field(default_factory=CursorSigner)
     profiles: ProfileBuilder | None = None
 
     # ------------------------------------------------------------------ ingest
@@ -55,7 +57,9 @@ class MemoryService:
         infer: bool = True,
         sync: bool = False,
         metadata: dict[str, Any] | None = None,
+        sync_timeout: float | None = None,
     ) -> IngestResult:
+        """Store ``messages``; ``sync`` waits up to ``sync_timeout`` (default: the setting) for extraction."""
         result = self.ingestor.add(
             tenant,
             user_id,
@@ -65,10 +69,10 @@ class MemoryService:
             infer=infer and "extract" in self.job_handlers,
             metadata=metadata,
         )
-        if sync and result.queued and self.queue is not None:
-            # Bounded where a caller is waiting (API Gateway gives up after 29 s): what is left runs
-            # on the workers, and the answer says "queued" instead of "processed".
-            result.drained = self.queue.drain(timeout=self.settings.sync_timeout_seconds)
+        if sync and result.queued:
+            # Only this call's own jobs: never another tenant's backlog.
+            timeout = self.settings.sync_timeout_seconds if sync_timeout is None else sync_timeout
+            result.processed = self.ingestor.wait_for_extraction(tenant, user_id, result, timeout)
         return result
 
     # ------------------------------------------------------------------ search
@@ -84,7 +88,10 @@ class MemoryService:
         limit: int = 50,
         cursor: str | None = None,
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
-        return self.store.list(tenant, user_id, filters or MemoryFilters(), limit, cursor)
+        """A page of memories; ``cursor`` must be a ``next_cursor`` this service returned for this user."""
+        inner = self.cursors.verify(tenant, user_id, cursor)
+        records, after = self.store.list(tenant, user_id, filters or MemoryFilters(), limit, inner)
+        return records, self.cursors.sign(tenant, user_id, after)
 
     def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:
         return versions.visible_or_404(self.store, tenant, user_id, memory_id)
@@ -151,8 +158,17 @@ class MemoryService:
         return self.delete(tenant, user_id, keyed.get_key(self.store, tenant, user_id, key).id)
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
-        counts = dict(self.store.erase_user(tenant, user_id))
-        counts["stm"] = self.stm.erase_user(tenant, user_id)
+        """Erase the user from every store; what was removed, per store.
+
+        The memory store goes last: it sets the erasure marker that refuses the
+        writes of any job still running for the user, and compacts the file.
+        """
+        counts = {"stm": self.stm.erase_user(tenant, user_id)}
+        if self.queue is not None:
+            counts["jobs"] = self.queue.erase_user(tenant, user_id)
+        if self.consolidator is not None and self.consolidator.leases is not None:
+            counts["leases"] = self.consolidator.leases.erase_user(tenant, user_id)
+        counts.update(self.store.erase_user(tenant, user_id))
         return counts
 
     # -------------------------------------------------------------------- jobs

@@ -6,11 +6,12 @@ turns a bad value into one ``SettingsError`` that names the variable.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstack.domain.retrieval.calibration import DEFAULT_SCORE_MODEL
@@ -149,6 +150,15 @@ class Settings(BaseSettings):
     job_idempotency_seconds: int = Field(
         345_600, ge=60, description="how long a worker remembers a done job id (SQS keeps messages 4 days)"
     )
+    queue_lease_seconds: float = Field(
+        15.0,
+        ge=1.0,
+        le=3600.0,
+        description="how long a claimed job stays hidden; a heartbeat renews it while the job runs",
+    )
+    consolidation_lease_seconds: float = Field(
+        120.0, ge=5.0, le=3600.0, description="per-user consolidation lease; renewed while the run lasts"
+    )
 
     # --- API limits ----------------------------------------------------------------
     api_keys: str | None = Field(None, description="comma-separated key=tenant pairs")
@@ -160,8 +170,15 @@ class Settings(BaseSettings):
     idempotency_expires_seconds: int = Field(
         3600, ge=1, description="how long an Idempotency-Key is remembered"
     )
+    max_json_depth: int = Field(32, ge=4, le=512, description="deepest nesting of a JSON request body")
+    earliest_time: datetime = Field(
+        datetime(1900, 1, 1, tzinfo=UTC), description="earliest timestamp or date any request may carry"
+    )
+    latest_time: datetime = Field(
+        datetime(2200, 1, 1, tzinfo=UTC), description="latest timestamp or date any request may carry"
+    )
     sync_timeout_seconds: float | None = Field(
-        None, gt=0, description="longest a sync=true request waits for its jobs (unset: until done)"
+        None, gt=0, description="longest a sync=true request waits for its own jobs (unset: until done)"
     )
 
     # --- MCP server (memstack mcp, /mcp on memstack serve) -----------------------------
@@ -170,6 +187,12 @@ class Settings(BaseSettings):
         min_length=1,
         max_length=128,
         description="the one user the MCP tools act for (else a tool argument)",
+    )
+    mcp_agent_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        description="the agent the MCP tools act as: tags what they add, filters what they read",
     )
     mcp_allow_erase: bool = Field(False, description="offer the erase_user tool (off: a model cannot erase)")
 
@@ -220,6 +243,18 @@ class Settings(BaseSettings):
     alert_topic_arn: str | None = None
     project_tag: str = "memstack"
     tier_tag: str | None = Field(None, description="the Tier cost tag (the stack sets it); unset: all tiers")
+
+    @field_validator("earliest_time", "latest_time")
+    @classmethod
+    def _representable(cls, value: datetime, info: ValidationInfo) -> datetime:
+        # Naive means UTC; years 2..9998 keep every time zone shift and window representable.
+        value = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        if not 2 <= value.astimezone(UTC).year <= 9998:
+            raise ValueError("must be between the years 2 and 9998")
+        earliest = info.data.get("earliest_time")  # validated first: it is declared first
+        if info.field_name == "latest_time" and earliest is not None and value <= earliest:
+            raise ValueError("must be after MEMSTACK_EARLIEST_TIME")
+        return value
 
     @field_validator("data_dir")
     @classmethod

@@ -84,6 +84,10 @@ SERVICE = (
     "consolidation_max_entries",
     "consolidation_duplicate_threshold",
     "consolidation_synthesis_similarity",
+    "consolidation_lease_seconds",
+    "queue_lease_seconds",
+    "earliest_time",
+    "latest_time",
     "profile_memories",
     "profile_min_items",
     "profile_max_items",
@@ -115,6 +119,7 @@ API = (
     "max_body_bytes",
     "idempotency_expires_seconds",
     "sync_timeout_seconds",
+    "max_json_depth",
 )
 QUEUE_WORKER = ("job_idempotency_seconds",)
 SCHEDULER = ("consolidation_threshold", "consolidation_max_age_hours", "consolidation_interval_seconds")

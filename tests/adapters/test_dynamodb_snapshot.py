@@ -12,12 +12,13 @@ from memstack.adapters.dynamodb import items
 from memstack.adapters.dynamodb.snapshot import Snapshot
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
 
-from ..strategies import memory_filters
+from ..strategies import memory_filters, metadata_of
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _records() -> list[MemoryRecord]:
+    rng = np.random.default_rng(3)
     out = []
     combos = itertools.product(
         [Scope.USER, Scope.CONTEXT], [None, "s1", "s2"], [True, False], [True, False], [Tier.STM, Tier.LTM]
@@ -38,6 +39,7 @@ def _records() -> list[MemoryRecord]:
                 created_at=T0 + timedelta(days=i),
                 event_time=T0 + timedelta(days=50 - i) if i % 2 else None,
                 embedding_coarse=[1.0, 0.0],
+                metadata=metadata_of(rng),
             )
         )
     return out

@@ -54,10 +54,11 @@ def test_maintenance_calls_are_not_granted_to_the_functions() -> None:
 def test_serverless_rules_come_from_the_same_table() -> None:
     [index_rule] = collection_rules("runtime", "memstack-medium")
     assert index_rule["Resource"] == ["index/memstack-medium/*"]
-    # HEAD <index> first (DescribeIndex), then create, bulk, search: exactly those.
+    # HEAD <index> first (DescribeIndex), then create or add new fields (UpdateIndex), bulk, search.
     assert index_rule["Permission"] == [
         "aoss:CreateIndex",
         "aoss:DescribeIndex",
         "aoss:ReadDocument",
+        "aoss:UpdateIndex",
         "aoss:WriteDocument",
     ]

@@ -31,6 +31,7 @@ NO_VECTORS = {"excludes": ["embedding_full", "embedding_coarse"]}
 API_OF = {
     ("HEAD", f"/{INDEX}"): "indices.exists",
     ("PUT", f"/{INDEX}"): "indices.create",
+    ("PUT", f"/{INDEX}/_mapping"): "indices.put_mapping",
     ("POST", "/_bulk"): "bulk",
     ("POST", f"/{INDEX}/_search"): "search",
     ("POST", "/_msearch"): "msearch",
@@ -272,7 +273,19 @@ def test_mark_rewrites_metadata_as_a_new_revision(recorder: Recorder) -> None:
     assert store.mark("t1", "u1", ["m1"], consolidated=True) == 1
     write = recorder.requests[-1]
     assert write.lines[1]["metadata"] == {"consolidated": True} and write.lines[1]["revision"] == 1000
+    assert write.lines[1]["metadata_terms"] == ["consolidated=b:true"]  # what metadata filters read
     assert write.lines[2] == {"delete": {"_index": INDEX, "_id": "aoss-1"}}
+
+
+def test_an_index_made_before_metadata_terms_gets_the_field_added(recorder: Recorder) -> None:
+    store, _ = make_store(recorder, ready=False)
+    recorder.reply(200, {})  # the index exists
+    recorder.reply(200, {"acknowledged": True})
+    store.ensure_index()
+    _head, put_mapping = recorder.requests
+    assert (put_mapping.method, put_mapping.path) == ("PUT", f"/{INDEX}/_mapping")
+    assert put_mapping.body == {"properties": {"metadata_terms": {"type": "keyword"}}}
+    assert_serverless_safe(recorder.requests)
 
 
 # ------------------------------------------------------------------------- erase

@@ -120,6 +120,7 @@ def test_first_use_creates_the_template_and_the_aliased_index(recorder: Recorder
                     "version": {"type": "integer"},
                     "revision": {"type": "long"},
                     "metadata": {"type": "object", "enabled": False},
+                    "metadata_terms": keyword,
                     "embedding_full": knn(4),
                     "embedding_coarse": knn(2),
                 },
@@ -229,6 +230,7 @@ def test_put_sends_one_bulk_of_create_actions_with_the_refresh_policy(
             "version": 1,
             "source_ids": ["msg-1"],
             "metadata": {"role": "user"},
+            "metadata_terms": ["role=s:user"],
             "embedding_full": [0.5, 0.5, 0.5, 0.5],
             "embedding_coarse": [0.6, 0.8],
         },
@@ -342,7 +344,13 @@ def test_mark_updates_only_records_that_change(store: OpenSearchMemoryStore, rec
     assert (mget.path, mget.body) == ("/memstack-memories/_mget", {"ids": [did("m1"), did("m2"), did("m3")]})
     assert bulk.lines == [
         {"update": {"_index": ALIAS, "_id": did("m1")}},
-        {"doc": {"metadata": {"role": "user", "consolidated": True}}},
+        # The terms filters read change with the metadata, in the same update.
+        {
+            "doc": {
+                "metadata": {"role": "user", "consolidated": True},
+                "metadata_terms": ["consolidated=b:true", "role=s:user"],
+            }
+        },
     ]
 
 
@@ -464,6 +472,46 @@ def test_without_a_session_search_sees_only_user_scope_and_time_filters_use_effe
         },
         {"term": {"scope": "USER"}},
     ]
+
+
+def test_metadata_filters_are_terms_clauses_on_the_typed_metadata_terms(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    filters = MemoryFilters(metadata={"topic": ("food", "travel"), "n": (1.0,), "urgent": (True,)})
+    metadata_clauses = [
+        # One clause per key (AND), any of its values (OR); each value typed, 1.0 written as 1.
+        {"terms": {"metadata_terms": ["topic=s:food", "topic=s:travel"]}},
+        {"terms": {"metadata_terms": ["n=n:1"]}},
+        {"terms": {"metadata_terms": ["urgent=b:true"]}},
+    ]
+    recorder.reply(200, {"took": 1, "responses": [rec.search_answer([]), rec.search_answer([])]})
+    store.hybrid_candidates("t1", "u1", "dinner plans", np.array([0.6, 0.8]), 5, 5, filters)
+    bm25_body, knn_body = recorder.requests[0].lines[1], recorder.requests[0].lines[3]
+    searched = [
+        *OWNER,
+        {"term": {"deleted": False}},
+        {"term": {"is_current": True}},
+        *metadata_clauses,
+        {"term": {"scope": "USER"}},
+    ]
+    assert bm25_body["query"]["bool"]["filter"] == searched
+    assert knn_body["query"]["knn"]["embedding_coarse"]["filter"] == {"bool": {"filter": searched}}
+    recorder.reply(200, rec.search_answer([]))
+    store.list("t1", "u1", filters, 10)
+    listed = recorder.requests[1].body["query"]["bool"]["filter"]
+    assert listed == [*OWNER, {"term": {"deleted": False}}, {"term": {"is_current": True}}, *metadata_clauses]
+
+
+def test_an_index_made_before_metadata_terms_gets_the_field_added(recorder: Recorder) -> None:
+    store, _ = make_store(recorder, ready=False)
+    recorder.reply(200, {"acknowledged": True})  # template
+    recorder.reply(200, {})  # the alias exists: an index made from an older template
+    recorder.reply(200, {"acknowledged": True})  # mapping
+    store.ensure_index()
+    _, check_alias, put_mapping = recorder.requests
+    assert (check_alias.method, check_alias.path) == ("HEAD", "/_alias/memstack-memories")
+    assert (put_mapping.method, put_mapping.path) == ("PUT", "/memstack-memories/_mapping")
+    assert put_mapping.body == {"properties": {"metadata_terms": {"type": "keyword"}}}
 
 
 def test_a_query_without_words_sends_only_the_knn_search(

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import pytest
+
 from tests.api.conftest import Api
 
 
@@ -54,3 +59,96 @@ def test_agent_id_is_not_forgeable_through_metadata(api: Api) -> None:
         "POST", "/v1/memories", body={"user_id": "ann", "messages": message, "metadata": {"agent_id": "x"}}
     )
     assert status == 422 and "reserved" in err["error"]["message"]
+
+
+# --------------------------------------------------------------------- filters on search and list
+def _add(api: Api, content: str, **body: Any) -> None:
+    status, _ = api(
+        "POST",
+        "/v1/memories",
+        body={"user_id": "ann", "infer": False, "messages": [{"role": "user", "content": content}], **body},
+    )
+    assert status == 202
+
+
+def _seed(api: Api) -> None:
+    _add(api, "I booked the train to Porto", agent_id="travel-bot", metadata={"topic": "travel", "n": 1})
+    _add(api, "I booked a table for ramen", agent_id="food-bot", metadata={"topic": "food", "n": "1"})
+    _add(api, "I booked a flight to Osaka", metadata={"topic": "travel", "urgent": True})
+
+
+def _search(api: Api, **body: Any) -> tuple[int, Any]:
+    return api("POST", "/v1/memories/search", body={"user_id": "ann", "query": "booked", **body})
+
+
+def _contents(answer: Any, key: str = "results") -> set[str]:
+    return {m["content"] for m in answer[key]}
+
+
+def test_search_and_list_filter_on_agent_and_metadata(api: Api) -> None:
+    _seed(api)
+    porto, ramen, osaka = (
+        "I booked the train to Porto",
+        "I booked a table for ramen",
+        "I booked a flight to Osaka",
+    )
+    cases: list[tuple[dict[str, Any], set[str]]] = [
+        ({"agent_id": "travel-bot"}, {porto}),
+        ({"filters": {"metadata": {"topic": "travel"}}}, {porto, osaka}),
+        ({"filters": {"metadata": {"topic": {"in": ["food", "music"]}}}}, {ramen}),
+        ({"agent_id": "travel-bot", "filters": {"metadata": {"topic": "food"}}}, set()),
+        ({"filters": {"metadata": {"n": 1.0}}}, {porto}),  # 1.0 is 1; "1" is not
+        ({"filters": {"metadata": {"urgent": True}, "tier": "stm"}}, {osaka}),
+        ({"filters": {"metadata": {}}}, {porto, ramen, osaka}),  # no condition
+    ]
+    for body, want in cases:
+        status, found = _search(api, **body)
+        assert status == 200, found
+        assert _contents(found) == want, body
+        query = {"user_id": "ann"}
+        if "agent_id" in body:
+            query["agent_id"] = body["agent_id"]
+        metadata = body.get("filters", {}).get("metadata")
+        if metadata is not None:
+            query["metadata"] = json.dumps(metadata)
+        status, page = api("GET", "/v1/memories", query=query)
+        assert status == 200, page
+        assert _contents(page, "memories") == want, query
+
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        ({"topic": None}, "null matches nothing"),
+        ({"topic": ["a", "b"]}, 'written {"in": [values]}'),
+        ({"topic": {"eq": "a"}}, "unknown operator 'eq'"),
+        ({"topic": {"in": []}}, '"in" takes a list of 1 to 100 values'),
+        ({"topic": {"in": ["x"] * 101}}, '"in" takes a list of 1 to 100 values'),
+        ({"topic": {"in": [{"a": 1}]}}, "must be a string, number, boolean"),
+        ({"bad key!": "x"}, "should match pattern"),
+        ({f"k{i}": i for i in range(21)}, "at most 20 items"),
+        ({"topic": "x" * 1001}, "at most 1000 characters"),
+    ],
+)
+def test_bad_filters_are_422_naming_the_field(api: Api, metadata: dict[str, Any], message: str) -> None:
+    status, err = _search(api, filters={"metadata": metadata})
+    assert status == 422 and err["error"]["code"] == "validation_error"
+    assert message in err["error"]["message"]
+    assert err["error"]["details"][0]["field"].startswith("filters.metadata")
+    status, err = api("GET", "/v1/memories", query={"user_id": "ann", "metadata": json.dumps(metadata)})
+    assert status == 422 and message in err["error"]["message"], err
+    assert err["error"]["details"][0]["field"].startswith("metadata")
+    assert err["error"]["details"][0]["location"] == "query"
+
+
+def test_list_metadata_that_is_not_json_and_agent_given_twice_are_422(api: Api) -> None:
+    status, err = api("GET", "/v1/memories", query={"user_id": "ann", "metadata": "topic=food"})
+    assert status == 422 and "not JSON" in err["error"]["message"]
+    status, err = api("GET", "/v1/memories", query={"user_id": "ann", "metadata": "[" * 5000})
+    assert status == 422  # too long for the parameter, never a parser crash
+    status, err = api("GET", "/v1/memories", query={"user_id": "ann", "metadata": "[" * 4000})
+    assert status == 422 and "not JSON" in err["error"]["message"]
+    status, err = _search(api, agent_id="a", filters={"metadata": {"agent_id": "b"}})
+    assert status == 422 and "agent_id is given twice" in err["error"]["message"]
+    status, err = _search(api, agent_id="not an id!")
+    assert status == 422 and err["error"]["details"][0]["field"] == "agent_id"

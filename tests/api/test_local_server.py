@@ -151,3 +151,54 @@ def test_async_client_round_trip(live_server: str) -> None:
             assert err.value.code == "not_found"
 
     anyio.run(scenario)
+
+
+def test_clients_filter_on_agent_and_metadata(live_server: str) -> None:
+    import anyio
+    from memstack.client import AsyncMemoryClient
+
+    with MemoryClient(live_server, api_key="acme-key") as client:
+        client.add(
+            "I fly to Osaka in May.", user_id="bo", agent_id="travel", metadata={"trip": "osaka"}, infer=False
+        )
+        client.add(
+            "I fly to Porto in June.",
+            user_id="bo",
+            agent_id="travel",
+            metadata={"trip": "porto"},
+            infer=False,
+        )
+        client.add("I fly kites on Sundays.", user_id="bo", agent_id="hobby", infer=False)
+        hits = client.search("fly", user_id="bo", agent_id="travel", metadata={"trip": {"in": ["porto"]}})
+        assert [h.content for h in hits.results] == ["I fly to Porto in June."]
+        assert hits.results[0].agent_id == "travel"
+        hits = client.search("fly", user_id="bo", filters={"tier": "stm", "metadata": {"trip": "osaka"}})
+        assert [h.content for h in hits.results] == ["I fly to Osaka in May."]
+        page = client.list(user_id="bo", agent_id="hobby")
+        assert [m.content for m in page.memories] == ["I fly kites on Sundays."]
+        every = list(
+            client.iter_memories(user_id="bo", page_size=1, agent_id="travel", metadata={"trip": "porto"})
+        )
+        assert [m.content for m in every] == ["I fly to Porto in June."]
+        with pytest.raises(MemoryApiError) as bad:
+            client.search("fly", user_id="bo", metadata={"trip": ["osaka", "porto"]})
+        assert bad.value.status == 422 and 'written {"in": [values]}' in bad.value.message
+        with pytest.raises(ValueError, match="null matches nothing"):  # JSON would drop it unseen
+            client.list(user_id="bo", metadata={"trip": None})
+
+        # min_score (issue 17's calibrated score) passes through: each result scores at least that.
+        best = client.search("kites", user_id="bo").results[0].score
+        kept = client.search("kites", user_id="bo", min_score=best).results
+        assert kept and all(h.score >= best for h in kept)
+
+    async def scenario() -> None:
+        async with AsyncMemoryClient(live_server, api_key="acme-key") as client:
+            hits = await client.search("fly", user_id="bo", agent_id="hobby")
+            assert [h.content for h in hits.results] == ["I fly kites on Sundays."]
+            assert all(
+                h.score >= 0.5 for h in (await client.search("fly", user_id="bo", min_score=0.5)).results
+            )
+            page = await client.list(user_id="bo", metadata={"trip": {"in": ["osaka", "porto"]}})
+            assert {m.content for m in page.memories} == {"I fly to Osaka in May.", "I fly to Porto in June."}
+
+    anyio.run(scenario)

@@ -304,22 +304,24 @@ def _coarse(text: str) -> np.ndarray:
     return coarse_prefix(EMB.embed([text])[0], COARSE_DIM)
 
 
+def random_record(rng: np.random.Generator, content: str, **kw: Any) -> MemoryRecord:
+    """A record of t1/u1 with a random unit vector (brute-force top-k tests)."""
+    full = rng.normal(size=FULL_DIM).astype(np.float32)
+    full /= np.linalg.norm(full)
+    return MemoryRecord(
+        tenant="t1",
+        user_id="u1",
+        content=content,
+        created_at=T0,
+        embedding_full=full.tolist(),
+        embedding_coarse=coarse_prefix(full, COARSE_DIM).tolist(),
+        **kw,
+    )
+
+
 def test_vector_search_is_the_exact_top_k_of_brute_force(store: Any) -> None:
     rng = np.random.default_rng(11)
-    records = []
-    for i in range(60):
-        full = rng.normal(size=FULL_DIM).astype(np.float32)
-        full /= np.linalg.norm(full)
-        records.append(
-            MemoryRecord(
-                tenant="t1",
-                user_id="u1",
-                content=f"doc {i}",
-                created_at=T0,
-                embedding_full=full.tolist(),
-                embedding_coarse=coarse_prefix(full, COARSE_DIM).tolist(),
-            )
-        )
+    records = [random_record(rng, f"doc {i}") for i in range(60)]
     store.put(records)
     query = coarse_prefix(rng.normal(size=FULL_DIM).astype(np.float32), COARSE_DIM)
     hits = store.vector_search("t1", "u1", query, 10, MemoryFilters())

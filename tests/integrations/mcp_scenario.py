@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcp.client.session import ClientSession
 
 from tests.integrations.mcp_session import failed, ok
@@ -74,3 +76,53 @@ async def check_errors(session: ClientSession, user: dict[str, str]) -> None:
     # The SDK validates arguments against the published schema before the tool runs.
     assert "top_k" in failed(await session.call_tool("search_memories", {"query": "x", "top_k": 0, **user}))
     assert "content" in failed(await session.call_tool("add_memory", {**user}))
+
+
+async def check_filters(session: ClientSession, user: dict[str, str]) -> None:
+    """search_memories and list_memories filter on the agent and on metadata (equality and ``in``)."""
+    for content, agent, topic in [
+        ("I cook risotto on Fridays.", "chef", "food"),
+        ("I bake sourdough bread.", "chef", "baking"),
+        ("I cycle to work.", "coach", "sport"),
+    ]:
+        ok(
+            await session.call_tool(
+                "add_memory",
+                {"content": content, "agent_id": agent, "metadata": {"topic": topic}, "wait": True, **user},
+            )
+        )
+
+    def topics(answer: dict[str, list[dict[str, Any]]], key: str = "results") -> set[str]:
+        """The topics of what came back (the turns, or the memories extracted from them)."""
+        return {m["metadata"].get("topic") for m in answer[key]}
+
+    found = ok(
+        await session.call_tool("search_memories", {"query": "cook", "metadata": {"topic": "food"}, **user})
+    )
+    assert topics(found) == {"food"}
+    found = ok(
+        await session.call_tool(
+            "search_memories",
+            {"query": "bread or bike", "metadata": {"topic": {"in": ["baking", "sport"]}}, **user},
+        )
+    )
+    assert topics(found) == {"baking", "sport"}
+    found = ok(await session.call_tool("search_memories", {"query": "work", "agent_id": "coach", **user}))
+    assert topics(found) == {"sport"} and {r["agent_id"] for r in found["results"]} == {"coach"}
+    page = ok(await session.call_tool("list_memories", {"agent_id": "chef", **user}))
+    assert topics(page, "memories") == {"food", "baking"}
+    page = ok(await session.call_tool("list_memories", {"metadata": {"topic": "sport"}, **user}))
+    assert {m["agent_id"] for m in page["memories"]} == {"coach"}
+    # min_score (a calibrated probability): 1.0 keeps nothing a search can be sure of; the bound is checked.
+    found = ok(await session.call_tool("search_memories", {"query": "cook", "min_score": 1.0, **user}))
+    assert all(r["score"] >= 1.0 for r in found["results"])
+    some = ok(await session.call_tool("search_memories", {"query": "cook", "min_score": 0.0, **user}))
+    assert some["results"]
+    assert "min_score" in failed(
+        await session.call_tool("search_memories", {"query": "x", "min_score": 2, **user})
+    )
+    # A malformed condition is an error result the model can read.
+    bad = failed(
+        await session.call_tool("search_memories", {"query": "I", "metadata": {"topic": {"eq": 1}}, **user})
+    )
+    assert "metadata" in bad

@@ -166,3 +166,21 @@ def test_a_langgraph_react_agent_with_a_scripted_model_uses_the_tools(local_clie
     answers = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
     assert answers[0].startswith("remembered") and "night owl" in answers[1]
     assert out["messages"][-1].content == "You are a night owl."
+
+
+def test_tools_of_an_agent_tag_what_they_remember_and_recall_only_that(local_client: MemoryClient) -> None:
+    from memstack.integrations.langchain_tools import memstack_tools as langchain_tools
+    from memstack.integrations.strands_tools import memstack_tools as strands_tools
+
+    travel_remember, travel_recall = strands_tools(local_client, user_id="ann", agent_id="travel")
+    food_remember, food_recall = langchain_tools(local_client, user_id="ann", agent_id="food")
+    shared_recall = strands_tools(local_client, user_id="ann")[1]
+    assert travel_remember(content="I always book a window seat.").startswith("remembered")
+    assert food_remember.invoke({"content": "I always book a table by the window."}).startswith("remembered")
+    assert "window seat" in travel_recall(query="window") and "table" not in travel_recall(query="window")
+    food = food_recall.invoke({"query": "window"})
+    assert "table by the window" in food and "seat" not in food
+    shared = shared_recall(query="window")  # no agent: every agent's memories
+    assert "window seat" in shared and "table by the window" in shared
+    listed = local_client.list(user_id="ann", agent_id="travel").memories
+    assert listed and {m.agent_id for m in listed} == {"travel"}

@@ -149,3 +149,21 @@ def test_a_graph_remembers_across_threads(store: MemstackStore) -> None:
     assert out["recalled"] == ["Lisbon"]
     latest = store.get(("memories", "ann"), "last-said")
     assert latest.value == {"content": "Lisbon"}
+
+
+def test_an_equality_filter_is_applied_by_memstack_before_ranking(
+    store: MemstackStore, local_client: MemoryClient
+) -> None:
+    """With a query and a filter, the match is found even when 100+ unfiltered items rank above it."""
+    for i in range(105):
+        store.put(ANN, f"tea-{i}", {"content": f"Ann drinks green tea number {i}", "source": "chat"})
+    store.put(ANN, "quiet", {"content": "Ann likes quiet evenings", "source": "form", "mood": "calm"})
+    found = store.search(ANN, query="green tea", filter={"source": "form"}, limit=3)
+    assert [i.key for i in found] == ["quiet"]
+    found = store.search(ANN, query="green tea", filter={"source": {"$eq": "form"}, "mood": "calm"})
+    assert [i.key for i in found] == ["quiet"]
+    # A filter memstack cannot express (here: not equal) is still applied, by LangGraph's own rules.
+    assert store.search(ANN, query="quiet", filter={"source": {"$ne": "chat"}}, limit=1)[0].key == "quiet"
+    # The string fields ride as filterable metadata of the memory itself.
+    quiet = local_client.list(user_id="ann", metadata={"lg.mood": "calm"}).memories
+    assert [m.content for m in quiet] == ["Ann likes quiet evenings"]

@@ -6,7 +6,7 @@ import anyio
 import requests
 
 from tests.integrations.conftest import LiveServer
-from tests.integrations.mcp_scenario import check_errors, check_tool_list, walk_every_tool
+from tests.integrations.mcp_scenario import check_errors, check_filters, check_tool_list, walk_every_tool
 from tests.integrations.mcp_session import http_session, ok
 
 
@@ -16,6 +16,7 @@ def test_every_tool_over_streamable_http(mcp_server: LiveServer) -> None:
             await check_tool_list(session, erase=True)
             await walk_every_tool(session, {"user_id": "ann"})
             await check_errors(session, {"user_id": "ann"})
+            await check_filters(session, {"user_id": "ann"})
 
     anyio.run(scenario)
     # What the tools wrote belongs to the caller's tenant (acme), as if written over REST.

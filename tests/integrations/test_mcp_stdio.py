@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 
-from tests.integrations.mcp_scenario import check_errors, check_tool_list, walk_every_tool
+from tests.integrations.mcp_scenario import check_errors, check_filters, check_tool_list, walk_every_tool
 from tests.integrations.mcp_session import failed, ok, stdio_session
 
 
@@ -25,6 +25,7 @@ def test_stdio_server_with_a_configured_user_serves_every_tool(tmp_path: Path) -
             await check_tool_list(session, erase=True)
             await walk_every_tool(session, {})
             await check_errors(session, {})
+            await check_filters(session, {})
             # Bound to ann: another user is refused, and so is erasing anyone else.
             assert "forbidden" in failed(await session.call_tool("list_memories", {"user_id": "bob"}))
             assert "forbidden" in failed(await session.call_tool("erase_user", {"user_id": "bob"}))

@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from memstack.settings import Settings, load_settings
 from moto import mock_aws
 
 REGION = "us-east-1"
@@ -52,6 +53,18 @@ def aws() -> Iterator[Aws]:
             KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
         )
         yield Aws(sqs, ddb, urls, dlqs, arns)
+
+
+def sqs_settings(data_dir: Any, aws: Aws, **overrides: Any) -> Settings:
+    """Settings of a service on these queues (hashing embedder), with ``overrides``."""
+    return load_settings(
+        data_dir=data_dir,
+        embedder="hashing",
+        queue_backend="sqs",
+        extraction_queue_url=aws.urls["extract"],
+        consolidation_queue_url=aws.urls["consolidate"],
+        **overrides,
+    )
 
 
 def receive_all(sqs: Any, url: str) -> list[dict[str, Any]]:

@@ -17,7 +17,6 @@ from memstack.factory import build_service
 from memstack.models import MemoryFilters, Message, Tier
 from memstack.ports.queue import Job
 from memstack.service import MemoryService
-from memstack.settings import load_settings
 from memstack.workers.sqs import JobWorker
 
 from tests.consolidation.conftest import NOW, TURNS, conversation
@@ -28,6 +27,7 @@ from tests.queue.conftest import (
     FakeLambdaContext,
     receive_all,
     sqs_event,
+    sqs_settings,
 )
 
 T = "acme"
@@ -36,14 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def svc(aws: Aws, tmp_path: Path) -> Iterator[MemoryService]:
-    settings = load_settings(
-        data_dir=tmp_path / "data",
-        embedder="hashing",
-        queue_backend="sqs",
-        extraction_queue_url=aws.urls["extract"],
-        consolidation_queue_url=aws.urls["consolidate"],
-    )
-    service = build_service(settings, sqs=aws.sqs)
+    service = build_service(sqs_settings(tmp_path / "data", aws), sqs=aws.sqs)
     yield service
     service.close()
 

@@ -9,6 +9,7 @@ filtered in SQL for BM25 (the layout before the per-user index).
 from __future__ import annotations
 
 import itertools
+import json
 import sqlite3
 import tempfile
 from datetime import UTC, datetime, timedelta
@@ -23,11 +24,11 @@ from memstack.adapters.embedded import fts
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.rows import filter_sql
 from memstack.adapters.embedded.store import EmbeddedMemoryStore
-from memstack.domain import versions
+from memstack.domain import metadata_filter, versions
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, ScoredId, Tier
 from memstack.ports.store import pinned
 
-from ..strategies import memory_filters
+from ..strategies import memory_filters, metadata_of
 
 DIM = 8
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -56,16 +57,26 @@ def _record(rng: np.random.Generator, tenant: str, user: str, i: int) -> MemoryR
         event_time=T0 + timedelta(days=int(rng.integers(0, 40))) if rng.random() < 0.5 else None,
         embedding_full=vec,
         embedding_coarse=vec,
+        metadata=metadata_of(rng),
     )
+
+
+def _no_metadata(f: MemoryFilters) -> MemoryFilters:
+    """The filters in SQL; metadata is checked in Python, from each row's stored JSON."""
+    return f.model_copy(update={"metadata": None})
 
 
 def _brute_vector(db: Database, tenant: str, user: str, q: np.ndarray, k: int, f: MemoryFilters) -> list[Any]:
-    where, params = filter_sql(f, search=True)
+    where, params = filter_sql(_no_metadata(f), search=True)
     rows = db.read().execute(
-        f"SELECT m.id, m.emb_coarse FROM memories m WHERE m.tenant = ? AND m.user_id = ?{where}",
+        f"SELECT m.id, m.emb_coarse, m.metadata FROM memories m WHERE m.tenant = ? AND m.user_id = ?{where}",
         (tenant, user, *params),
     )
-    scored = [(row[0], float(np.frombuffer(row[1], dtype=np.float32) @ q)) for row in rows]
+    scored = [
+        (row[0], float(np.frombuffer(row[1], dtype=np.float32) @ q))
+        for row in rows
+        if metadata_filter.matches(json.loads(row[2]), f.metadata)
+    ]
     return sorted(scored, key=lambda s: -s[1])[:k]
 
 
@@ -77,13 +88,17 @@ def _brute_bm25(db: Database, tenant: str, user: str, query: str, k: int, f: Mem
     match = fts.match_expression(fts.owner_prefix(uid[0]), query) if uid else None
     if match is None:
         return []
-    where, params = filter_sql(f, search=True)
+    where, params = filter_sql(_no_metadata(f), search=True)
     rows = conn.execute(
-        "SELECT m.id, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND m.tenant = ? AND m.user_id = ?{where} ORDER BY 2 LIMIT ?",
-        (match, tenant, user, *params, k),
+        "SELECT m.id, bm25(memories_fts), m.metadata FROM memories_fts "
+        "JOIN memories m ON m.rid = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND m.tenant = ? AND m.user_id = ?{where} ORDER BY 2",
+        (match, tenant, user, *params),
     )
-    return [(row[0], -float(row[1])) for row in rows]
+    kept = [
+        (row[0], -float(row[1])) for row in rows if metadata_filter.matches(json.loads(row[2]), f.metadata)
+    ]
+    return kept[:k]
 
 
 def assert_same_top_k(got: list[ScoredId], expected: list[tuple[str, float]]) -> None:
@@ -118,7 +133,8 @@ def _apply(
     elif op == "erase":
         store.erase_user(tenant, user)
     elif op == "mark":
-        store.mark(tenant, user, [current[0].id], consolidated=True)
+        # Both a new key and a changed value of a key filters ask about.
+        store.mark(tenant, user, [current[0].id], consolidated=True, n=str(rng.choice(["food", "1"])))
     else:
         old = current[int(rng.integers(0, len(current)))]
         text = " ".join(rng.choice(WORDS, size=3))

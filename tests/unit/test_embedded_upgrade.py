@@ -98,3 +98,29 @@ def test_a_round_one_file_is_upgraded_and_searches_as_before(tmp_path: Path) -> 
         assert {h.id for h in again.bm25_search("t1", "u1", "Biscuit", 10, MemoryFilters())} == {"a", "e"}
     finally:
         again.close()
+
+
+def test_a_file_from_before_metadata_filters_gets_its_terms_from_the_stored_metadata(tmp_path: Path) -> None:
+    path = tmp_path / "memstack.sqlite3"
+    _round_one_file(path)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE memories SET metadata = ? WHERE id = 'c'", (json.dumps({"city": "Osaka", "n": 1}),))
+    conn.execute("UPDATE memories SET metadata = ? WHERE id = 'd'", (json.dumps({"city": "Osaka"}),))
+    conn.commit()
+    conn.close()
+    osaka = MemoryFilters(metadata={"city": ("Osaka",)})
+    store = EmbeddedMemoryStore(Database(path))
+    try:
+        assert [r.id for r in store.list("t1", "u1", osaka, 10)[0]] == ["c"]
+        assert [r.id for r in store.list("t1", "u2", osaka, 10)[0]] == ["d"]
+        q = np.array([0.0, 0.0, 0.0, 1.0], dtype=np.float32)
+        assert [h.id for h in store.vector_search("t1", "u1", q, 10, osaka)] == ["c"]
+        # A file of this layout whose table went missing (written before it existed) is filled again.
+        store.db.read().execute("DROP TABLE memory_terms")
+    finally:
+        store.close()
+    again = EmbeddedMemoryStore(Database(path))
+    try:
+        assert [r.id for r in again.list("t1", "u1", MemoryFilters(metadata={"n": (1.0,)}), 10)[0]] == ["c"]
+    finally:
+        again.close()

@@ -19,6 +19,8 @@ export type { components, paths } from "./schema.js";
 export type Schemas = components["schemas"];
 export type Memory = Schemas["Memory"];
 export type SearchResult = Schemas["SearchResultItem"];
+/** `{ topic: "food" }` (equality) or `{ topic: { in: ["food", "travel"] } }` (any of them); every key must match. */
+export type MetadataFilter = NonNullable<NonNullable<Schemas["SearchFilters"]["metadata"]>>;
 
 export interface MemstackOptions {
   baseUrl: string;
@@ -128,6 +130,8 @@ type Body<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends
   : never;
 type Query<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends { parameters: { query?: infer Q } } ? NonNullable<Q> : never;
 
+type ListQuery = Omit<Query<"/v1/memories", "get">, "metadata"> & { metadata?: MetadataFilter };
+
 export class MemstackClient {
   /** The generated, fully typed openapi-fetch client (every route, every field). */
   readonly api: Client<paths>;
@@ -160,8 +164,11 @@ export class MemstackClient {
     return unwrap(this.api.POST("/v1/memories/search", { body }));
   }
 
-  list(query: Query<"/v1/memories", "get">) {
-    return unwrap(this.api.GET("/v1/memories", { params: { query } }));
+  /** `metadata` is the same filter object as a search's `filters.metadata` (sent as JSON text). */
+  list(query: ListQuery) {
+    const { metadata, ...rest } = query;
+    const params = { query: { ...rest, ...(metadata ? { metadata: JSON.stringify(metadata) } : {}) } };
+    return unwrap(this.api.GET("/v1/memories", { params }));
   }
 
   get(memoryId: string, userId: string) {

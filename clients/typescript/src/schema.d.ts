@@ -403,6 +403,17 @@ export interface components {
              */
             timestamp?: string | null;
         };
+        /**
+         * MetadataIn
+         * @description A condition met by any of these values: ``{"in": ["food", "travel"]}``.
+         */
+        MetadataIn: {
+            /**
+             * In
+             * @description the key holds any of these values
+             */
+            in: (string | number | boolean)[];
+        };
         /** PutKeyedMemoryRequest */
         PutKeyedMemoryRequest: {
             /** User Id */
@@ -451,6 +462,10 @@ export interface components {
             after?: string | null;
             /** Before */
             before?: string | null;
+            /** Metadata */
+            metadata?: {
+                [key: string]: string | number | boolean | components["schemas"]["MetadataIn"];
+            } | null;
         };
         /** SearchMemoriesRequest */
         SearchMemoriesRequest: {
@@ -463,6 +478,11 @@ export interface components {
             run_id?: string | null;
             /** User Id */
             user_id: string;
+            /**
+             * Agent Id
+             * @description only memories of this agent (from messages added with this agent_id)
+             */
+            agent_id?: string | null;
             /** Query */
             query: string;
             /**
@@ -1098,6 +1118,10 @@ export interface operations {
                 session_id?: string | null;
                 /** @description an alias of session_id */
                 run_id?: string | null;
+                /** @description only memories of this agent (from messages added with this agent_id) */
+                agent_id?: string | null;
+                /** @description a metadata filter as JSON, as in search: {"topic":"food"} (equality), {"topic":{"in":["food","travel"]}} (any of them); every key must match */
+                metadata?: string | null;
             };
             header?: never;
             path?: never;
@@ -1326,6 +1350,15 @@ export interface operations {
             };
             /** @description missing or unknown credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a concurrent change won; retry */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

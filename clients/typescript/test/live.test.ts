@@ -89,6 +89,30 @@ test("every route, typed, against the live server", async () => {
   assert.deepEqual((await memstack.list({ user_id: "ann" })).memories, []);
 });
 
+test("search and list filter on the agent and on metadata", async () => {
+  const memstack = new MemstackClient({ baseUrl, apiKey: "ts-key" });
+  const say = (content: string, agent_id: string, topic: string) =>
+    memstack.add({ user_id: "cy", agent_id, infer: false, metadata: { topic }, messages: [{ role: "user", content }] });
+  await say("I fly to Osaka in May.", "travel", "trip");
+  await say("I cook ramen on Fridays.", "chef", "food");
+  await say("I bake bread on Sundays.", "chef", "baking");
+
+  const trips = await memstack.search({ user_id: "cy", query: "I", agent_id: "travel" });
+  assert.deepEqual(trips.results.map((r) => r.content), ["I fly to Osaka in May."]);
+  assert.equal(trips.results[0]!.agent_id, "travel");
+  const cooking = await memstack.search({ user_id: "cy", query: "I", filters: { metadata: { topic: { in: ["food", "baking"] } } } });
+  assert.deepEqual(new Set(cooking.results.map((r) => r.content)), new Set(["I cook ramen on Fridays.", "I bake bread on Sundays."]));
+  const listed = await memstack.list({ user_id: "cy", agent_id: "chef", metadata: { topic: "baking" } });
+  assert.deepEqual(listed.memories.map((m) => m.content), ["I bake bread on Sundays."]);
+  const best = (await memstack.search({ user_id: "cy", query: "ramen" })).results[0]!.score;
+  const kept = await memstack.search({ user_id: "cy", query: "ramen", min_score: best });
+  assert.ok(kept.results.length > 0 && kept.results.every((r) => r.score >= best));
+  await assert.rejects(
+    memstack.search({ user_id: "cy", query: "I", filters: { metadata: { topic: { in: [] } } } }),
+    (e: unknown) => e instanceof MemstackApiError && e.status === 422 && e.message.includes('"in" takes a list'),
+  );
+});
+
 test("errors carry the API's code, and tenants stay apart", async () => {
   const ts = new MemstackClient({ baseUrl, apiKey: "ts-key" });
   const other = new MemstackClient({ baseUrl, apiKey: "other-key" });

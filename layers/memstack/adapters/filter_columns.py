@@ -7,16 +7,22 @@ is the embedded store's ``filter_sql`` (and DynamoDB's ``items.matches``):
 tombstones never match, superseded versions only when asked, and a search
 shows CONTEXT memories only inside their own session. Tests hold the three to
 the same answers on every filter.
+
+Metadata filters are not columns (a user's keys are open-ended): each store
+says which rows hold a metadata term (``RowsWithTerms``, from its own term
+index) and ``metadata_mask`` combines them, so only a search that asks for
+metadata pays anything for it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from memstack.domain.metadata_filter import MetadataConditions, wanted_terms
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
 
 TIERS: tuple[str, ...] = tuple(str(t) for t in Tier)
@@ -24,6 +30,9 @@ KINDS: tuple[str, ...] = tuple(str(k) for k in Kind)
 CATEGORIES: tuple[str, ...] = tuple(str(c) for c in Category)
 #: the code of an absent category or session
 NONE = -1
+
+#: the rows (positions) holding any of the given metadata terms
+RowsWithTerms = Callable[[list[str]], np.ndarray]
 
 
 def _codes(values: Sequence[str | None], vocabulary: Sequence[str]) -> np.ndarray:
@@ -106,8 +115,14 @@ class FilterColumns:
     def __len__(self) -> int:
         return len(self.current)
 
-    def mask(self, filters: MemoryFilters, *, search: bool = True) -> np.ndarray:
-        """True for every row ``filters`` lets through (``filter_sql``'s rule, all rows at once)."""
+    def mask(
+        self, filters: MemoryFilters, *, search: bool = True, rows_with: RowsWithTerms | None = None
+    ) -> np.ndarray:
+        """True for every row ``filters`` lets through (``filter_sql``'s rule, all rows at once).
+
+        A filter on metadata needs ``rows_with``, the store's term lookup; without one
+        it is an error, never silently ignored.
+        """
         keep = ~self.deleted
         if not filters.include_superseded:
             keep &= self.current
@@ -129,4 +144,18 @@ class FilterColumns:
             keep &= self.user_scope | own_session
         elif search:
             keep &= self.user_scope
+        if filters.metadata:
+            if rows_with is None:
+                raise ValueError("a metadata filter needs the store's term lookup (rows_with)")
+            keep &= metadata_mask(len(self), filters.metadata, rows_with)
         return keep
+
+
+def metadata_mask(size: int, conditions: MetadataConditions, rows_with: RowsWithTerms) -> np.ndarray:
+    """True for the rows satisfying every condition (``domain.metadata_filter``'s rule)."""
+    keep = np.ones(size, dtype=bool)
+    for key, values in conditions.items():
+        hit = np.zeros(size, dtype=bool)
+        hit[rows_with(wanted_terms(key, values))] = True
+        keep &= hit
+    return keep

@@ -16,9 +16,11 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
+    IdempotencyPersistenceLayerError,
     IdempotencyValidationError,
 )
 
+from memstack.adapters.aws_errors import as_dependency_failure
 from memstack.errors import MemstackError
 
 logger = Logger(service="memstack-api", child=True)
@@ -139,9 +141,23 @@ def install_error_handlers(app: APIGatewayRestResolver) -> None:
             return answer
         return error_response(404, "not_found", f"no route {event.http_method} {event.path}")
 
+    @app.exception_handler(IdempotencyPersistenceLayerError)
+    def _idempotency_store_down(exc: IdempotencyPersistenceLayerError) -> Response:
+        logger.error("idempotency store failed", extra={"error": type(exc).__name__})
+        return error_response(
+            503,
+            "dependency_failed",
+            "the idempotency store failed; retry shortly (a retry stores nothing twice)",
+        )
+
     @app.exception_handler(Exception)
     def _unexpected(exc: Exception) -> Response:
-        # A bug or an outage, never the caller's input: log it whole, answer without internals.
+        # An AWS SDK error an adapter let through is still an outage (503), not a bug.
+        failure = as_dependency_failure("an AWS service", exc)
+        if failure is not None:
+            logger.error("dependency failed", extra={"code": failure.code, "error": failure.message})
+            return error_response(failure.status, failure.code, failure.message)
+        # A bug, never the caller's input: log it whole, answer without internals.
         logger.exception("unhandled error")
         return error_response(500, "internal_error", "the server failed to handle this request")
 

@@ -15,6 +15,7 @@ a silent replay of the first answer.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +33,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
 from memstack.adapters.embedded.database import Database
+from memstack.domain.erasure import erasure_key
 from memstack.settings import Settings
 
 NAMESPACE = "idempotency"
@@ -43,6 +45,26 @@ class SqlitePersistenceLayer(BasePersistenceLayer):
     def __init__(self, db: Database) -> None:
         super().__init__()
         self.db = db
+        # The owner of the request being recorded (a hash of tenant and user), for erase_user.
+        self._owner = threading.local()
+
+    def save_inprogress(self, data: dict[str, Any], remaining_time_in_millis: int | None = None) -> None:
+        self._owner.key = _owner_key(data)
+        super().save_inprogress(data, remaining_time_in_millis)
+
+    def save_success(self, data: dict[str, Any], result: dict) -> None:
+        self._owner.key = _owner_key(data)
+        super().save_success(data, result)
+
+    def erase_user(self, tenant: str, user_id: str) -> int:
+        """Forget every recorded request of the user (their answers list the user's message ids)."""
+        with self.db.write() as conn:
+            return int(
+                conn.execute(
+                    "DELETE FROM kv WHERE namespace = ? AND json_extract(value, '$.owner') = ?",
+                    (NAMESPACE, erasure_key(tenant, user_id)),
+                ).rowcount
+            )
 
     @staticmethod
     def _to_record(key: str, value: str) -> DataRecord:
@@ -56,10 +78,10 @@ class SqlitePersistenceLayer(BasePersistenceLayer):
             payload_hash=data.get("payload_hash", ""),
         )
 
-    @staticmethod
-    def _to_value(record: DataRecord) -> str:
+    def _to_value(self, record: DataRecord) -> str:
         return json.dumps(
             {
+                "owner": getattr(self._owner, "key", None),
                 "status": record.status,
                 "expiry": record.expiry_timestamp,
                 "in_progress_expiry": record.in_progress_expiry_timestamp,
@@ -126,6 +148,14 @@ class SqlitePersistenceLayer(BasePersistenceLayer):
             conn.execute(
                 "DELETE FROM kv WHERE namespace = ? AND key = ?", (NAMESPACE, data_record.idempotency_key)
             )
+
+
+def _owner_key(data: dict[str, Any]) -> str | None:
+    """``erasure_key`` of the add request ``data`` ({"tenant", "key", "body": {"user_id", ...}})."""
+    body = data.get("body") if isinstance(data, dict) else None
+    if not isinstance(body, dict) or "tenant" not in data or "user_id" not in body:
+        return None
+    return erasure_key(str(data["tenant"]), str(body["user_id"]))
 
 
 def build_persistence(

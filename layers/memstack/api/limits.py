@@ -7,11 +7,17 @@ it; all violations are reported at once.
 from __future__ import annotations
 
 import base64
+import re
+from datetime import datetime
 from typing import Any
 
 from memstack.api.schemas import AddMemoriesRequest, SearchMemoriesRequest, UpdateMemoryRequest
 from memstack.errors import BadRequest, PayloadTooLarge, ValidationFailed
+from memstack.factory import time_bounds
 from memstack.settings import Settings
+
+# A JSON string (escapes included) or one bracket: what the depth scan steps over.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 class MalformedBody(BadRequest):
@@ -31,13 +37,34 @@ def _raise_if(problems: list[dict[str, Any]]) -> None:
         raise ValidationFailed(f"{first['field']}: {first['message']}{more}", problems)
 
 
+def json_depth_exceeds(text: str, limit: int) -> bool:
+    """True when JSON ``text`` nests more than ``limit`` deep (brackets inside strings do not count).
+
+    Checked before the body is parsed: a parser (and pydantic after it) recurses
+    once per level, so 1,000 levels would end in ``RecursionError``.
+    """
+    if text.count("[") + text.count("{") <= limit:  # the common case, at C speed
+        return False
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text):
+        bracket = token.group(0)
+        if bracket in ("[", "{"):
+            depth += 1
+            if depth > limit:
+                return True
+        elif bracket in ("]", "}"):
+            depth -= 1
+    return False
+
+
 def check_body_size(body: str | None, is_base64: bool, settings: Settings) -> None:
-    """The body fits the limit and, when API Gateway passed it base64-encoded, decodes to UTF-8."""
+    """The body fits the size and nesting limits and, when API Gateway passed it base64-encoded, is UTF-8."""
     if body is None:
         return
+    text = body
     if is_base64:
         try:
-            base64.b64decode(body.encode("ascii"), validate=True).decode("utf-8")
+            text = base64.b64decode(body.encode("ascii"), validate=True).decode("utf-8")
         except (ValueError, UnicodeError) as exc:
             raise MalformedBody(
                 "the request body is not UTF-8 encoded JSON",
@@ -56,6 +83,14 @@ def check_body_size(body: str | None, is_base64: bool, settings: Settings) -> No
                 }
             ],
         )
+    if json_depth_exceeds(text, settings.max_json_depth):
+        _raise_if([_problem("body", f"JSON may nest at most {settings.max_json_depth} levels deep")])
+
+
+def check_times(settings: Settings, location: str, **values: datetime | None) -> None:
+    """Every given time (keyword = field name, ``filters__after`` = ``filters.after``) is in range."""
+    named = [(name.replace("__", "."), value) for name, value in values.items()]
+    time_bounds(settings).check(named, location)
 
 
 def check_add(req: AddMemoriesRequest, settings: Settings) -> None:
@@ -97,6 +132,14 @@ def check_search(req: SearchMemoriesRequest, settings: Settings) -> None:
         )
     if req.top_k > settings.max_top_k:
         problems.append(_problem("top_k", f"must be between 1 and {settings.max_top_k}, got {req.top_k}"))
+    f = req.filters
+    problems += time_bounds(settings).problems(
+        [
+            ("reference_time", req.reference_time),
+            ("filters.after", f.after if f else None),
+            ("filters.before", f.before if f else None),
+        ]
+    )
     _raise_if(problems)
 
 

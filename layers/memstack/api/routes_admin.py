@@ -16,6 +16,8 @@ from memstack.api.schemas import (
     EraseUserResponse,
     HealthResponse,
 )
+from memstack.domain.consolidation.job import BUSY
+from memstack.errors import Conflict
 
 if TYPE_CHECKING:
     from memstack.api.app import ApiDeps, MemstackResolver
@@ -37,7 +39,13 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         },
     )
     def erase_user(user_id: Annotated[str, Path(min_length=1, max_length=128, pattern=ID_PATTERN)]):
-        counts = service.erase_user(app.tenant(), user_id)
+        tenant = app.tenant()
+        counts = service.erase_user(tenant, user_id)
+        # Recorded Idempotency-Key answers list the user's message ids: they go too (where the
+        # store can find them by user; Powertools' DynamoDB records expire with their TTL).
+        forget = getattr(deps.persistence, "erase_user", None)
+        if forget is not None:
+            counts["idempotency"] = forget(tenant, user_id)
         return json_response(200, {"user_id": user_id, "erased": counts})
 
     @app.post(
@@ -53,11 +61,15 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
                 "description": "enqueued (sync=false)",
                 "content": {"application/json": {"model": ConsolidationResponse}},
             },
-            **error_responses(400, 401, 413, 422),
+            **error_responses(400, 401, 409, 413, 422),
         },
     )
     def consolidate(body: Annotated[ConsolidationRequest, Body()]):
         report = service.consolidate(app.tenant(), body.user_id, sync=body.sync)
+        if report["status"] == BUSY:
+            raise Conflict(
+                f"a consolidation of user {body.user_id} is already running; retry when it has finished"
+            )
         # The tenant is the caller's own; answers never echo it (ids and counts only).
         report = {k: v for k, v in report.items() if k != "tenant"}
         answer = ConsolidationResponse.model_validate({**report, "user_id": body.user_id})

@@ -15,10 +15,12 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Pat
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memstack.api.errors import error_responses
+from memstack.api.filters import conditions, metadata_query
 from memstack.api.idempotency import make_idempotent
-from memstack.api.limits import check_add, check_update
+from memstack.api.limits import check_add, check_times, check_update
 from memstack.api.responses import json_response as _json
 from memstack.api.schemas import (
+    AGENT_FILTER,
     ID_PATTERN,
     AddMemoriesRequest,
     AddMemoriesResponse,
@@ -49,6 +51,8 @@ LIST_PARAMS = frozenset(
         "before",
         "session_id",
         "run_id",
+        "agent_id",
+        "metadata",
     }
 )
 MAX_LIST_LIMIT = 1000
@@ -109,7 +113,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             # The agent rides in the metadata, which every store keeps and extraction carries on.
             metadata={**(req.metadata or {}), **({"agent_id": req.agent_id} if req.agent_id else {})} or None,
         )
-        status = "processed" if req.sync and result.drained else "queued" if result.queued else "stored"
+        status = "processed" if result.processed else "queued" if result.queued else "stored"
         # Newly stored only: an idempotent replay or a resent id is not new traffic.
         deps.metrics.add_metric(name="MessagesIngested", unit=MetricUnit.Count, value=len(result.stored))
         return AddMemoriesResponse(
@@ -183,8 +187,20 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         run_id: Annotated[
             str | None, Query(max_length=128, pattern=ID_PATTERN, description="an alias of session_id")
         ] = None,
+        agent_id: Annotated[
+            str | None, Query(max_length=128, pattern=ID_PATTERN, description=AGENT_FILTER)
+        ] = None,
+        metadata: Annotated[
+            str | None,
+            Query(
+                max_length=8192,
+                description='a metadata filter as JSON, as in search: {"topic":"food"} (equality), '
+                '{"topic":{"in":["food","travel"]}} (any of them); every key must match',
+            ),
+        ] = None,
     ):
         reject_unknown_query(app, LIST_PARAMS)
+        check_times(settings, "query", after=after, before=before)
         if session_id and run_id and session_id != run_id:
             raise ValidationFailed("run_id is an alias of session_id: send one of them (or the same value)")
         session_id = session_id or run_id
@@ -196,6 +212,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             session_id=session_id,
             after=aware(after, settings.timezone),
             before=aware(before, settings.timezone),
+            metadata=conditions(metadata_query(metadata), agent_id, field="metadata"),
         )
         records, next_cursor = service.list(app.tenant(), user_id, filters, limit, cursor or None)
         return _json(200, {"memories": [memory_out(r) for r in records], "next_cursor": next_cursor})

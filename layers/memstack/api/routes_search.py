@@ -9,6 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memstack.api.errors import error_responses
+from memstack.api.filters import conditions
 from memstack.api.limits import check_search
 from memstack.api.responses import json_response
 from memstack.api.routes_memories import aware, memory_out
@@ -41,6 +42,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         f = body.filters
         filters = MemoryFilters(
             session_id=body.session_id,
+            metadata=conditions(f.metadata if f else None, body.agent_id, field="filters.metadata"),
             **(
                 {}
                 if f is None

@@ -81,6 +81,64 @@ MetadataValue = Annotated[
     PlainValidator(_metadata_value, json_schema_input_type=str | int | float | bool | None),
 ]
 
+#: how many keys one metadata filter may test, and how many values one ``in`` may list
+MAX_FILTER_KEYS = 20
+MAX_IN_VALUES = 100
+_CONDITION_SHAPE = 'a condition is a value (equality) or {"in": [values]} (any of them)'
+
+
+def _filter_value(value: Any) -> str | int | float | bool:
+    if value is None:
+        raise ValueError("null matches nothing: filter on a string, number or boolean")
+    out = _metadata_value(value)
+    assert out is not None
+    return out
+
+
+def _metadata_condition(value: Any) -> tuple[str | int | float | bool, ...]:
+    """One key's condition as the values it may hold: ``v`` is ``(v,)``, ``{"in": [a, b]}`` is ``(a, b)``."""
+    if isinstance(value, dict):
+        if set(value) != {"in"}:
+            unknown = sorted(set(value) - {"in"})
+            raise ValueError(
+                f"unknown operator {unknown[0]!r}: {_CONDITION_SHAPE}" if unknown else _CONDITION_SHAPE
+            )
+        values = value["in"]
+        if not isinstance(values, list) or not 1 <= len(values) <= MAX_IN_VALUES:
+            raise ValueError(f'"in" takes a list of 1 to {MAX_IN_VALUES} values')
+        return tuple(_filter_value(v) for v in values)
+    if isinstance(value, list):
+        raise ValueError('a list of values is written {"in": [values]}')
+    return (_filter_value(value),)
+
+
+class MetadataIn(BaseModel):
+    """A condition met by any of these values: ``{"in": ["food", "travel"]}``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    in_: list[str | int | float | bool] = Field(
+        alias="in", min_length=1, max_length=MAX_IN_VALUES, description="the key holds any of these values"
+    )
+
+
+#: key -> condition; every key must match. Values compare as JSON values do ("1", 1 and true differ).
+MetadataFilter = Annotated[
+    dict[
+        MetadataKey,
+        Annotated[
+            tuple[str | int | float | bool, ...],
+            PlainValidator(_metadata_condition, json_schema_input_type=str | int | float | bool | MetadataIn),
+        ],
+    ],
+    Field(
+        max_length=MAX_FILTER_KEYS,
+        description='memories whose metadata holds these values: {"topic": "food"} (equality), '
+        '{"topic": {"in": ["food", "travel"]}} (any of them); every key must match',
+    ),
+]
+
+
 # Keys the system itself writes into a record's metadata; a caller may not forge them.
 RESERVED_METADATA_KEYS = frozenset({"role", "consolidated", "edited", "key", "agent_id"})
 
@@ -148,10 +206,15 @@ class SearchFilters(Strict):
     tier: Tier | None = None
     after: datetime | None = None
     before: datetime | None = None
+    metadata: MetadataFilter | None = None
+
+
+AGENT_FILTER = "only memories of this agent (from messages added with this agent_id)"
 
 
 class SearchMemoriesRequest(RunIdAlias):
     user_id: IdStr
+    agent_id: IdStr | None = Field(None, description=AGENT_FILTER)
     query: Text
     top_k: StrictInt = Field(10, ge=1)
     filters: SearchFilters | None = None

@@ -23,6 +23,8 @@ from memstack.cli.app import (
 from memstack.models import Message, Scope
 
 BATCH = 32
+# --sync waits this long per batch for its extraction (the API waits MEMSTACK_SYNC_TIMEOUT_SECONDS).
+SYNC_WAIT = 900.0
 
 
 def read_messages(stream: TextIO, source: str, timezone: str = "UTC") -> list[Message]:
@@ -86,7 +88,16 @@ def ingest(
             task = progress.add_task("ingest", total=len(messages))
             for start in range(0, len(messages), BATCH):
                 batch = messages[start : start + BATCH]
-                result = service.add(t, user, batch, session_id=session, scope=scope, infer=infer, sync=sync)
+                result = service.add(
+                    t,
+                    user,
+                    batch,
+                    session_id=session,
+                    scope=scope,
+                    infer=infer,
+                    sync=sync,
+                    sync_timeout=SYNC_WAIT,
+                )
                 accepted += result.accepted
                 stored += len(result.stored)
                 queued += result.queued

@@ -20,18 +20,27 @@ if TYPE_CHECKING:
     from memstack.integrations.toolkit import MemoryToolkit
 
 
-def _remote_toolkit(url: str, api_key: str | None, aws_region: str | None, user: str | None) -> MemoryToolkit:
+def _remote_toolkit(
+    url: str, api_key: str | None, aws_region: str | None, user: str | None, agent: str | None
+) -> MemoryToolkit:
     from memstack.client import MemoryClient
     from memstack.integrations.toolkit import MemoryToolkit
 
     if not api_key and not aws_region:
         raise UserError("--url needs --api-key (memstack serve) or --aws-region (API Gateway, SigV4)")
-    return MemoryToolkit(MemoryClient(url, api_key=api_key, aws_region=aws_region), user_id=user)
+    client = MemoryClient(url, api_key=api_key, aws_region=aws_region)
+    return MemoryToolkit(client, user_id=user, agent_id=agent)
 
 
 def mcp(
     user: Annotated[
         str | None, typer.Option("--user", "-u", help="the one user the tools act for (MEMSTACK_MCP_USER_ID)")
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent", help="the agent the tools act as: tags adds, filters reads (MEMSTACK_MCP_AGENT_ID)"
+        ),
     ] = None,
     tenant: Annotated[str | None, typer.Option(help="tenant (default: MEMSTACK_DEFAULT_TENANT)")] = None,
     url: Annotated[
@@ -51,14 +60,16 @@ def mcp(
         raise UserError(
             f"the MCP server needs the MCP SDK ({exc.name}): pip install -r requirements-integrations.txt"
         ) from None
-    settings = settings_from_cli(mcp_user_id=user)
+    settings = settings_from_cli(mcp_user_id=user, mcp_agent_id=agent)
     if url:
-        toolkit = _remote_toolkit(url, api_key, aws_region, settings.mcp_user_id)
+        toolkit = _remote_toolkit(url, api_key, aws_region, settings.mcp_user_id, settings.mcp_agent_id)
         build_mcp_server(toolkit, allow_erase=settings.mcp_allow_erase).run("stdio")
         return
     with open_service(settings) as service, background_jobs(service):
         api = local_api(service, settings, tenant_or_default(tenant, settings))
-        toolkit = MemoryToolkit(in_process_client(api), user_id=settings.mcp_user_id)
+        toolkit = MemoryToolkit(
+            in_process_client(api), user_id=settings.mcp_user_id, agent_id=settings.mcp_agent_id
+        )
         try:
             build_mcp_server(toolkit, allow_erase=settings.mcp_allow_erase).run("stdio")
         finally:

@@ -47,7 +47,7 @@ class ApiCall(Generic[T]):
 def jsonable(value: Any) -> Any:
     """Models, datetimes and mappings as plain JSON values; ``None`` fields are left out."""
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", exclude_none=True)
+        return value.model_dump(mode="json", exclude_none=True, by_alias=True)
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, Mapping):
@@ -86,6 +86,27 @@ def session_of(session_id: str | None, run_id: str | None) -> str | None:
     if session_id and run_id and session_id != run_id:
         raise ValueError("run_id is an alias of session_id: pass one of them (or the same value)")
     return session_id or run_id
+
+
+def metadata_filter(metadata: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A metadata filter as given; a ``None`` value is refused here (JSON encoding would drop it)."""
+    for key, value in (metadata or {}).items():
+        if value is None:
+            raise ValueError(
+                f"metadata filter {key!r}: null matches nothing: filter on a string, number or boolean"
+            )
+    return metadata
+
+
+def with_metadata(filters: Mapping[str, Any] | None, metadata: Mapping[str, Any] | None) -> Any:
+    """``filters`` with ``metadata`` as its metadata filter (given both ways, they must agree)."""
+    if filters and filters.get("metadata") is not None:
+        if metadata is not None and filters["metadata"] != metadata:
+            raise ValueError("metadata is given twice (as metadata= and in filters): pass it once")
+        metadata = filters["metadata"]
+    if metadata is None:
+        return filters
+    return {**(filters or {}), "metadata": metadata_filter(metadata)}
 
 
 def with_ids(messages: str | Sequence[Mapping[str, Any] | BaseModel]) -> list[dict[str, Any]]:
@@ -138,18 +159,22 @@ def search(
     top_k: int | None = None,
     session_id: str | None = None,
     run_id: str | None = None,
+    agent_id: str | None = None,
     filters: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
     reference_time: datetime | None = None,
     explain: bool | None = None,
     include_history: bool | None = None,
     min_score: float | None = None,
 ) -> ApiCall[SearchMemoriesResponse]:
+    """``metadata`` is ``filters["metadata"]``: ``{"topic": "food"}`` or ``{"topic": {"in": [...]}}``."""
     body = {
         "user_id": user_id,
         "query": query,
         "top_k": top_k,
         "session_id": session_of(session_id, run_id),
-        "filters": filters,
+        "agent_id": agent_id,
+        "filters": with_metadata(filters, metadata),
         "reference_time": reference_time,
         "explain": explain,
         "include_history": include_history,
@@ -165,13 +190,18 @@ def list_memories(
     cursor: str | None = None,
     session_id: str | None = None,
     run_id: str | None = None,
+    agent_id: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
     **filters: Any,
 ) -> ApiCall[MemoryList]:
+    """``filters``: kind, category, scope, tier, after, before; ``metadata`` as in ``search``."""
     query = {
         "user_id": user_id,
         "limit": limit,
         "cursor": cursor,
         "session_id": session_of(session_id, run_id),
+        "agent_id": agent_id,
+        "metadata": metadata_filter(metadata),  # sent as JSON text (query_params)
         **filters,
     }
     return ApiCall("GET", "/v1/memories", _model(MemoryList), query=query)

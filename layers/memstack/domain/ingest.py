@@ -5,17 +5,29 @@ as an STM memory (tier ``stm``) with its embeddings before ``add`` returns.
 Extraction (stages 2-4) runs later from the job queue. Re-sending a message id
 stores nothing twice: the STM append is conditional and the STM memory id is
 derived from (tenant, user, message id).
+
+The STM entry is also the extraction outbox: written "pending" (an
+extraction is owed), made "done" by the extraction job. If anything fails
+between the STM write and the enqueue (the queue, the index, the process),
+the caller gets an error and retries; the retry finds the message already
+stored, but still "pending", and enqueues it again. Extraction job ids are
+derived from the stored entry, so a job sent twice is run once.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memstack.domain.bounds import TimeBounds
+from memstack.domain.erasure import began
 from memstack.domain.indexing import IndexingConfig, index_turns
 from memstack.domain.vectors import coarse_prefix
+from memstack.errors import Conflict
 from memstack.models import MemoryRecord, Message, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.queue import Job, JobQueue
@@ -36,11 +48,33 @@ def is_turn_id(memory_id: str) -> bool:
     return memory_id.startswith(_TURN_PREFIX)
 
 
+def extraction_job(
+    tenant: str, user_id: str, message_id: str, received_at: datetime, metadata: dict[str, Any] | None = None
+) -> Job:
+    """The extraction job of one stored message: the same id however often it is (re-)enqueued.
+
+    ``received_at`` is the stored entry's: the same message stored again after
+    an erase is a new entry, so it gets a new job (never "already done").
+    ``metadata`` (the caller's) is carried onto the memories extracted from it.
+    """
+    basis = f"{tenant}\x1f{user_id}\x1f{message_id}\x1f{received_at.timestamp():.6f}"
+    digest = hashlib.blake2b(basis.encode(), digest_size=12).hexdigest()
+    # Session and scope are read from the stored entry by the job.
+    return Job(
+        id=f"extract_{digest}",
+        type="extract",
+        tenant=tenant,
+        user_id=user_id,
+        payload={"message_id": message_id, **({"metadata": metadata} if metadata else {})},
+    )
+
+
 @dataclass(frozen=True)
 class IngestConfig:
     coarse_dim: int = 128
     stm_ttl_days: int = 30
     indexing: IndexingConfig = field(default_factory=IndexingConfig)
+    time_bounds: TimeBounds = field(default_factory=TimeBounds)
 
 
 @dataclass
@@ -48,7 +82,10 @@ class IngestResult:
     accepted: list[str]
     stored: list[str]
     queued: int
-    drained: bool = False  # sync: every queued job ran before the deadline
+    #: ids of the extraction jobs this call sent (a sync caller waits for exactly these)
+    job_ids: list[str] = field(default_factory=list)
+    #: every message of the call is extracted (set when the caller waited: ``sync``)
+    processed: bool = False
 
 
 class Ingestor:
@@ -79,8 +116,26 @@ class Ingestor:
         now: datetime | None = None,
     ) -> IngestResult:
         now = now or datetime.now(UTC)
+        with began(now):  # an erase of the user while this runs refuses its index writes
+            return self._add(tenant, user_id, messages, session_id, scope, infer, metadata, now)
+
+    def _add(
+        self,
+        tenant: str,
+        user_id: str,
+        messages: list[Message],
+        session_id: str | None,
+        scope: Scope,
+        infer: bool,
+        metadata: dict[str, Any] | None,
+        now: datetime,
+    ) -> IngestResult:
+        # Before anything is written: one time outside the range refuses the whole request.
+        times = [(f"messages[{i}].timestamp", m.timestamp) for i, m in enumerate(messages)]
+        self.config.time_bounds.check(times)
         expires = int((now + timedelta(days=self.config.stm_ttl_days)).timestamp())
         stamped = [m if m.timestamp else m.model_copy(update={"timestamp": now}) for m in messages]
+        owed = infer and self.queue is not None
         # Embed first: if the model fails nothing is half-written.
         indexed = index_turns(stamped, self.config.indexing)
         vectors = self.embedder.embed([t.embed_text for t in indexed]) if stamped else None
@@ -93,6 +148,7 @@ class Ingestor:
                 message=m,
                 received_at=now,
                 expires_at=expires,
+                extraction="pending" if owed else "none",
             )
             for m in stamped
         ]
@@ -123,24 +179,61 @@ class Ingestor:
                     embedding_coarse=coarse_prefix(vectors[i], self.config.coarse_dim).tolist(),
                 )
             )
-        self.store.put(records)
-        queued = 0
-        if infer and self.queue is not None and stored:
-            jobs = [
-                Job(
-                    type="extract",
-                    tenant=tenant,
-                    user_id=user_id,
-                    payload={
-                        "message_id": mid,
-                        "session_id": session_id,
-                        "scope": str(scope),
-                        # The caller's metadata, carried onto the memories extracted from the message.
-                        **({"metadata": metadata} if metadata else {}),
-                    },
-                )
-                for mid in stored
-            ]
+        self._put_missing(tenant, user_id, records)
+        message_ids = [m.id for m in stamped]
+        jobs = self._enqueue(tenant, user_id, message_ids, stored, now, metadata) if owed else []
+        return IngestResult(
+            accepted=[m.id for m in stamped], stored=stored, queued=len(jobs), job_ids=[j.id for j in jobs]
+        )
+
+    def _put_missing(self, tenant: str, user_id: str, records: list[MemoryRecord]) -> None:
+        """Index the turns; one that meanwhile exists (a write that timed out but landed) is done already."""
+        try:
+            self.store.put(records)
+        except Conflict:
+            # An OpenSearch create can time out after it succeeded, or a concurrent retry won:
+            # the ids are derived from the message, so what exists is this very turn.
+            there = self.store.get_many(tenant, user_id, [r.id for r in records])
+            self.store.put([r for r in records if r.id not in there])
+
+    def _enqueue(
+        self,
+        tenant: str,
+        user_id: str,
+        message_ids: list[str],
+        stored: list[str],
+        now: datetime,
+        metadata: dict[str, Any] | None,
+    ) -> list[Job]:
+        """Send the extraction jobs owed: the new messages', and a retried request's still-pending ones."""
+        assert self.queue is not None
+        owed = dict.fromkeys(stored, now)
+        resent = [mid for mid in message_ids if mid not in owed]
+        if resent:
+            owed.update(self.stm.unextracted(tenant, user_id, resent))
+        jobs = [extraction_job(tenant, user_id, mid, received, metadata) for mid, received in owed.items()]
+        if jobs:
             self.queue.send(jobs)
-            queued = len(jobs)
-        return IngestResult(accepted=[m.id for m in stamped], stored=stored, queued=queued)
+        return jobs
+
+    def wait_for_extraction(
+        self, tenant: str, user_id: str, result: IngestResult, timeout: float | None, poll: float = 0.2
+    ) -> bool:
+        """Wait until every message of ``result`` is extracted; False when ``timeout`` (None: none) passes.
+
+        A local queue runs the jobs right here; with SQS the workers run them and
+        this only watches the outbox. A job that dead-letters ends the wait too.
+        """
+        if self.queue is None or not result.job_ids:
+            return not result.job_ids
+        deadline = time.monotonic() + (math.inf if timeout is None else timeout)
+        while True:
+            left = deadline - time.monotonic()
+            finished = self.queue.drain(
+                timeout=None if left == math.inf else max(0.0, left), job_ids=result.job_ids
+            )
+            if not self.stm.unextracted(tenant, user_id, result.accepted):
+                return True
+            if finished or time.monotonic() >= deadline:
+                return False  # run and dead-lettered, or out of time: still owed
+            time.sleep(poll)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from memstack.domain.vectors import coarse_prefix
-from memstack.errors import NotFound
+from memstack.errors import Conflict, NotFound
 from memstack.models import MemoryRecord, new_id
 from memstack.ports.embedder import Embedder
 from memstack.ports.store import MemoryStore
@@ -26,12 +26,44 @@ def visible_or_404(store: MemoryStore, tenant: str, user_id: str, memory_id: str
     return record
 
 
-def current_or_404(store: MemoryStore, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:
-    """The current version (what an edit or a delete may replace)."""
-    record = visible_or_404(store, tenant, user_id, memory_id)
-    if not record.is_current:
-        raise NotFound(f"memory {memory_id} is not the current version")
+def head(store: MemoryStore, tenant: str, user_id: str, record: MemoryRecord) -> MemoryRecord:
+    """The current version of the chain ``record`` belongs to (``record`` itself when it is current)."""
+    seen = {record.id}
+    while not record.is_current:
+        nxt = store.successor(tenant, user_id, record.id)
+        if nxt is None or nxt.id in seen:
+            break
+        seen.add(nxt.id)
+        record = nxt
     return record
+
+
+def current_or_404(store: MemoryStore, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:
+    """The current version (what an edit or a delete may replace).
+
+    An older version of a memory that is still alive is a ``Conflict`` (409),
+    not a 404: it is what the loser of two concurrent edits holds, and the
+    answer names the version to retry on. A deleted memory is ``NotFound``.
+    """
+    record = visible_or_404(store, tenant, user_id, memory_id)
+    if record.is_current:
+        return record
+    latest = head(store, tenant, user_id, record)
+    if latest.deleted or not latest.is_current:
+        raise NotFound(f"memory {memory_id} was deleted")
+    raise Conflict(
+        f"memory {memory_id} was replaced by version {latest.version} ({latest.id}); "
+        "read it and retry on that id",
+        [
+            {
+                "field": "memory_id",
+                "location": "path",
+                "message": f"not the current version; the current one is {latest.id}",
+                "type": "not_current",
+                "current_id": latest.id,
+            }
+        ],
+    )
 
 
 def new_version(

@@ -34,9 +34,13 @@ class RecallArgs(BaseModel):
 
 
 def memstack_tools(
-    client: MemoryClient, *, user_id: str | None = None, session_id: str | None = None
+    client: MemoryClient,
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
 ) -> list[BaseTool]:
-    kit = MemoryToolkit(client, user_id=user_id, session_id=session_id)
+    kit = MemoryToolkit(client, user_id=user_id, session_id=session_id, agent_id=agent_id)
 
     def remember(content: str, user_id: str | None = None) -> str:
         try:

@@ -13,8 +13,11 @@ tombstone. ``search`` runs memstack's retrieval pipeline (BM25 + vectors,
 temporal boost) and also finds the memories memstack extracted from the
 user's conversations: those come back with their memory id as the key and
 ``{"content", "kind", "category"}`` as the value. Filters use LangGraph's own
-matching (``$eq``, ``$ne``, ``$gt`` ...). memstack memories do not expire, so
-TTLs are not supported (``supports_ttl = False``).
+matching (``$eq``, ``$ne``, ``$gt`` ...); an equality on a string field is
+also sent to memstack as a metadata filter (each string field of a value is
+kept as metadata ``lg.<field>`` too), so a search with a query ranks only the
+items that can match and finds them however many others rank above them.
+memstack memories do not expire, so TTLs are not supported (``supports_ttl = False``).
 
 Backed by a ``MemoryClient`` (any memstack API), or by a service in this
 process: ``MemstackStore.in_process(service, settings, tenant)``.
@@ -25,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
@@ -55,6 +59,42 @@ TEXT_FIELDS = ("content", "text", "memory", "data")
 MAX_SEARCH = 100  # the API's default MEMSTACK_MAX_TOP_K
 # Metadata of a memory written through the store.
 KEY, VALUE, TEXT, CREATED = "lg_key", "lg_value", "lg_text", "lg_created"
+#: a value's string fields, as metadata keys memstack can filter on (``lg.<field>``)
+FIELD_PREFIX = "lg."
+_FILTERABLE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,61}$")
+#: the API's limit on metadata keys, less the four above
+MAX_FILTERABLE = 46
+# The fields of extracted memories' values are record fields, not metadata: never sent as filters.
+_NOT_METADATA = frozenset((*TEXT_FIELDS, "kind", "category"))
+
+
+def _filterable(name: str, value: Any) -> bool:
+    """A field memstack can hold as a metadata string and match exactly as LangGraph does."""
+    return (
+        isinstance(value, str)
+        and name not in _NOT_METADATA
+        and _FILTERABLE_NAME.match(name) is not None
+        and not any(ord(c) < 32 or ord(c) == 127 for c in value)
+    )
+
+
+def filterable_fields(rest: Mapping[str, Any]) -> dict[str, str]:
+    """The metadata ``lg.<field>`` of a value's string fields (all of them, or the put is refused)."""
+    fields = {FIELD_PREFIX + k: v for k, v in rest.items() if _filterable(k, v)}
+    if len(fields) > MAX_FILTERABLE:
+        raise ValueError(f"memstack keeps at most {MAX_FILTERABLE} string fields of a value besides its text")
+    return fields
+
+
+def pushed_filter(filter: Mapping[str, Any] | None) -> dict[str, str]:
+    """The equalities of a LangGraph filter memstack can apply itself (string fields)."""
+    pushed = {}
+    for name, wanted in (filter or {}).items():
+        if isinstance(wanted, dict) and set(wanted) == {"$eq"}:
+            wanted = wanted["$eq"]
+        if _filterable(name, wanted):
+            pushed[FIELD_PREFIX + name] = wanted
+    return pushed
 
 
 def split_value(value: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
@@ -170,7 +210,7 @@ class MemstackStore(BaseStore):
         extra = json.dumps(rest, ensure_ascii=False, sort_keys=True)
         if len(extra) > 1000 or len(op.key) > 1000:
             raise ValueError("memstack keeps at most 1000 characters of a value besides its text field")
-        metadata = {KEY: op.key, VALUE: extra, TEXT: field, CREATED: created}
+        metadata = {KEY: op.key, VALUE: extra, TEXT: field, CREATED: created, **filterable_fields(rest)}
         scope = Scope.CONTEXT if session else Scope.USER
         self.client.call(
             calls.put_key(mkey, text, user_id=user, session_id=session, scope=str(scope), metadata=metadata)
@@ -188,11 +228,19 @@ class MemstackStore(BaseStore):
 
     # ----------------------------------------------------------------- search
     def _candidates(self, op: SearchOp, user: str, session: str | None) -> Iterator[SearchItem]:
+        pushed = pushed_filter(op.filter)
         if op.query:
-            wanted = MAX_SEARCH if op.filter else min(MAX_SEARCH, op.offset + op.limit)
+            # Only what memstack cannot filter itself needs more candidates than the page.
+            exact = len(pushed) == len(op.filter or {})
+            wanted = min(MAX_SEARCH, op.offset + op.limit) if exact else MAX_SEARCH
             found = self.client.call(
                 calls.search(
-                    op.query, user_id=user, top_k=wanted, session_id=session, filters={"tier": "ltm"}
+                    op.query,
+                    user_id=user,
+                    top_k=wanted,
+                    session_id=session,
+                    filters={"tier": "ltm"},
+                    metadata=pushed or None,
                 )
             )
             for hit in found.results:
@@ -202,7 +250,12 @@ class MemstackStore(BaseStore):
         while True:
             page = self.client.call(
                 calls.list_memories(
-                    user_id=user, limit=100, cursor=cursor, session_id=session, tier=str(Tier.LTM)
+                    user_id=user,
+                    limit=100,
+                    cursor=cursor,
+                    session_id=session,
+                    tier=str(Tier.LTM),
+                    metadata=pushed or None,
                 )
             )
             for memory in page.memories:

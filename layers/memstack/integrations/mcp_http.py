@@ -79,7 +79,9 @@ class McpHttpEndpoint:
 
 def mount_mcp(api: LocalApi, settings: Settings, host: str = "127.0.0.1") -> McpHttpEndpoint:
     """Serve MCP at ``/mcp`` of ``api``; tools call ``api`` itself with the caller's credential."""
-    toolkit = MemoryToolkit(in_process_client(api), user_id=settings.mcp_user_id)
+    toolkit = MemoryToolkit(
+        in_process_client(api), user_id=settings.mcp_user_id, agent_id=settings.mcp_agent_id
+    )
     endpoint = McpHttpEndpoint(toolkit, settings, host)
     api.mount(MCP_PATH, endpoint)
     return endpoint

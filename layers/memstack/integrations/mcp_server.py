@@ -31,6 +31,7 @@ from memstack.api.schemas import (
     Memory,
     MemoryHistory,
     MemoryList,
+    MetadataIn,
     SearchMemoriesResponse,
 )
 from memstack.client import calls
@@ -61,6 +62,16 @@ MemoryIdArg = Annotated[
 MetadataArg = Annotated[
     dict[str, str | int | float | bool] | None,
     Field(description="labels stored with the memory and usable as search filters"),
+]
+AgentFilterArg = Annotated[
+    str | None, Field(description="only memories from conversations with this agent (its agent_id)")
+]
+MetadataFilterArg = Annotated[
+    dict[str, str | int | float | bool | MetadataIn] | None,
+    Field(
+        description='only memories whose labels hold these values: {"topic": "food"}, or '
+        '{"topic": {"in": ["food", "travel"]}} for any of several; every label must match'
+    ),
 ]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -110,6 +121,9 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         ] = "user",
         user_id: UserArg = None,
         session_id: SessionArg = None,
+        agent_id: Annotated[
+            str | None, Field(description="the agent taking part (leave empty when one is configured)")
+        ] = None,
         metadata: MetadataArg = None,
         wait: Annotated[
             bool, Field(description="true waits until facts have been extracted (slower)")
@@ -121,7 +135,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             [{"role": role, "content": content}],
             user_id=kit.user(user_id),
             session_id=session_id or kit.session_id,
-            agent_id=kit.agent_id,
+            agent_id=kit.agent(agent_id),
             metadata=metadata,
             sync=wait or None,
         )
@@ -141,6 +155,17 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             datetime | None, Field(description="only memories of events after this time")
         ] = None,
         before: Annotated[datetime | None, Field(description="only memories of events before this")] = None,
+        agent_id: AgentFilterArg = None,
+        metadata: MetadataFilterArg = None,
+        min_score: Annotated[
+            float | None,
+            Field(
+                ge=0.0,
+                le=1.0,
+                description="only results at least this likely to be relevant (a calibrated 0-1 score); "
+                "0.5 keeps the ones more likely relevant than not",
+            ),
+        ] = None,
     ) -> SearchMemoriesResponse:
         """Find what memstack knows that is relevant to a query, best first (hybrid keyword +
         semantic search with time awareness: 'what did I do last week' works)."""
@@ -150,7 +175,10 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             user_id=kit.user(user_id),
             top_k=top_k,
             session_id=session_id or kit.session_id,
+            agent_id=kit.agent(agent_id),
             filters={k: v for k, v in filters.items() if v is not None} or None,
+            metadata=metadata,
+            min_score=min_score,
         )
         return kit.run(call, headers(ctx))
 
@@ -166,6 +194,8 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         ] = None,
         kind: Annotated[Kind | None, Field(description="only facts, events or preferences")] = None,
         session_id: SessionArg = None,
+        agent_id: AgentFilterArg = None,
+        metadata: MetadataFilterArg = None,
     ) -> MemoryList:
         """List the user's current memories, newest first, one page at a time."""
         call = calls.list_memories(
@@ -175,6 +205,8 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             tier=tier,
             kind=kind,
             session_id=session_id or kit.session_id,
+            agent_id=kit.agent(agent_id),
+            metadata=metadata,
         )
         return kit.run(call, headers(ctx))
 

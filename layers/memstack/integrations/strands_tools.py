@@ -33,10 +33,17 @@ DEFAULT_RESULTS = 5
 
 
 def memstack_tools(
-    client: MemoryClient, *, user_id: str | None = None, session_id: str | None = None
+    client: MemoryClient,
+    *,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
 ) -> list[AgentTool]:
-    """``remember`` and ``recall`` as Strands tools acting for ``user_id`` (or the user the model names)."""
-    kit = MemoryToolkit(client, user_id=user_id, session_id=session_id)
+    """``remember`` and ``recall`` as Strands tools acting for ``user_id`` (or the user the model names).
+
+    With ``agent_id``, what ``remember`` stores is this agent's, and ``recall`` finds this agent's only.
+    """
+    kit = MemoryToolkit(client, user_id=user_id, session_id=session_id, agent_id=agent_id)
 
     @tool
     def remember(content: str, user_id: str | None = None) -> str:

@@ -31,6 +31,7 @@ class MemoryToolkit:
     client: MemoryClient
     user_id: str | None = None
     session_id: str | None = None
+    #: tags what the tools add, and keeps recall to this agent's memories (None: every agent's)
     agent_id: str | None = None
 
     def user(self, given: str | None) -> str:
@@ -41,6 +42,12 @@ class MemoryToolkit:
         if not user:
             raise ToolFailure("user_id is required (no user is configured for these tools)")
         return user
+
+    def agent(self, given: str | None) -> str | None:
+        """The agent a read is filtered on: the one asked for, else the configured one (if any)."""
+        if self.agent_id and given and given != self.agent_id:
+            raise ToolFailure(f"forbidden: these tools act for agent {self.agent_id!r} only")
+        return given or self.agent_id
 
     def run(self, call: ApiCall[T], headers: Mapping[str, str] | None = None) -> T:
         """Send ``call`` (with the caller's credential ``headers``, if any) and map failures."""
@@ -88,6 +95,7 @@ class MemoryToolkit:
                 user_id=self.user(user_id),
                 top_k=top_k,
                 session_id=self.session_id,
+                agent_id=self.agent_id,
             ),
             headers,
         )

@@ -27,10 +27,21 @@ class JobQueue(Protocol):
         """The function that processes each job (local queues call it; SQS uses the worker Lambda)."""
         ...
 
-    def drain(self, timeout: float | None = None) -> bool:
-        """Wait until every job sent so far has been processed or dead-lettered."""
+    def drain(self, timeout: float | None = None, job_ids: list[str] | None = None) -> bool:
+        """Run or wait for jobs until none is left, or ``timeout`` passes; True when none is left.
+
+        Without ``job_ids``: every job sent so far. With them: only those jobs (a
+        ``sync`` request waits for its own work, never another tenant's). A queue
+        whose jobs run elsewhere (SQS and its worker Lambdas) cannot run chosen
+        jobs here; it answers False at once and the caller watches for their
+        effect instead (``ShortTermStore.unextracted``).
+        """
         ...
 
     def dead_letters(self) -> list[dict[str, Any]]: ...
 
     def redrive(self) -> int: ...
+
+    def erase_user(self, tenant: str, user_id: str) -> int:
+        """Delete what the queue holds of the user that it can (waiting and dead-lettered jobs)."""
+        ...

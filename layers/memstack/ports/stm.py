@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from memstack.models import Message, Scope
+
+#: "none": stored without extraction; "pending": an extraction job is owed (the outbox);
+#: "done": an extraction job finished for it.
+ExtractionState = Literal["none", "pending", "done"]
 
 
 class StmEntry(BaseModel):
@@ -19,6 +23,7 @@ class StmEntry(BaseModel):
     received_at: datetime
     expires_at: int = Field(description="epoch seconds after which the entry is gone")
     consolidated: bool = False
+    extraction: ExtractionState = "none"
 
 
 class ShortTermStore(Protocol):
@@ -30,6 +35,18 @@ class ShortTermStore(Protocol):
         ...
 
     def get(self, tenant: str, user_id: str, message_id: str) -> StmEntry | None: ...
+
+    def unextracted(self, tenant: str, user_id: str, message_ids: list[str]) -> dict[str, datetime]:
+        """Of ``message_ids``, the entries still owed an extraction (state "pending"): id -> received_at.
+
+        The outbox: a retried add re-enqueues exactly these, so a message stored
+        by a request whose enqueue failed is never left unextracted.
+        """
+        ...
+
+    def mark_extracted(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
+        """Record that extraction finished for these entries (state "done"); returns how many changed."""
+        ...
 
     def unconsolidated(
         self, tenant: str, user_id: str, now: datetime, limit: int | None = None

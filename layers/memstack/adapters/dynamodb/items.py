@@ -13,6 +13,7 @@ from typing import Any
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 
 from memstack.adapters.stored_fields import FIELD_NAMES, record_from_fields, stored_fields
+from memstack.domain import metadata_filter
 from memstack.domain.vectors import to_blob
 from memstack.models import MemoryFilters, MemoryRecord, Scope
 
@@ -94,6 +95,8 @@ def matches(record: MemoryRecord, filters: MemoryFilters, *, search: bool) -> bo
     if filters.after is not None and when < filters.after:
         return False
     if filters.before is not None and when >= filters.before:
+        return False
+    if not metadata_filter.matches(record.metadata, filters.metadata):
         return False
     if filters.session_id is not None:
         return record.scope == Scope.USER or record.session_id == filters.session_id

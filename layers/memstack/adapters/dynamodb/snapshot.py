@@ -20,6 +20,7 @@ import numpy as np
 
 from memstack.adapters.dynamodb import items
 from memstack.adapters.filter_columns import FilterColumns
+from memstack.domain import metadata_filter
 from memstack.domain.bm25 import Bm25Index
 from memstack.domain.text import bm25_document
 from memstack.domain.vectors import from_blob
@@ -50,10 +51,24 @@ class Snapshot:
         self.bm25 = Bm25Index([bm25_document(self.records[i].indexed_text) for i in self.text_rows])
         #: full-dimension vectors fetched so far, by record id
         self.full: dict[str, np.ndarray] = {i: v for i, v in (full or {}).items() if i in self.by_id}
+        # Built on the first metadata filter: searches without one never pay for it.
+        self._term_rows: dict[str, np.ndarray] | None = None
 
     def mask(self, filters: MemoryFilters, *, search: bool = True) -> np.ndarray:
         """``items.matches`` for every record at once."""
-        return self.columns.mask(filters, search=search)
+        return self.columns.mask(filters, search=search, rows_with=self.rows_with)
+
+    def rows_with(self, terms: list[str]) -> np.ndarray:
+        """The records holding any of the metadata ``terms`` (``domain.metadata_filter``)."""
+        if self._term_rows is None:
+            rows: dict[str, list[int]] = {}
+            for i, record in enumerate(self.records):
+                if not record.deleted:
+                    for term in metadata_filter.record_terms(record.metadata):
+                        rows.setdefault(term, []).append(i)
+            self._term_rows = {t: np.asarray(r, dtype=np.int64) for t, r in rows.items()}
+        found = [self._term_rows[t] for t in terms if t in self._term_rows]
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
     def bm25_search(self, query: str, k: int, filters: MemoryFilters) -> list[ScoredId]:
         if not len(self.text_rows):

@@ -9,7 +9,16 @@ Items of one user share the partition ``pk = "<tenant>#<user_id>"``:
 * a **guard** per message id, ``sk = "msg#<message id>"``, written in the same
   transaction as the entry with ``attribute_not_exists``: the entry key holds a
   timestamp, so only the guard can refuse a second write of the same message id
-  (a retried request) and find the entry again by message id.
+  (a retried request) and find the entry again by message id. The guard also
+  holds the entry's ``extraction`` state (the outbox: "pending" until an
+  extraction job finishes), so checking or marking it is one keyed call.
+
+A request's messages are written in as few transactions as DynamoDB allows
+(up to 49 messages, 100 actions with the erase fence, ~3 MB each), each all-or-nothing; a message id
+already stored drops out of its transaction, which is then sent again. If a
+later transaction fails, the earlier ones stay written and the caller gets a
+503: its retry stores the rest, and the outbox re-enqueues what the first
+attempt stored but never queued.
 
 Both carry the TTL attribute ``expires_at`` (epoch seconds). DynamoDB deletes
 expired items late (up to days), so every read here filters expired items out
@@ -18,6 +27,7 @@ itself, and every read paginates.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -25,12 +35,23 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from memstack.adapters.aws_errors import aws_dependency
+from memstack.adapters.batches import size_batches
+from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
 from memstack.errors import DependencyFailed, SettingsError
 from memstack.models import Message
 from memstack.ports.stm import StmEntry
 
 PENDING_INDEX = "pending"
 GUARD_PREFIX = "msg#"
+ERASED_PREFIX = "ERASED#"  # erasure markers (domain/erasure.py), keyed by a hash of the user
+LEASE_PREFIX = "lease#"  # per-user leases (``adapters.dynamodb.leases``) share the user's partition
+_TX_MESSAGES = 49  # two actions each, and the erase fence: DynamoDB takes at most 100 per transaction
+_TX_BYTES = 3_000_000  # of its 4 MB
+_TX_ATTEMPTS = 6
+#: cancellation reasons that say "send it again", not "your condition failed"
+_TRANSIENT = frozenset({"None", "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
+STM = "DynamoDB (short-term memory)"
 _ser = TypeSerializer()
 _de = TypeDeserializer()
 
@@ -47,6 +68,10 @@ def entry_sort_key(received_at: datetime, message_id: str) -> str:
 
 def _item(values: dict[str, Any]) -> dict[str, Any]:
     return {k: _ser.serialize(v) for k, v in values.items() if v is not None}
+
+
+def _approx_bytes(e: StmEntry) -> int:
+    return 2 * len(e.message.content.encode()) + 2048  # the text (alone and in the JSON) and the keys
 
 
 def _plain(item: dict[str, Any]) -> dict[str, Any]:
@@ -122,7 +147,8 @@ class DynamoDbShortTermStore:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def _entry_key(self, tenant: str, user_id: str, message_id: str) -> dict[str, Any] | None:
+    def _guard(self, tenant: str, user_id: str, message_id: str) -> dict[str, Any] | None:
+        """The guard item of a message id (plain values), if this user stored it."""
         guard = self.client.get_item(
             TableName=self.table,
             Key=_item({"pk": partition_key(tenant, user_id), "sk": GUARD_PREFIX + message_id}),
@@ -134,7 +160,11 @@ class DynamoDbShortTermStore:
         # "<tenant>#<user>" is ambiguous when an id contains '#': the stored owner decides.
         if g.get("tenant", tenant) != tenant or g.get("user_id", user_id) != user_id:
             return None
-        return _item({"pk": partition_key(tenant, user_id), "sk": g["entry_sk"]})
+        return g
+
+    def _entry_key(self, tenant: str, user_id: str, message_id: str) -> dict[str, Any] | None:
+        g = self._guard(tenant, user_id, message_id)
+        return None if g is None else _item({"pk": partition_key(tenant, user_id), "sk": g["entry_sk"]})
 
     def _delete_keys(self, keys: list[dict[str, Any]]) -> int:
         for start in range(0, len(keys), 25):
@@ -151,74 +181,163 @@ class DynamoDbShortTermStore:
         return len(keys)
 
     # ----------------------------------------------------------------- the port
-    def append(self, entries: list[StmEntry]) -> list[str]:
-        stored: list[str] = []
-        for e in entries:
-            pk = partition_key(e.tenant, e.user_id)
-            sk = entry_sort_key(e.received_at, e.message.id)
-            entry = _item(
-                {
-                    "pk": pk,
-                    "sk": sk,
-                    "tenant": e.tenant,
-                    "user_id": e.user_id,
-                    "message_id": e.message.id,
-                    "session_id": e.session_id,
-                    "scope": str(e.scope),
-                    "received_at": e.received_at.astimezone(UTC).isoformat(),
-                    "expires_at": e.expires_at,
-                    "consolidated": e.consolidated,
-                    "message": e.message.model_dump_json(),
-                    "pending": None if e.consolidated else pk,
-                }
-            )
-            guard = _item(
-                {
-                    "pk": pk,
-                    "sk": GUARD_PREFIX + e.message.id,
-                    "entry_sk": sk,
-                    "tenant": e.tenant,
-                    "user_id": e.user_id,
-                    "expires_at": e.expires_at,
-                }
-            )
+    def _items(self, e: StmEntry) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(guard, entry) items of one message."""
+        pk = partition_key(e.tenant, e.user_id)
+        sk = entry_sort_key(e.received_at, e.message.id)
+        entry = _item(
+            {
+                "pk": pk,
+                "sk": sk,
+                "tenant": e.tenant,
+                "user_id": e.user_id,
+                "message_id": e.message.id,
+                "session_id": e.session_id,
+                "scope": str(e.scope),
+                "received_at": e.received_at.astimezone(UTC).isoformat(),
+                "expires_at": e.expires_at,
+                "consolidated": e.consolidated,
+                "message": e.message.model_dump_json(),
+                "pending": None if e.consolidated else pk,
+            }
+        )
+        guard = _item(
+            {
+                "pk": pk,
+                "sk": GUARD_PREFIX + e.message.id,
+                "entry_sk": sk,
+                "tenant": e.tenant,
+                "user_id": e.user_id,
+                "expires_at": e.expires_at,
+                "extraction": e.extraction,
+            }
+        )
+        return guard, entry
+
+    def _write_all_new(self, batch: list[StmEntry]) -> list[str]:
+        """One transaction for ``batch``; message ids already stored drop out and it is sent again."""
+        todo = list(batch)
+        for attempt in range(_TX_ATTEMPTS):
+            if not todo:
+                return []
+            actions = []
+            for e in todo:
+                for item in self._items(e):
+                    actions.append(
+                        {
+                            "Put": {
+                                "TableName": self.table,
+                                "Item": item,
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        }
+                    )
+            fence = self._not_erased_since(todo[0].tenant, todo[0].user_id)
             try:
-                self.client.transact_write_items(
-                    TransactItems=[
-                        {
-                            "Put": {
-                                "TableName": self.table,
-                                "Item": guard,
-                                "ConditionExpression": "attribute_not_exists(pk)",
-                            }
-                        },
-                        {
-                            "Put": {
-                                "TableName": self.table,
-                                "Item": entry,
-                                "ConditionExpression": "attribute_not_exists(pk)",
-                            }
-                        },
-                    ]
-                )
+                self.client.transact_write_items(TransactItems=[*actions, *fence])
+                return [e.message.id for e in todo]
             except self.client.exceptions.TransactionCanceledException as exc:
-                reasons = exc.response.get("CancellationReasons", [])
-                if any(r.get("Code") == "ConditionalCheckFailed" for r in reasons):
-                    continue  # this message id is already stored: leave it untouched
-                raise DependencyFailed(f"could not store STM entry {e.message.id}: {exc}") from exc
-            stored.append(e.message.id)
+                codes = [str(r.get("Code", "None")) for r in exc.response.get("CancellationReasons", [])]
+            if fence and codes[len(actions) :] == ["ConditionalCheckFailed"]:
+                refuse_if_erased(math.inf)  # the user was erased after this add began
+            if "ConditionalCheckFailed" in codes:
+                # Items come in (guard, entry) pairs: a failed condition on either means "already stored".
+                known = {i // 2 for i, code in enumerate(codes) if code == "ConditionalCheckFailed"}
+                todo = [e for i, e in enumerate(todo) if i not in known]
+                continue
+            if not set(codes) <= _TRANSIENT:
+                raise DependencyFailed(f"{STM} refused the write ({', '.join(sorted(set(codes)))})")
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+        raise DependencyFailed(f"{STM} kept cancelling the write; retry shortly (nothing is stored twice)")
+
+    def _marker_key(self, tenant: str, user_id: str) -> dict[str, Any]:
+        return _item({"pk": ERASED_PREFIX + erasure_key(tenant, user_id), "sk": "ERASED"})
+
+    def _not_erased_since(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
+        """The write's condition that the user was not erased after the work writing began (if declared)."""
+        began = work_began()
+        if began is None:
+            return []
+        return [
+            {
+                "ConditionCheck": {
+                    "TableName": self.table,
+                    "Key": self._marker_key(tenant, user_id),
+                    "ConditionExpression": "attribute_not_exists(pk) OR erased_at < :began",
+                    "ExpressionAttributeValues": {":began": {"N": repr(began)}},
+                }
+            }
+        ]
+
+    @aws_dependency(STM)
+    def append(self, entries: list[StmEntry]) -> list[str]:
+        # One transaction may not touch an item twice: a repeated message id is the same message.
+        first: dict[tuple[str, str, str], StmEntry] = {}
+        for e in entries:
+            first.setdefault((e.tenant, e.user_id, e.message.id), e)
+        unique = list(first.values())
+        stored: list[str] = []
+        for batch in size_batches(unique, _TX_MESSAGES, _TX_BYTES, _approx_bytes):
+            stored += self._write_all_new(batch)
         return stored
 
+    @aws_dependency(STM)
     def get(self, tenant: str, user_id: str, message_id: str) -> StmEntry | None:
-        key = self._entry_key(tenant, user_id, message_id)
-        if key is None:
+        guard = self._guard(tenant, user_id, message_id)
+        if guard is None:
             return None
+        key = _item({"pk": partition_key(tenant, user_id), "sk": guard["entry_sk"]})
         item = self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
         if item is None:
             return None
-        entry = _entry(item)
+        entry = _entry(item).model_copy(update={"extraction": guard.get("extraction", "none")})
         return entry if entry.expires_at > time.time() else None
 
+    @aws_dependency(STM)
+    def unextracted(self, tenant: str, user_id: str, message_ids: list[str]) -> dict[str, datetime]:
+        pk = partition_key(tenant, user_id)
+        out: dict[str, datetime] = {}
+        unique = list(dict.fromkeys(message_ids))
+        for start in range(0, len(unique), 100):  # BatchGetItem takes at most 100 keys
+            keys = [_item({"pk": pk, "sk": GUARD_PREFIX + m}) for m in unique[start : start + 100]]
+            request: dict[str, Any] = {self.table: {"Keys": keys, "ConsistentRead": True}}
+            for attempt in range(8):
+                page = self.client.batch_get_item(RequestItems=request)
+                for item in page.get("Responses", {}).get(self.table, []):
+                    g = _plain(item)
+                    if g.get("extraction") != "pending" or (g.get("tenant"), g.get("user_id")) != (
+                        tenant,
+                        user_id,
+                    ):
+                        continue
+                    message_id = str(g["sk"])[len(GUARD_PREFIX) :]
+                    out[message_id] = datetime.fromisoformat(str(g["entry_sk"]).split("#", 1)[0])
+                request = page.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 2.0))
+            else:
+                raise DependencyFailed(f"{STM} kept returning unprocessed keys")
+        return out
+
+    @aws_dependency(STM)
+    def mark_extracted(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
+        changed = 0
+        for mid in message_ids:
+            try:
+                self.client.update_item(
+                    TableName=self.table,
+                    Key=_item({"pk": partition_key(tenant, user_id), "sk": GUARD_PREFIX + mid}),
+                    UpdateExpression="SET extraction = :done",
+                    ConditionExpression="extraction = :pending",
+                    ExpressionAttributeValues=_item({":done": "done", ":pending": "pending"}),
+                )
+            except self.client.exceptions.ConditionalCheckFailedException:
+                continue  # already done, never owed, or erased: marking is idempotent
+            changed += 1
+        return changed
+
+    @aws_dependency(STM)
     def unconsolidated(
         self, tenant: str, user_id: str, now: datetime, limit: int | None = None
     ) -> list[StmEntry]:
@@ -243,6 +362,7 @@ class DynamoDbShortTermStore:
                 break
         return out
 
+    @aws_dependency(STM)
     def mark_consolidated(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
         changed = 0
         for mid in message_ids:
@@ -262,6 +382,7 @@ class DynamoDbShortTermStore:
             changed += 1
         return changed
 
+    @aws_dependency(STM)
     def users_with_pending(self, now: datetime) -> list[tuple[str, str, int, datetime]]:
         # A scan of the sparse index reads only unconsolidated entries, never the whole table.
         found: dict[tuple[str, str], tuple[int, datetime]] = {}
@@ -280,7 +401,18 @@ class DynamoDbShortTermStore:
             found[key] = (n + 1, min(oldest, received))
         return [(t, u, n, oldest) for (t, u), (n, oldest) in sorted(found.items())]
 
+    @aws_dependency(STM)
     def erase_user(self, tenant: str, user_id: str) -> int:
+        # First the marker: an add that began before it stores nothing from now on.
+        now = time.time()
+        self.client.put_item(
+            TableName=self.table,
+            Item={
+                **self._marker_key(tenant, user_id),
+                "erased_at": {"N": repr(now)},
+                "expires_at": {"N": str(int(now + RETENTION_SECONDS))},
+            },
+        )
         keys = list(
             self._pages(
                 "query",
@@ -290,10 +422,11 @@ class DynamoDbShortTermStore:
                 ConsistentRead=True,
             )
         )
-        entries = sum(1 for k in keys if not _plain(k)["sk"].startswith(GUARD_PREFIX))
+        entries = sum(1 for k in keys if not _plain(k)["sk"].startswith((GUARD_PREFIX, LEASE_PREFIX)))
         self._delete_keys(keys)
         return entries
 
+    @aws_dependency(STM)
     def purge_expired(self, now: datetime) -> int:
         """Housekeeping: delete expired entries still in the pending index (and their guards).
 

@@ -28,8 +28,8 @@ current, so of two concurrent updates one wins and the other gets
 
 from __future__ import annotations
 
-import base64
 import builtins
+import math
 import random
 import threading
 import time
@@ -43,6 +43,8 @@ from botocore.exceptions import ClientError
 
 from memstack.adapters.dynamodb import calls, items
 from memstack.adapters.dynamodb.snapshot import Snapshot
+from memstack.domain.cursors import decode_position, encode_position
+from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict, DependencyFailed, SettingsError
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
@@ -54,6 +56,8 @@ _TX_MAX_ITEMS = 25
 _TX_MAX_BYTES = 3_000_000
 _BATCH_WRITE = 25
 _TX_RETRIES = 5
+#: erasure markers (domain/erasure.py) live in their own partitions, keyed by a hash of the user
+ERASED_PREFIX = "ERASED#"
 #: cancellation reasons that say "try again", not "your condition failed"
 _TRANSIENT_CODES = frozenset(
     {"None", "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
@@ -115,6 +119,25 @@ class DynamoDBMemoryStore:
             }
         }
 
+    def _erasure_key(self, tenant: str, user_id: str) -> dict[str, Any]:
+        return {"pk": {"S": ERASED_PREFIX + erasure_key(tenant, user_id)}, "sk": {"S": "ERASED"}}
+
+    def _not_erased_since(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
+        """The write's condition that the user was not erased after the work writing began (if declared)."""
+        began = work_began()
+        if began is None:
+            return []
+        return [
+            {
+                "ConditionCheck": {
+                    "TableName": self.table,
+                    "Key": self._erasure_key(tenant, user_id),
+                    "ConditionExpression": "attribute_not_exists(pk) OR erased_at < :began",
+                    "ExpressionAttributeValues": {":began": {"N": repr(began)}},
+                }
+            }
+        ]
+
     def _transact(self, actions: list[dict[str, Any]]) -> list[str]:
         """Run one transaction; returns [] on success or the cancellation codes, one per action.
 
@@ -149,7 +172,11 @@ class DynamoDBMemoryStore:
         for (tenant, user_id), group in by_partition.items():
             for chunk in _chunks_by_size(group):
                 actions = [self._put_action(r) for r in chunk]
-                codes = self._transact([*actions, self._meta_update(tenant, user_id)])
+                fence = self._not_erased_since(tenant, user_id)
+                codes = self._transact([*actions, self._meta_update(tenant, user_id), *fence])
+                if fence and codes and codes[-1] == "ConditionalCheckFailed":
+                    self._undo_puts(written)
+                    refuse_if_erased(math.inf)
                 if codes:
                     # All or nothing, as the embedded store: take back the chunks already written.
                     self._undo_puts(written)
@@ -189,8 +216,11 @@ class DynamoDBMemoryStore:
                 },
             }
         }
-        codes = self._transact([retire, self._put_action(new), self._meta_update(tenant, user_id)])
+        fence = self._not_erased_since(tenant, user_id)
+        codes = self._transact([retire, self._put_action(new), self._meta_update(tenant, user_id), *fence])
         if codes:
+            if fence and codes[-1] == "ConditionalCheckFailed":
+                refuse_if_erased(math.inf)
             if codes[0] == "ConditionalCheckFailed":
                 raise Conflict(f"memory {old_id} is not the current version")
             raise Conflict(f"memory {new.id} already exists")
@@ -233,6 +263,16 @@ class DynamoDBMemoryStore:
         return changed
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
+        # First the marker: a write transaction of work begun before it is refused from now on.
+        now = time.time()
+        self.client.put_item(
+            TableName=self.table,
+            Item={
+                **self._erasure_key(tenant, user_id),
+                "erased_at": {"N": repr(now)},
+                "expires_at": {"N": str(int(now + RETENTION_SECONDS))},
+            },
+        )
         keys = [
             {"pk": row["pk"], "sk": row["sk"]}
             for row in calls.query_partition(
@@ -377,13 +417,7 @@ def _chunks_by_size(records: builtins.list[MemoryRecord]) -> Iterator[builtins.l
 
 
 def _decode_cursor(cursor: str | None) -> tuple[float, str] | None:
-    if not cursor:
-        return None
-    try:
-        created, last_id = base64.urlsafe_b64decode(cursor.encode()).decode().split("|", 1)
-        return float(created), last_id
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest("cursor is not one this API returned") from exc
+    return decode_position(cursor) if cursor else None
 
 
 def _page(
@@ -401,7 +435,7 @@ def _page(
     next_cursor = None
     if len(rows) > limit and page:
         last = page[-1]
-        next_cursor = base64.urlsafe_b64encode(f"{last.created_at.timestamp()}|{last.id}".encode()).decode()
+        next_cursor = encode_position(last.created_at.timestamp(), last.id)
     return page, next_cursor
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memstack.adapters.embedded import fts
+from memstack.adapters.embedded import fts, metadata_terms
 
 #: PRAGMA user_version of a file laid out as below (round one's files are 0)
 SCHEMA_VERSION = 3
@@ -160,6 +160,8 @@ def create_or_upgrade(conn: sqlite3.Connection) -> None:
             _number_round_one_users(conn)
             _fill_fts(conn)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        # Its own check (not the version): added beside the layout above without renumbering it.
+        metadata_terms.ensure_table(conn)
     except BaseException:
         conn.execute("ROLLBACK")
         raise
@@ -187,6 +189,9 @@ class Database:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
+            # Deleted rows are overwritten, not just unlinked: an erased user's words must not
+            # stay readable in free pages or in the free space of a page (issue 12, erase).
+            conn.execute("PRAGMA secure_delete=ON")
             conn.row_factory = sqlite3.Row
             self._local.conn = conn
             with self._connections_lock:

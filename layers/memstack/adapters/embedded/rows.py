@@ -7,6 +7,7 @@ import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
+from memstack.adapters.embedded import metadata_terms
 from memstack.domain.vectors import to_blob
 from memstack.models import MemoryFilters, MemoryRecord
 
@@ -87,12 +88,13 @@ def to_record(row: sqlite3.Row) -> MemoryRecord:
     )
 
 
-def filter_sql(filters: MemoryFilters, *, search: bool) -> tuple[str, list[Any]]:
+def filter_sql(filters: MemoryFilters, *, search: bool, uid: int | None = None) -> tuple[str, list[Any]]:
     """SQL conditions (on alias ``m``) for the filters; tenant and user are added by the caller.
 
     Search never shows tombstones and applies the scope rule: CONTEXT memories
     only inside their own session. A listing without a session shows them all.
-    (``filter_columns.FilterColumns.mask`` is the same rule in numpy.)
+    (``filter_columns.FilterColumns.mask`` is the same rule in numpy.) A metadata
+    filter reads the user's ``memory_terms``, so it needs the user's ``uid``.
     """
     clauses: list[str] = []
     params: list[Any] = []
@@ -116,4 +118,10 @@ def filter_sql(filters: MemoryFilters, *, search: bool) -> tuple[str, list[Any]]
         params.append(filters.session_id)
     elif search:
         clauses.append("m.scope = 'USER'")
-    return (" AND " + " AND ".join(clauses)) if clauses else "", params
+    where = (" AND " + " AND ".join(clauses)) if clauses else ""
+    if filters.metadata:
+        if uid is None:
+            raise ValueError("a metadata filter needs the user's uid")
+        more, more_params = metadata_terms.sql_conditions(uid, filters.metadata)
+        where, params = where + more, params + more_params
+    return where, params

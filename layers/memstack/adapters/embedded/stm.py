@@ -2,7 +2,8 @@
 
 Expired rows are invisible to every read (``expires_at`` is checked in SQL)
 and removed by ``purge_expired``, the housekeeping pass the consolidation
-scheduler runs before it looks for work.
+scheduler runs before it looks for work. The ``extraction`` column is the
+outbox: "pending" from the write until an extraction job finishes ("done").
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import time
 from datetime import UTC, datetime
 
 from memstack.adapters.embedded.database import Database
+from memstack.adapters.embedded.migrations import ensure_columns
+from memstack.adapters.embedded.store import ensure_erasures, erased_at
+from memstack.domain.erasure import refuse_if_erased, work_began
 from memstack.models import Message
 from memstack.ports.stm import StmEntry
 
@@ -26,20 +30,26 @@ def _entry(row: object) -> StmEntry:
         received_at=datetime.fromtimestamp(r["received_at"], UTC),  # type: ignore[index]
         expires_at=r["expires_at"],  # type: ignore[index]
         consolidated=bool(r["consolidated"]),  # type: ignore[index]
+        extraction=r["extraction"],  # type: ignore[index]
     )
 
 
 class EmbeddedShortTermStore:
     def __init__(self, db: Database) -> None:
         self.db = db
+        ensure_columns(db, "stm", {"extraction": "TEXT NOT NULL DEFAULT 'none'"})
+        ensure_erasures(db)
 
     def append(self, entries: list[StmEntry]) -> list[str]:
         stored: list[str] = []
         with self.db.write() as conn:
+            if work_began() is not None:  # an add that began before an erase of its user stores nothing
+                for tenant, user_id in dict.fromkeys((e.tenant, e.user_id) for e in entries):
+                    refuse_if_erased(erased_at(conn, tenant, user_id))
             for e in entries:
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO stm (tenant, user_id, message_id, session_id, scope, received_at, "
-                    "expires_at, consolidated, message) VALUES (?,?,?,?,?,?,?,?,?)",
+                    "expires_at, consolidated, message, extraction) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     (
                         e.tenant,
                         e.user_id,
@@ -50,6 +60,7 @@ class EmbeddedShortTermStore:
                         e.expires_at,
                         int(e.consolidated),
                         e.message.model_dump_json(),
+                        e.extraction,
                     ),
                 )
                 if cur.rowcount:
@@ -66,6 +77,30 @@ class EmbeddedShortTermStore:
             .fetchone()
         )
         return _entry(row) if row else None
+
+    def unextracted(self, tenant: str, user_id: str, message_ids: list[str]) -> dict[str, datetime]:
+        out: dict[str, datetime] = {}
+        conn = self.db.read()
+        for start in range(0, len(message_ids), 500):
+            chunk = message_ids[start : start + 500]
+            rows = conn.execute(
+                "SELECT message_id, received_at FROM stm WHERE tenant = ? AND user_id = ? "
+                f"AND extraction = 'pending' AND message_id IN ({','.join('?' * len(chunk))})",
+                (tenant, user_id, *chunk),
+            )
+            out.update({r["message_id"]: datetime.fromtimestamp(r["received_at"], UTC) for r in rows})
+        return out
+
+    def mark_extracted(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
+        with self.db.write() as conn:
+            return sum(
+                conn.execute(
+                    "UPDATE stm SET extraction = 'done' WHERE tenant = ? AND user_id = ? AND message_id = ? "
+                    "AND extraction = 'pending'",
+                    (tenant, user_id, mid),
+                ).rowcount
+                for mid in message_ids
+            )
 
     def unconsolidated(
         self, tenant: str, user_id: str, now: datetime, limit: int | None = None

@@ -10,19 +10,22 @@ see ``user_index``) and on the user's own partition of the FTS5 index
 
 from __future__ import annotations
 
-import base64
 import builtins
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 
 import numpy as np
 
-from memstack.adapters.embedded import fts
+from memstack.adapters.embedded import fts, metadata_terms
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.index_cache import IndexCache
 from memstack.adapters.embedded.rows import COLUMNS, INSERT, M_COLUMNS, filter_sql, insert_values, to_record
 from memstack.adapters.embedded.user_index import IndexView
+from memstack.adapters.filter_columns import RowsWithTerms
+from memstack.domain.cursors import decode_row_position, encode_position
+from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
@@ -40,12 +43,37 @@ def _chunks(ids: list[str]) -> Iterator[list[str]]:
         yield unique[start : start + _CHUNK]
 
 
+def ensure_erasures(db: Database) -> None:
+    """The erasure markers (domain/erasure.py): a hash of the user, a time, an expiry."""
+    with db.write() as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS erasures (key TEXT PRIMARY KEY, erased_at REAL NOT NULL, "
+            "expires_at REAL NOT NULL)"
+        )
+
+
+def erased_at(conn: sqlite3.Connection, tenant: str, user_id: str) -> float | None:
+    """When the user was last erased (epoch seconds), if within the markers' retention."""
+    row = conn.execute(
+        "SELECT erased_at FROM erasures WHERE key = ?", (erasure_key(tenant, user_id),)
+    ).fetchone()
+    return float(row["erased_at"]) if row else None
+
+
 class EmbeddedMemoryStore:
     """The ``MemoryStore`` port on a SQLite file."""
 
     def __init__(self, db: Database, *, cache_rows: int = 500_000) -> None:
         self.db = db
         self._indexes = IndexCache(cache_rows)
+        ensure_erasures(db)
+
+    @staticmethod
+    def _refuse_if_erased(conn: sqlite3.Connection, records: list[MemoryRecord]) -> None:
+        if work_began() is None:
+            return
+        for tenant, user_id in dict.fromkeys((r.tenant, r.user_id) for r in records):
+            refuse_if_erased(erased_at(conn, tenant, user_id))
 
     # ------------------------------------------------------------------ writes
     @staticmethod
@@ -78,6 +106,8 @@ class EmbeddedMemoryStore:
                 "INSERT INTO memories_fts (rowid, text, tags) VALUES (?, ?, ?)",
                 (cur.lastrowid, fts.indexed_text(prefix, r.indexed_text), tags),
             )
+            if r.metadata and cur.lastrowid is not None:
+                metadata_terms.add(conn, uid, cur.lastrowid, r.metadata)
         conn.executemany(
             "INSERT OR IGNORE INTO memory_sources (tenant, user_id, source_id, memory_id) VALUES (?,?,?,?)",
             [(r.tenant, r.user_id, s, r.id) for s in r.source_ids],
@@ -87,6 +117,7 @@ class EmbeddedMemoryStore:
         if not records:
             return
         with self.db.write() as conn:
+            self._refuse_if_erased(conn, records)
             owners = {
                 key: self._bump(conn, *key) for key in dict.fromkeys((r.tenant, r.user_id) for r in records)
             }
@@ -97,6 +128,7 @@ class EmbeddedMemoryStore:
         if (new.tenant, new.user_id) != (tenant, user_id):
             raise BadRequest("a new version must belong to the same tenant and user")
         with self.db.write() as conn:
+            self._refuse_if_erased(conn, [new])
             row = conn.execute(
                 "SELECT rid FROM memories WHERE id = ? AND +tenant = ? AND +user_id = ? AND +is_current = 1",
                 (old_id, tenant, user_id),
@@ -113,31 +145,42 @@ class EmbeddedMemoryStore:
             self._insert(conn, new, uid, generation)
 
     def mark(self, tenant: str, user_id: str, ids: list[str], **fields: object) -> int:
-        changed = 0
+        changes: list[tuple[int, dict[str, object], dict[str, object], bool]] = []
         with self.db.write() as conn:
             for chunk in _chunks(ids):
                 marks = ",".join("?" * len(chunk))
                 rows = conn.execute(
-                    f"SELECT rid, metadata FROM memories WHERE id IN ({marks}) "
+                    f"SELECT rid, metadata, deleted FROM memories WHERE id IN ({marks}) "
                     "AND +tenant = ? AND +user_id = ?",
                     (*chunk, tenant, user_id),
                 ).fetchall()
                 for row in rows:
-                    meta = json.loads(row["metadata"])
-                    if all(meta.get(k) == v for k, v in fields.items()):
+                    old = json.loads(row["metadata"])
+                    if all(old.get(k) == v for k, v in fields.items()):
                         continue
-                    meta.update(fields)
+                    new = {**old, **fields}
                     conn.execute(
-                        "UPDATE memories SET metadata = ? WHERE rid = ?", (json.dumps(meta), row["rid"])
+                        "UPDATE memories SET metadata = ? WHERE rid = ?", (json.dumps(new), row["rid"])
                     )
-                    changed += 1
-            if changed:
-                # Metadata is not in the search index: the generation moves, no row_gen does.
-                self._bump(conn, tenant, user_id)
-        return changed
+                    changes.append((row["rid"], old, new, bool(row["deleted"])))
+            if changes:
+                # Metadata is not in the row index: the generation moves, no row_gen does.
+                # Filters read it from memory_terms, which changes in this same transaction.
+                uid, _ = self._bump(conn, tenant, user_id)
+                for rid, old, new, deleted in changes:
+                    if not deleted:
+                        metadata_terms.replace(conn, uid, rid, old, new)
+        return len(changes)
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
+        now = time.time()
         with self.db.write() as conn:
+            # First the marker: from this transaction on, no write of work begun before it lands.
+            conn.execute("DELETE FROM erasures WHERE expires_at < ?", (now,))
+            conn.execute(
+                "INSERT OR REPLACE INTO erasures (key, erased_at, expires_at) VALUES (?, ?, ?)",
+                (erasure_key(tenant, user_id), now, now + RETENTION_SECONDS),
+            )
             rids = [
                 r["rid"]
                 for r in conn.execute(
@@ -145,15 +188,48 @@ class EmbeddedMemoryStore:
                 )
             ]
             conn.executemany("DELETE FROM memories_fts WHERE rowid = ?", [(rid,) for rid in rids])
+            uid = self._uid(tenant, user_id, conn)
+            if uid is not None:
+                metadata_terms.erase(conn, uid)
             conn.execute("DELETE FROM memories WHERE tenant = ? AND user_id = ?", (tenant, user_id))
             conn.execute("DELETE FROM memory_sources WHERE tenant = ? AND user_id = ?", (tenant, user_id))
             # The user's uid goes too: a later write starts a new uid (never reused), which
             # tells every cache, in this process or another, that its copy is gone.
             conn.execute("DELETE FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user_id))
         self._indexes.drop(tenant, user_id)
+        self.compact()
         return {"memories": len(rids)}
 
+    def compact(self, attempts: int = 20) -> bool:
+        """Make deleted text unreadable in the file: merge the FTS index and empty the WAL.
+
+        An FTS5 delete only marks tokens deleted; they stay in the index's data
+        blocks until a merge (this SQLite has no FTS5 secure-delete), so the
+        index is optimised (merged into one segment). The WAL still holds the
+        pages as they were before the delete until a checkpoint copies the new
+        ones back and truncates it; a reader holding an old snapshot delays
+        that, so it is tried a few times. True when the WAL was emptied.
+        """
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+        conn = self.db.connection()
+        for attempt in range(attempts):
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                return True
+            time.sleep(min(0.01 * 2**attempt, 0.2))
+        return False
+
     # ------------------------------------------------------------------- reads
+    def _uid(self, tenant: str, user_id: str, conn: sqlite3.Connection | None = None) -> int | None:
+        """The user's number (``store_users``), ``None`` for a user without memories."""
+        row = (
+            (conn or self.db.read())
+            .execute("SELECT uid FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user_id))
+            .fetchone()
+        )
+        return int(row[0]) if row else None
+
     def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
         row = (
             self.db.read()
@@ -238,14 +314,14 @@ class EmbeddedMemoryStore:
         limit: int,
         cursor: str | None = None,
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
-        where, params = filter_sql(filters, search=False)
+        uid = self._uid(tenant, user_id) if filters.metadata else None
+        if filters.metadata and uid is None:
+            return [], None  # no memories at all
+        where, params = filter_sql(filters, search=False, uid=uid)
         if cursor:
-            try:
-                created, rid = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
-                where += " AND (m.created_at < ? OR (m.created_at = ? AND m.rid < ?))"
-                params += [float(created), float(created), int(rid)]
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise BadRequest("cursor is not one this API returned") from exc
+            created, rid = decode_row_position(cursor)
+            where += " AND (m.created_at < ? OR (m.created_at = ? AND m.rid < ?))"
+            params += [created, created, rid]
         rows = (
             self.db.read()
             .execute(
@@ -260,7 +336,7 @@ class EmbeddedMemoryStore:
         next_cursor = None
         if len(rows) > limit and page:
             last = page[-1]
-            next_cursor = base64.urlsafe_b64encode(f"{last['created_at']}|{last['rid']}".encode()).decode()
+            next_cursor = encode_position(last["created_at"], last["rid"])
         return [to_record(r) for r in page], next_cursor
 
     # ------------------------------------------------------------------ search
@@ -276,7 +352,17 @@ class EmbeddedMemoryStore:
     def vector_search(
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
     ) -> builtins.list[ScoredId]:
-        return vector_on(self.index(tenant, user_id), query_coarse, k, filters)
+        view = self.index(tenant, user_id)
+        return vector_on(view, query_coarse, k, filters, self.rows_with(view))
+
+    def rows_with(self, view: IndexView) -> RowsWithTerms:
+        """The view's rows holding metadata terms (rows written after the view are not in it)."""
+
+        def lookup(terms: list[str]) -> np.ndarray:
+            pos = view.positions(metadata_terms.rids(self.db.read(), view.uid, terms))
+            return pos[pos >= 0]
+
+        return lookup
 
     def bm25_on(self, view: IndexView, query: str, k: int, filters: MemoryFilters) -> builtins.list[ScoredId]:
         """BM25 top-k of the user's FTS partition, among the rows of ``view`` the filters allow."""
@@ -285,10 +371,11 @@ class EmbeddedMemoryStore:
         match = fts.match_expression(fts.owner_prefix(view.uid), query)
         if match is None:
             return []
-        allowed = view.columns.mask(filters)
+        allowed = view.columns.mask(filters, rows_with=self.rows_with(view))
         # The FTS index holds exactly the current, live rows. If the filters drop none of
         # them, FTS5's own top-k is the answer. Otherwise hits are read until k pass, and
-        # when most rows are filtered out, the filters' tags narrow the MATCH first.
+        # when most rows are filtered out, the filters' tags narrow the MATCH first
+        # (metadata is not a tag: the row mask applies it).
         indexed = view.columns.current & ~view.columns.deleted
         searchable, passing = int(indexed.sum()), int((indexed & allowed).sum())
         if not passing:
@@ -330,11 +417,17 @@ class EmbeddedMemoryStore:
         self.db.close()
 
 
-def vector_on(view: IndexView, query_coarse: np.ndarray, k: int, filters: MemoryFilters) -> list[ScoredId]:
+def vector_on(
+    view: IndexView,
+    query_coarse: np.ndarray,
+    k: int,
+    filters: MemoryFilters,
+    rows_with: RowsWithTerms | None = None,
+) -> list[ScoredId]:
     """Exact cosine top-k (rows are unit vectors) among the rows of ``view`` the filters allow."""
     if not view.size or k <= 0:
         return []
-    allowed = view.columns.mask(filters) & view.has_vector
+    allowed = view.columns.mask(filters, rows_with=rows_with) & view.has_vector
     rows = np.flatnonzero(allowed)
     if not len(rows):
         return []
@@ -361,9 +454,24 @@ class _PinnedUser(EmbeddedMemoryStore):
         self._indexes = store._indexes
         self._key = (tenant, user_id)
         self._view = view
+        self._rows_of_terms: dict[tuple[str, ...], np.ndarray] = {}
 
     def index(self, tenant: str, user_id: str) -> IndexView:
         return self._view if (tenant, user_id) == self._key else super().index(tenant, user_id)
+
+    def rows_with(self, view: IndexView) -> RowsWithTerms:
+        """As the store's, read once per search: both candidate stages ask for the same terms."""
+        lookup = super().rows_with(view)
+        if view is not self._view:
+            return lookup
+
+        def cached(terms: list[str]) -> np.ndarray:
+            key = tuple(terms)
+            if key not in self._rows_of_terms:
+                self._rows_of_terms[key] = lookup(terms)
+            return self._rows_of_terms[key]
+
+        return cached
 
     def close(self) -> None:
         """The view owns nothing; closing it leaves the store open."""

@@ -95,14 +95,23 @@ class OpenSearchIndex:
         )
 
     def ensure_index(self) -> None:
-        """Put the index template and, when the alias is missing, create ``<alias>-v1`` behind it."""
+        """Put the index template; create ``<alias>-v1`` behind the alias, or add new fields to its index."""
         self._call(
             "put index template",
             self.client.indices.put_index_template,
             name=self.alias,
             body=self.template_body(),
         )
-        if not self._call("check alias", self.client.indices.exists_alias, name=self.alias):
+        if self._call("check alias", self.client.indices.exists_alias, name=self.alias):
+            # An index made from an older template: fields added since are added to it
+            # (adding a field is allowed; a strict mapping would reject documents with it).
+            self._call(
+                "add new fields",
+                self.client.indices.put_mapping,
+                index=self.alias,
+                body=mapping.added_fields(),
+            )
+        else:
             try:
                 self._call(
                     "create index",

@@ -12,9 +12,12 @@ import hashlib
 from typing import Any
 
 from memstack.adapters.stored_fields import iso, record_from_fields, stored_fields
+from memstack.domain import metadata_filter
 from memstack.models import MemoryRecord
 
 VECTOR_FIELDS = ("embedding_full", "embedding_coarse")
+#: the keyword field holding a document's metadata as typed terms
+METADATA_TERMS = "metadata_terms"
 
 _KEYWORDS = (
     "memory_id",
@@ -75,13 +78,21 @@ def mappings(
             "version": {"type": "integer"},
             # serverless: which physical copy of a doc_id is the latest write (no in-place updates there)
             "revision": {"type": "long"},
-            # Free-form and never queried: stored, not indexed (no mapping explosion).
+            # Free-form: stored, not indexed (no mapping explosion) ...
             "metadata": {"type": "object", "enabled": False},
+            # ... and filtered through its values as typed terms in one keyword field
+            # (``domain.metadata_filter``: "topic=s:food"), so any key can be filtered on.
+            METADATA_TERMS: {"type": "keyword"},
             "embedding_full": _knn_field(embedding_dim, engine, m, ef_construction),
             "embedding_coarse": _knn_field(coarse_dim, engine, m, ef_construction),
         }
     )
     return {"dynamic": "strict", "properties": properties}
+
+
+def added_fields() -> dict[str, Any]:
+    """Fields this mapping has that an index made from an older template may lack (``PUT _mapping``)."""
+    return {"properties": {METADATA_TERMS: {"type": "keyword"}}}
 
 
 def index_body(
@@ -119,6 +130,7 @@ def to_doc(record: MemoryRecord) -> dict[str, Any]:
         # event_time when known, else created_at: what the after/before filters compare.
         "effective_time": iso(record.event_time or record.created_at),
         "metadata": record.metadata,
+        METADATA_TERMS: metadata_filter.record_terms(record.metadata) or None,
     }
     if record.embedding_full is not None:
         doc["embedding_full"] = list(record.embedding_full)

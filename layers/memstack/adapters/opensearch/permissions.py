@@ -56,6 +56,10 @@ CALLS: dict[str, Permission] = {
         index=("indices:admin/create", "indices:admin/mapping/put", "indices:admin/aliases"),
         aoss_index=("aoss:CreateIndex",),
     ),
+    # An index made by an older memstack gets the fields added since (index.py, serverless.py).
+    "indices.put_mapping": Permission(
+        "runtime", BOTH, index=("indices:admin/mapping/put",), aoss_index=("aoss:UpdateIndex",)
+    ),
     "bulk": Permission(
         "runtime",
         BOTH,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memstack.adapters.opensearch.mapping import METADATA_TERMS
+from memstack.domain.metadata_filter import wanted_terms
 from memstack.domain.text import query_terms
 from memstack.models import MemoryFilters
 
@@ -46,6 +48,9 @@ def filter_clauses(
         bounds["lt"] = filters.before.isoformat()
     if bounds:
         clauses.append({"range": {"effective_time": bounds}})
+    for key, values in (filters.metadata or {}).items():
+        # One clause per key (AND), any of its values (OR): ``domain.metadata_filter``.
+        clauses.append({"terms": {METADATA_TERMS: wanted_terms(key, values)}})
     if filters.session_id is not None:
         clauses.append(
             {

@@ -50,6 +50,7 @@ import numpy as np
 from memstack.adapters.opensearch import mapping, queries
 from memstack.adapters.opensearch.index import Op
 from memstack.adapters.opensearch.store import _OK, OpenSearchMemoryStore
+from memstack.domain import metadata_filter
 from memstack.errors import BadRequest, Conflict, DependencyFailed
 from memstack.models import MemoryFilters, MemoryRecord
 
@@ -77,8 +78,18 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
 
     # ------------------------------------------------------------------ index
     def ensure_index(self) -> None:
-        """``HEAD <index>``; if missing, ``PUT <index>`` with the mappings (a concurrent creation is fine)."""
-        if not self._call("check index", self.client.indices.exists, index=self.alias):
+        """``HEAD <index>``; if missing, ``PUT <index>`` with the mappings (a concurrent creation is fine).
+
+        An index that exists gets the fields added to the mapping since it was made.
+        """
+        if self._call("check index", self.client.indices.exists, index=self.alias):
+            self._call(
+                "add new fields",
+                self.client.indices.put_mapping,
+                index=self.alias,
+                body=mapping.added_fields(),
+            )
+        else:
             body = mapping.index_body(
                 self.embedding_dim, self.coarse_dim, self.engine, self.m, self.ef_construction
             )
@@ -207,7 +218,11 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
             if all(metadata.get(k) == v for k, v in fields.items()):
                 continue
             revision = self._revision(int(source.get("revision", 0)))
-            sources.append({**source, "metadata": {**metadata, **fields}, "revision": revision})
+            metadata.update(fields)
+            terms = metadata_filter.record_terms(metadata)
+            sources.append(
+                {**source, "metadata": metadata, mapping.METADATA_TERMS: terms, "revision": revision}
+            )
             retire.append(copy_id)
         if not sources:
             return 0

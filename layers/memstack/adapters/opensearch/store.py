@@ -26,6 +26,7 @@ import numpy as np
 
 from memstack.adapters.opensearch import mapping, queries
 from memstack.adapters.opensearch.index import Op, OpenSearchIndex, status_of
+from memstack.domain import metadata_filter
 from memstack.errors import BadRequest, Conflict, DependencyFailed
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
 from memstack.settings import Settings
@@ -130,10 +131,12 @@ class OpenSearchMemoryStore(OpenSearchIndex):
             if all(record.metadata.get(k) == v for k, v in fields.items()):
                 continue
             did = mapping.doc_id(tenant, user_id, memory_id)
+            metadata = {**record.metadata, **fields}
+            terms = metadata_filter.record_terms(metadata)
             ops.append(
                 (
                     {"update": {"_index": self.alias, "_id": did}},
-                    {"doc": {"metadata": {**record.metadata, **fields}}},
+                    {"doc": {"metadata": metadata, mapping.METADATA_TERMS: terms}},
                 )
             )
         if not ops:

@@ -1,60 +1,99 @@
 """The local job queue: jobs persisted in the SQLite file, run by a worker thread.
 
-Jobs survive a restart (they are rows, not objects in memory). A failing job
-is retried with exponential backoff up to ``max_attempts`` times, then moved
-to the dead-letter list (``status = 'dead'``) where ``memstack dlq list``
-shows it and ``memstack dlq redrive`` puts it back.
+Jobs survive a restart (they are rows, not objects in memory). A worker
+claims a job with a short lease (``lease_seconds``, default 15 s) and a
+heartbeat renews it while the job runs; the lease of a worker that died
+(``kill -9``, a power cut) simply runs out, and the job is claimed again
+within seconds. Every claim counts as an attempt, so a job that kills its
+worker every time is dead-lettered after ``max_attempts`` too.
+
+A failing job is retried with exponential backoff up to ``max_attempts``
+times, then moved to the dead-letter list (``status = 'dead'``) where
+``memstack dlq list`` shows it and ``memstack dlq redrive`` puts it back.
+Sending a job id that is already dead-lettered puts it back the same way (a
+client's retry of the add that queued it asks for exactly that).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from memstack.adapters.embedded.database import Database
+from memstack.adapters.embedded.migrations import ensure_columns
+from memstack.domain.heartbeat import LeaseKeeper
 from memstack.ports.queue import Job
+
+# Still owed: waiting for its time, or claimed by a worker (whose lease may have run out).
+_OPEN = "status IN ('pending', 'running')"
 
 
 class LocalJobQueue:
-    def __init__(self, db: Database, max_attempts: int = 3, backoff_seconds: float = 0.5) -> None:
+    def __init__(
+        self,
+        db: Database,
+        max_attempts: int = 3,
+        backoff_seconds: float = 0.5,
+        lease_seconds: float = 15.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.db = db
         self.max_attempts = max_attempts
         self.backoff_seconds = backoff_seconds
+        self.lease_seconds = lease_seconds
+        self.clock = clock
+        ensure_columns(db, "jobs", {"lease_token": "TEXT", "user_key": "TEXT"})
         self._handler: Callable[[Job], None] | None = None
         self._wake = threading.Event()
+        self._finished = threading.Condition()
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
-        self._run_lock = threading.Lock()
+        self._heartbeat = LeaseKeeper(lease_seconds / 3, name="memstack-job-heartbeat")
 
     # ----------------------------------------------------------------- the port
     def send(self, jobs: list[Job]) -> None:
-        now = time.time()
+        now = self.clock()
         with self.db.write() as conn:
             conn.executemany(
-                "INSERT OR IGNORE INTO jobs (id, body, status, attempts, available_at, created_at) "
-                "VALUES (?, ?, 'pending', 0, ?, ?)",
-                [(j.id, j.model_dump_json(), now, now) for j in jobs],
+                "INSERT INTO jobs (id, body, status, attempts, available_at, created_at, user_key) "
+                "VALUES (?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = 'pending', "
+                "attempts = 0, available_at = excluded.available_at WHERE jobs.status = 'dead'",
+                [(j.id, j.model_dump_json(), now, now, _user_key(j)) for j in jobs],
             )
         self._wake.set()
 
     def set_handler(self, handler: Callable[[Job], None]) -> None:
         self._handler = handler
 
-    def pending(self) -> int:
-        row = self.db.read().execute("SELECT COUNT(*) AS n FROM jobs WHERE status = 'pending'").fetchone()
-        return int(row["n"])
+    def pending(self, job_ids: list[str] | None = None) -> int:
+        """Jobs still owed (waiting or running): all of them, or those among ``job_ids``."""
+        conn = self.db.read()
+        if job_ids is None:
+            return int(conn.execute(f"SELECT COUNT(*) AS n FROM jobs WHERE {_OPEN}").fetchone()["n"])
+        n = 0
+        for start in range(0, len(job_ids), 500):
+            chunk = job_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            n += conn.execute(
+                f"SELECT COUNT(*) AS n FROM jobs WHERE {_OPEN} AND id IN ({marks})", chunk
+            ).fetchone()["n"]
+        return n
 
-    def drain(self, timeout: float | None = None) -> bool:
-        """Run jobs in this thread (or wait for the worker) until none is pending."""
+    def drain(self, timeout: float | None = None, job_ids: list[str] | None = None) -> bool:
+        """Run jobs in this thread (or wait for the worker running them) until none is owed."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self.pending():
+        while self.pending(job_ids):
             if deadline is not None and time.monotonic() > deadline:
                 return False
-            if not self.run_ready() and self.pending():
-                time.sleep(min(self.backoff_seconds, 0.05))
+            if not self.run_ready(job_ids) and self.pending(job_ids):
+                # Leased by another worker or backing off: wake when a job of this process ends.
+                with self._finished:
+                    self._finished.wait(min(self.backoff_seconds, 0.05))
         return True
 
     def dead_letters(self) -> list[dict[str, Any]]:
@@ -71,54 +110,104 @@ class LocalJobQueue:
         with self.db.write() as conn:
             n = conn.execute(
                 "UPDATE jobs SET status = 'pending', attempts = 0, available_at = ? WHERE status = 'dead'",
-                (time.time(),),
+                (self.clock(),),
             ).rowcount
         self._wake.set()
         return n
 
-    # -------------------------------------------------------------- processing
-    def _claim(self) -> tuple[Job, int] | None:
+    def erase_user(self, tenant: str, user_id: str) -> int:
+        """Delete every job of the user, waiting, running or dead-lettered; returns how many."""
         with self.db.write() as conn:
-            row = conn.execute(
-                "SELECT id, body, attempts FROM jobs WHERE status = 'pending' AND available_at <= ? "
-                "ORDER BY available_at, created_at LIMIT 1",
-                (time.time(),),
-            ).fetchone()
-            if row is None:
-                return None
-            # Lease the job so a second worker does not take it while this one runs.
-            conn.execute("UPDATE jobs SET available_at = ? WHERE id = ?", (time.time() + 300.0, row["id"]))
-        return Job.model_validate_json(row["body"]), int(row["attempts"])
+            return int(
+                conn.execute(
+                    "DELETE FROM jobs WHERE user_key = ? OR (user_key IS NULL "
+                    "AND json_extract(body, '$.tenant') = ? AND json_extract(body, '$.user_id') = ?)",
+                    (_user_key(Job(type="extract", tenant=tenant, user_id=user_id)), tenant, user_id),
+                ).rowcount
+            )
 
-    def run_ready(self) -> int:
-        """Run every job that is ready now; returns how many ran."""
+    # -------------------------------------------------------------- processing
+    def _claim(self, job_ids: list[str] | None = None) -> tuple[Job, int, str] | None:
+        """Lease one ready job (among ``job_ids`` when given): (job, attempts so far, lease token)."""
+        now = self.clock()
+        only = ""
+        params: list[Any] = [now]
+        if job_ids is not None:
+            if not job_ids:
+                return None
+            only = f" AND id IN ({','.join('?' * len(job_ids))})"
+            params += job_ids
+        with self.db.write() as conn:
+            while True:
+                # One job per user at a time, across threads and processes: two extractions of
+                # one user at once could both decide to ADD the same fact.
+                row = conn.execute(
+                    f"SELECT id, body, attempts, status FROM jobs WHERE {_OPEN} AND available_at <= ?{only} "
+                    "AND NOT EXISTS (SELECT 1 FROM jobs AS busy WHERE busy.user_key = jobs.user_key "
+                    "AND busy.status = 'running' AND busy.available_at > ? AND busy.id != jobs.id) "
+                    "ORDER BY available_at, created_at LIMIT 1",
+                    [*params, now],
+                ).fetchone()
+                if row is None:
+                    return None
+                attempts = int(row["attempts"])
+                if row["status"] == "running" and attempts >= self.max_attempts:
+                    # Its workers kept dying (or timing out) with it: stop handing it out.
+                    conn.execute(
+                        "UPDATE jobs SET status = 'dead', lease_token = NULL, last_error = ? WHERE id = ?",
+                        (f"the worker was lost {attempts} times while running it", row["id"]),
+                    )
+                    continue
+                token = uuid.uuid4().hex
+                conn.execute(
+                    "UPDATE jobs SET status = 'running', lease_token = ?, attempts = attempts + 1, "
+                    "available_at = ? WHERE id = ?",
+                    (token, now + self.lease_seconds, row["id"]),
+                )
+                return Job.model_validate_json(row["body"]), attempts + 1, token
+
+    def _renew(self, job_id: str, token: str) -> None:
+        with self.db.write() as conn:
+            conn.execute(
+                "UPDATE jobs SET available_at = ? WHERE id = ? AND lease_token = ?",
+                (self.clock() + self.lease_seconds, job_id, token),
+            )
+
+    def _finish(self, job: Job, attempts: int, token: str, error: Exception | None) -> None:
+        with self.db.write() as conn:
+            if error is None:
+                conn.execute("DELETE FROM jobs WHERE id = ? AND lease_token = ?", (job.id, token))
+            else:  # a failed job is retried, then dead-lettered
+                dead = attempts >= self.max_attempts
+                conn.execute(
+                    "UPDATE jobs SET status = ?, lease_token = NULL, available_at = ?, last_error = ? "
+                    "WHERE id = ? AND lease_token = ?",
+                    (
+                        "dead" if dead else "pending",
+                        self.clock() + self.backoff_seconds * (2 ** (attempts - 1)),
+                        f"{type(error).__name__}: {error}"[:2000],
+                        job.id,
+                        token,
+                    ),
+                )
+        with self._finished:
+            self._finished.notify_all()
+
+    def run_ready(self, job_ids: list[str] | None = None) -> int:
+        """Run every job that is ready now (among ``job_ids`` when given); returns how many ran."""
         if self._handler is None:
             raise RuntimeError("no job handler is set on the local queue")
         ran = 0
-        with self._run_lock:
-            while (claimed := self._claim()) is not None:
-                job, attempts = claimed
-                ran += 1
+        while (claimed := self._claim(job_ids)) is not None:
+            job, attempts, token = claimed
+            ran += 1
+            error: Exception | None = None
+            with self._heartbeat.keep(functools.partial(self._renew, job.id, token)):
                 try:
                     self._handler(job)
-                except Exception as exc:  # a failed job is retried, then dead-lettered
-                    attempts += 1
-                    dead = attempts >= self.max_attempts
-                    with self.db.write() as conn:
-                        conn.execute(
-                            "UPDATE jobs SET attempts = ?, status = ?, available_at = ?, last_error = ? "
-                            "WHERE id = ?",
-                            (
-                                attempts,
-                                "dead" if dead else "pending",
-                                time.time() + self.backoff_seconds * (2 ** (attempts - 1)),
-                                f"{type(exc).__name__}: {exc}"[:2000],
-                                job.id,
-                            ),
-                        )
-                else:
-                    with self.db.write() as conn:
-                        conn.execute("DELETE FROM jobs WHERE id = ?", (job.id,))
+                except Exception as exc:
+                    error = exc
+            self._finish(job, attempts, token, error)
         return ran
 
     def start_worker(self, poll_seconds: float = 1.0) -> None:
@@ -141,3 +230,7 @@ class LocalJobQueue:
         if self._worker is not None:
             self._worker.join(timeout=10)
             self._worker = None
+
+
+def _user_key(job: Job) -> str:
+    return f"{job.tenant}\x1f{job.user_id}"

@@ -4,8 +4,13 @@ In AWS the worker Lambdas consume the queues (``memstack.workers.sqs``); SQS
 moves a message to its DLQ after ``maxReceiveCount`` receives (the redrive
 policy E provisions). ``drain`` consumes the queues in this process with the
 handler set on it, for running without Lambda (a laptop against real SQS,
-integration tests). ``dead_letters`` lists the DLQs without consuming them and
-``redrive`` sends their messages back to their source queues.
+integration tests). A message ``drain`` receives is hidden for
+``lease_seconds`` only and kept hidden by a heartbeat while its job runs, so
+a consumer that dies gives its job back within seconds. ``drain(job_ids=...)``
+(a ``sync`` request waiting for its own jobs) cannot pick messages out of a
+queue: it returns False at once and the caller watches the jobs' effect.
+``dead_letters`` lists the DLQs without consuming them and ``redrive`` sends
+their messages back to their source queues.
 
 DLQ URLs come from settings, or are read from each source queue's
 ``RedrivePolicy`` when unset.
@@ -18,9 +23,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from memstack.adapters.aws_errors import aws_dependency
+from memstack.domain.heartbeat import LeaseKeeper
 from memstack.errors import DependencyFailed, SettingsError
 from memstack.ports.queue import Job
 from memstack.settings import Settings
+
+SQS = "SQS"
+_SEND_ATTEMPTS = 4
 
 
 class SqsJobQueue:
@@ -32,8 +42,11 @@ class SqsJobQueue:
         client: Any = None,
         region: str | None = None,
         list_visibility_seconds: int = 30,
+        lease_seconds: int = 30,
     ) -> None:
         self.queue_urls = dict(queue_urls)
+        self.lease_seconds = lease_seconds
+        self._heartbeat = LeaseKeeper(lease_seconds / 3, name="memstack-sqs-heartbeat")
         self._dlq_urls = dict(dlq_urls or {})
         self._client = client
         self._region = region
@@ -53,6 +66,7 @@ class SqsJobQueue:
             dlq_urls={k: v for k, v in dlqs.items() if v},
             client=client,
             region=settings.aws_region,
+            lease_seconds=max(2, round(settings.queue_lease_seconds)),
         )
 
     @property
@@ -78,6 +92,7 @@ class SqsJobQueue:
         return self._dlq_urls.get(job_type)
 
     # ----------------------------------------------------------------- the port
+    @aws_dependency(SQS)
     def send(self, jobs: list[Job]) -> None:
         by_type: dict[str, list[Job]] = {}
         for job in jobs:
@@ -86,31 +101,45 @@ class SqsJobQueue:
             by_type.setdefault(job.type, []).append(job)
         for job_type, batch in by_type.items():
             for start in range(0, len(batch), 10):  # SQS takes at most 10 messages per call
-                chunk = batch[start : start + 10]
-                out = self.client.send_message_batch(
-                    QueueUrl=self.queue_urls[job_type],
-                    Entries=[
-                        {
-                            "Id": str(i),
-                            "MessageBody": job.model_dump_json(),
-                            "MessageAttributes": {
-                                "job_type": {"DataType": "String", "StringValue": job.type}
-                            },
-                        }
-                        for i, job in enumerate(chunk)
-                    ],
-                )
-                if out.get("Failed"):
-                    failed = [chunk[int(f["Id"])].id for f in out["Failed"]]
-                    raise DependencyFailed(
-                        f"SQS refused jobs {failed}: {out['Failed'][0].get('Message', '')}"
-                    )
+                self._send_chunk(self.queue_urls[job_type], batch[start : start + 10])
+
+    def _send_chunk(self, url: str, chunk: list[Job]) -> None:
+        """One SendMessageBatch; entries SQS failed on its side are sent again, a few times."""
+        todo = dict(enumerate(chunk))
+        for attempt in range(_SEND_ATTEMPTS):
+            out = self.client.send_message_batch(
+                QueueUrl=url,
+                Entries=[
+                    {
+                        "Id": str(i),
+                        "MessageBody": job.model_dump_json(),
+                        "MessageAttributes": {"job_type": {"DataType": "String", "StringValue": job.type}},
+                    }
+                    for i, job in todo.items()
+                ],
+            )
+            failed = out.get("Failed") or []
+            todo = {int(f["Id"]): todo[int(f["Id"])] for f in failed}
+            if not todo:
+                return
+            if any(f.get("SenderFault") for f in failed):
+                break  # our fault: sending the same again cannot help
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+        raise DependencyFailed(
+            f"SQS refused jobs {[j.id for j in todo.values()]}: {failed[0].get('Message', '')}"
+        )
 
     def set_handler(self, handler: Callable[[Job], None]) -> None:
         self._handler = handler
 
-    def drain(self, timeout: float | None = None) -> bool:
-        """Consume the source queues here until all are empty (failures retry, then SQS dead-letters)."""
+    @aws_dependency(SQS)
+    def drain(self, timeout: float | None = None, job_ids: list[str] | None = None) -> bool:
+        """Consume the source queues here until all are empty (failures retry, then SQS dead-letters).
+
+        With ``job_ids``: False at once (see the module docstring).
+        """
+        if job_ids is not None:
+            return not job_ids
         if self._handler is None:
             raise RuntimeError("no job handler is set on the SQS queue")
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -125,6 +154,7 @@ class SqsJobQueue:
             if not received:
                 time.sleep(0.2)
 
+    @aws_dependency(SQS)
     def dead_letters(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for job_type in self.queue_urls:
@@ -154,6 +184,7 @@ class SqsJobQueue:
                 )
         return out
 
+    @aws_dependency(SQS)
     def redrive(self) -> int:
         """Move every dead-lettered message back to its source queue; returns how many moved."""
         moved = 0
@@ -193,6 +224,41 @@ class SqsJobQueue:
                     raise DependencyFailed(f"SQS refused {len(batch) - len(ok)} redriven messages")
         return moved
 
+    @aws_dependency(SQS)
+    def erase_user(self, tenant: str, user_id: str) -> int:
+        """Delete the user's dead-lettered jobs; returns how many.
+
+        Messages still in the source queues cannot be picked out; they are
+        no-ops once the user is erased (nothing left to read, and the stores
+        refuse writes of work begun before the erase).
+        """
+        erased = 0
+        for job_type in self.queue_urls:
+            url = self.dlq_url(job_type)
+            if not url:
+                continue
+            seen = list(self._receive_all(url, self.list_visibility_seconds))
+            theirs = [m for m in seen if _owner(m) == (tenant, user_id)]
+            others = [m for m in seen if _owner(m) != (tenant, user_id)]
+            for start in range(0, len(theirs), 10):
+                self.client.delete_message_batch(
+                    QueueUrl=url,
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                        for i, m in enumerate(theirs[start : start + 10])
+                    ],
+                )
+            for start in range(0, len(others), 10):  # the rest visible again, as listing leaves them
+                self.client.change_message_visibility_batch(
+                    QueueUrl=url,
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                        for i, m in enumerate(others[start : start + 10])
+                    ],
+                )
+            erased += len(theirs)
+        return erased
+
     # -------------------------------------------------------------- internals
     def _receive_all(self, url: str, visibility: int) -> Iterator[dict[str, Any]]:
         while msgs := self.client.receive_message(
@@ -206,18 +272,29 @@ class SqsJobQueue:
 
     def _consume(self, url: str) -> int:
         assert self._handler is not None
+        # One message at a time: a lease (visibility) covers only the job that is running.
         msgs = self.client.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0, AttributeNames=["All"]
+            QueueUrl=url,
+            MaxNumberOfMessages=1,
+            WaitTimeSeconds=0,
+            VisibilityTimeout=self.lease_seconds,
+            AttributeNames=["All"],
         ).get("Messages", [])
         for msg in msgs:
-            try:
-                self._handler(Job.model_validate_json(msg["Body"]))
-            except Exception:  # leave it to SQS: visible again now, dead-lettered after maxReceiveCount
+            handle = msg["ReceiptHandle"]
+
+            def renew(handle: str = handle) -> None:
                 self.client.change_message_visibility(
-                    QueueUrl=url, ReceiptHandle=msg["ReceiptHandle"], VisibilityTimeout=0
+                    QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=self.lease_seconds
                 )
+
+            try:
+                with self._heartbeat.keep(renew):
+                    self._handler(Job.model_validate_json(msg["Body"]))
+            except Exception:  # leave it to SQS: visible again now, dead-lettered after maxReceiveCount
+                self.client.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=0)
             else:
-                self.client.delete_message(QueueUrl=url, ReceiptHandle=msg["ReceiptHandle"])
+                self.client.delete_message(QueueUrl=url, ReceiptHandle=handle)
         return len(msgs)
 
     def _empty(self) -> bool:
@@ -243,3 +320,8 @@ def _body(msg: dict[str, Any]) -> Any:
 def _job_id(msg: dict[str, Any]) -> str:
     body = _body(msg)
     return str(body.get("id")) if isinstance(body, dict) and body.get("id") else msg["MessageId"]
+
+
+def _owner(msg: dict[str, Any]) -> tuple[str, str] | None:
+    body = _body(msg)
+    return (str(body.get("tenant")), str(body.get("user_id"))) if isinstance(body, dict) else None

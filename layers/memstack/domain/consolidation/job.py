@@ -38,16 +38,22 @@ import numpy as np
 from memstack.domain.categories import categorise
 from memstack.domain.consolidation.grouping import Group, classify, group_entries
 from memstack.domain.consolidation.similarity import RunEmbedder, clusters, nearest_ltm
+from memstack.domain.erasure import began
+from memstack.domain.heartbeat import LeaseKeeper
 from memstack.domain.indexing import turn_text
 from memstack.domain.ingest import stm_memory_id
-from memstack.models import Category, Kind, MemoryRecord, Role, Scope, Tier
+from memstack.models import Category, Kind, MemoryRecord, Role, Scope, Tier, new_id
 from memstack.ports.embedder import Embedder
+from memstack.ports.lease import Leases
 from memstack.ports.llm import ExtractionOp, Summariser
 from memstack.ports.stm import ShortTermStore, StmEntry
 from memstack.ports.store import MemoryStore
 
 SUMMARY = "summary"
 SYNTHESIS = "synthesis"
+LEASE = "consolidation"
+#: the report of a run that found another consolidation of the user still running
+BUSY = "busy"
 ApplyOperations = Callable[..., builtins.list[MemoryRecord]]
 
 
@@ -62,6 +68,8 @@ class ConsolidationConfig:
     duplicate_threshold: float = 0.95
     synthesis_similarity: float = 0.6
     neighbours: int = 10
+    #: the per-user lease: one run at a time, renewed every third of it while the run lasts
+    lease_seconds: float = 120.0
 
 
 @dataclass
@@ -105,6 +113,7 @@ class Consolidator:
         summariser: Summariser,
         config: ConsolidationConfig,
         apply: ApplyOperations | None = None,
+        leases: Leases | None = None,
     ) -> None:
         self.store = store
         self.stm = stm
@@ -112,6 +121,8 @@ class Consolidator:
         self.summariser = summariser
         self.config = config
         self._apply = apply
+        self.leases = leases
+        self._heartbeat = LeaseKeeper(config.lease_seconds / 3, name="memstack-consolidation-lease")
 
     @property
     def apply(self) -> ApplyOperations:
@@ -121,11 +132,32 @@ class Consolidator:
 
     # ------------------------------------------------------------------- the job
     def run(self, tenant: str, user_id: str, now: datetime | None = None) -> ConsolidationReport:
+        """Consolidate the user now, unless another run of the user holds its lease (status "busy").
+
+        Two runs of one user at once (the API, the scheduler, the CLI) each read
+        the same unconsolidated turns and would each write their summaries; the
+        lease lets one run, and the other answers "busy" having written nothing.
+        """
         # One job object per run (thread-safe), embedding each new text once however often it is compared.
         job = Consolidator(
             self.store, self.stm, RunEmbedder(self.embedder), self.summariser, self.config, self.apply
         )
-        return job._run(tenant, user_id, now or datetime.now(UTC))
+        with began(datetime.now(UTC)):  # its writes are refused if the user is erased meanwhile
+            return self._leased(job, tenant, user_id, now)
+
+    def _leased(
+        self, job: Consolidator, tenant: str, user_id: str, now: datetime | None
+    ) -> ConsolidationReport:
+        if self.leases is None:
+            return job._run(tenant, user_id, now or datetime.now(UTC))
+        leases, owner, seconds = self.leases, new_id(), self.config.lease_seconds
+        if not leases.acquire(tenant, user_id, LEASE, owner, seconds):
+            return ConsolidationReport(tenant=tenant, user_id=user_id, status=BUSY)
+        try:
+            with self._heartbeat.keep(lambda: leases.renew(tenant, user_id, LEASE, owner, seconds)):
+                return job._run(tenant, user_id, now or datetime.now(UTC))
+        finally:
+            leases.release(tenant, user_id, LEASE, owner)
 
     def _run(self, tenant: str, user_id: str, now: datetime) -> ConsolidationReport:
         report = ConsolidationReport(tenant=tenant, user_id=user_id)

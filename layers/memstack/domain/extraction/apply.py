@@ -110,11 +110,9 @@ class _Applier:
         if not target_id:
             return None
         record = self.store.get(self.tenant, self.user_id, target_id)
-        seen: set[str] = set()
-        while record is not None and not record.is_current and record.id not in seen:
-            seen.add(record.id)
-            record = self.store.successor(self.tenant, self.user_id, record.id)
-        if record is None or record.deleted or record.tier != Tier.LTM:
+        if record is not None:
+            record = versions.head(self.store, self.tenant, self.user_id, record)
+        if record is None or not record.is_current or record.deleted or record.tier != Tier.LTM:
             return None
         return record
 

@@ -15,12 +15,14 @@ and a retried job sees exactly what the first attempt saw.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from memstack.domain.bounds import TimeBounds
+from memstack.domain.erasure import began
 from memstack.domain.extraction.apply import apply_operations
 from memstack.domain.extraction.relative import Resolution, resolve_relative_dates
 from memstack.domain.extraction.timeparse import localise
@@ -45,6 +47,8 @@ class ExtractionConfig:
     rrf_k: int = 10
     weight_vector: float = 0.7
     weight_bm25: float = 0.3
+    #: an event time outside this range (a model's or a phrase's) is dropped, never stored
+    time_bounds: TimeBounds = field(default_factory=TimeBounds)
 
 
 def prepare_message(message: Message, received_at: datetime) -> tuple[Message, Resolution]:
@@ -76,6 +80,12 @@ class ExtractionJobHandler:
         self.run(job)
 
     def run(self, job: Job, now: datetime | None = None) -> list[MemoryRecord]:
+        # The job began before it read anything: a store refuses its writes if the user was erased
+        # since (domain/erasure.py), so a job racing an erase cannot bring the user back.
+        with began(datetime.now(UTC)):
+            return self._run(job, now)
+
+    def _run(self, job: Job, now: datetime | None) -> list[MemoryRecord]:
         payload: dict[str, Any] = job.payload
         message_id = str(payload.get("message_id") or "")
         entry = self.stm.get(job.tenant, job.user_id, message_id)
@@ -85,13 +95,15 @@ class ExtractionJobHandler:
                 {"event": "memory_extraction_skipped", "message_id": message_id, "reason": "not in STM"}
             )
             return []
+        if entry.extraction == "done":
+            return []  # a second delivery of a job that already finished: nothing is owed
         session_id = payload.get("session_id", entry.session_id)
         scope = Scope(payload.get("scope") or entry.scope)
         message, resolution = prepare_message(entry.message, entry.received_at)
         neighbours = self.neighbours(job.tenant, job.user_id, message, session_id)
         context = self.context(job.tenant, job.user_id, message, session_id)
         ops = [
-            self._complete(op, message, resolution)
+            self._complete(op, message, resolution, self.config.time_bounds)
             for op in self.extractor.extract(message, context, neighbours)
         ]
         written = apply_operations(
@@ -106,6 +118,8 @@ class ExtractionJobHandler:
             now=now,
             metadata=payload.get("metadata"),
         )
+        # Last: the outbox entry says "done" only once everything above is written.
+        self.stm.mark_extracted(job.tenant, job.user_id, [message_id])
         if self.on_operations is not None:
             self.on_operations([op.op for op in ops])
         # Debug: one line per message is too chatty for the CLI; POWERTOOLS_LOG_LEVEL=DEBUG shows it.
@@ -122,13 +136,18 @@ class ExtractionJobHandler:
         return written
 
     @staticmethod
-    def _complete(op: ExtractionOp, message: Message, resolution: Resolution) -> ExtractionOp:
-        """Provenance and event time the extractor may have left out."""
+    def _complete(
+        op: ExtractionOp, message: Message, resolution: Resolution, bounds: TimeBounds
+    ) -> ExtractionOp:
+        """Provenance and event time the extractor may have left out; an impossible event time dropped."""
         update: dict[str, Any] = {}
         if not op.source_ids:
             update["source_ids"] = [message.id]
-        if op.op in ("ADD", "UPDATE") and op.kind == Kind.EVENT and op.event_time is None:
-            update["event_time"] = resolution.event_time or message.timestamp
+        if op.event_time is not None and bounds.keep(op.event_time) is None:
+            update["event_time"] = None
+        missing = update.get("event_time", op.event_time) is None
+        if op.op in ("ADD", "UPDATE") and op.kind == Kind.EVENT and missing:
+            update["event_time"] = bounds.keep(resolution.event_time) or message.timestamp
         return op.model_copy(update=update) if update else op
 
     def neighbours(

@@ -269,7 +269,10 @@ def resolve_relative_dates(text: str, reference: datetime) -> Resolution:
     for rule in _RULES:
 
         def replace(m: re.Match[str], rule: _Rule = rule) -> str:
-            when, phrase, default_prep = rule.resolve(m, ref, future)
+            try:
+                when, phrase, default_prep = rule.resolve(m, ref, future)
+            except (ValueError, OverflowError):
+                return m.group(0)  # "10000 years ago" names no representable date: keep the words
             prep = m.group("prep") or ""
             original = m.group(0)
             phrases.append(original.strip())

@@ -123,8 +123,9 @@ def expand_history(
     """Stage 8: each hit's version chain, oldest first, older versions marked ``superseded``.
 
     A chain appears once, where its best hit ranked; tombstones are left out
-    (they hold no content), and so is anything outside the caller's filters'
-    tenant and user (the store reads are scoped by both).
+    (they hold no content), a chain that ends in one (a deleted memory) is left
+    out whole, and so is anything outside the caller's filters' tenant and
+    user (the store reads are scoped by both).
     """
     out: list[SearchHit] = []
     seen: set[str] = set()
@@ -133,6 +134,8 @@ def expand_history(
             continue
         chain: list[MemoryRecord] = versions.history(store, req.tenant, req.user_id, hit.record.id)
         seen.update(r.id for r in chain)
+        if chain[-1].deleted:
+            continue  # a deleted memory: none of its versions is ever a result
         shown = [r for r in chain if not r.deleted][-max_versions:]
         if len(shown) <= 1:
             out.append(hit)
