@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from memstack.domain.ingest import is_turn_id, stm_memory_id
 from memstack.domain.retrieval import units
-from memstack.domain.retrieve import RetrievalConfig, SearchRequest
+from memstack.domain.retrieve import RetrievalConfig, Retriever, SearchRequest
 from memstack.models import MemoryRecord, ScoredId, Tier
 from memstack.service import MemoryService
 
@@ -105,3 +107,55 @@ def test_memory_weights_of_zero_leave_turns_only(service: MemoryService) -> None
     ranks = units.field_ranks({"bm25": ranking(MEMORY_A, TURN_A)})
     fused = units.unit_rrf({TURN_A: [MEMORY_A, TURN_A]}, {TURN_A}, ranks, config.field_weights, k=5)
     assert fused[TURN_A] == pytest.approx(0.7 / 6)
+
+
+def test_a_units_best_rank_counts_once_per_field() -> None:
+    # Two memories of one turn, first and second in the vector ranking: the unit takes first place once.
+    other = "1" * 32
+    ranks = units.field_ranks({"vector": ranking(MEMORY_A, other)})
+    fused = units.unit_rrf({TURN_A: [MEMORY_A, other]}, {TURN_A}, ranks, WEIGHTS, k=5)
+    assert fused[TURN_A] == pytest.approx(0.3 / 6)
+
+
+def test_a_unit_outranks_a_turn_that_beats_each_of_its_records(service: MemoryService) -> None:
+    """Fused record by record, the echo of the question wins; fused by unit, the answer does."""
+    turn = record(service, "Sam: finally got the keys, the flat by the river is ours", "a", tier=Tier.STM)
+    memory = record(service, "Sam bought a flat by the river", "a")
+    echo = record(service, "Jo: did Sam buy a flat? I keep wondering about Sam", "b", tier=Tier.STM)
+    put(service, turn, memory, echo)
+    req = SearchRequest(tenant=T, user_id=U, query="did Sam buy a flat", reference_time=REF, explain=True)
+    # Stage 6 off, so the turn stays visible. Each record alone, the echo leads:
+    # what makes this test mean something.
+    config = replace(service.retriever.config, dedup_by_source=False)
+    alone = {
+        h.record.id: h.stages for h in Retriever(service.store, service.embedder, config).search(req).hits
+    }
+    assert alone[echo.id]["record_rrf"] > max(alone[turn.id]["record_rrf"], alone[memory.id]["record_rrf"])
+    assert alone[memory.id]["rrf"] == alone[turn.id]["rrf"] > alone[echo.id]["rrf"]
+    hits = service.search(req).hits
+    assert [h.record.id for h in hits[:2]] == [memory.id, echo.id]  # the turn is merged into its memory
+
+
+def test_a_memory_counts_its_words_fully_only_when_its_turn_is_not_there(service: MemoryService) -> None:
+    """Beside its turn a memory is a second view (memory weights); alone, all the evidence (turn weights)."""
+    query = "did Sam buy a flat"
+    for user, with_turn in (("u1", True), ("u2", False)):
+        records = [
+            record(service, "Sam bought a flat", "a", user_id=user),
+            record(
+                service,
+                "Jo: did Sam buy a flat? I keep wondering",
+                "b",
+                tier=Tier.STM,
+                user_id=user,
+                id=stm_memory_id(T, user, "b"),
+            ),
+        ]
+        if with_turn:  # the turn says it in words the query does not use
+            records.append(record(service, "Me: long day, the paperwork is done at last", "a", tier=Tier.STM))
+        put(service, *records)
+    rrf = {}
+    for user in ("u1", "u2"):
+        req = SearchRequest(tenant=T, user_id=user, query=query, reference_time=REF, explain=True)
+        rrf[user] = next(h.stages["rrf"] for h in service.search(req).hits if h.record.tier == Tier.LTM)
+    assert rrf["u2"] > rrf["u1"]  # in u1 its BM25 rank weighs 0.1, in u2 0.7

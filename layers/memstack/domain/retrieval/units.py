@@ -10,11 +10,12 @@ So each ranking is split into two *fields*, turns and memories (ranks counted
 within each field), and the weighted RRF is summed per *unit*: the turn plus
 the memories whose newest source it is, each field counting the unit's best
 rank in it. The memory field has its own weights: when a unit's turn is
-stored, its memories are a second view of the same words, and measured on
+among the candidates, its memories are a second view of the same words, and measured on
 LoCoMo their embedding adds much (a clean paraphrase) while their BM25 adds
-little beyond the turn's own (docs/retrieval.md). A unit whose turn is not
-stored (expired from STM, or a memory written directly) has only memories,
-and they count with the turn weights: they are all the evidence there is.
+little beyond the turn's own (docs/retrieval.md, "Evidence units"). A unit
+whose turn is not among the candidates (expired from STM, a memory written
+directly, or a turn no ranking found) has only memories, and they count with
+the turn weights: they are all the evidence there is.
 
 The record ids alone say which field a candidate is in (``is_turn_id``), so
 the split needs no reads; only the pooled records are loaded, as before.
@@ -22,7 +23,7 @@ the split needs no reads; only the pooled records are loaded, as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from memstack.domain.ingest import is_turn_id, stm_memory_id
@@ -40,7 +41,7 @@ class FieldWeights:
     memories: Mapping[str, float]
 
     def of(self, field: str, ranking: str, has_turn: bool = True) -> float:
-        # A unit without a stored turn: its memories are its only text, and count fully.
+        # A unit whose turn no ranking holds: its memories are its only text, and count fully.
         table = self.turns if field == TURNS or not has_turn else self.memories
         return table.get(ranking, 0.0)
 
@@ -88,14 +89,9 @@ def unit_key(tenant: str, user_id: str, record: MemoryRecord) -> str:
     return record.id
 
 
-def unit_turn_ids(tenant: str, user_id: str, records: Iterable[MemoryRecord]) -> set[str]:
-    """The turn id of every memory's unit (to check which turns are stored)."""
-    return {unit_key(tenant, user_id, r) for r in records if r.tier == Tier.LTM and r.source_ids}
-
-
 def unit_rrf(
     members: Mapping[str, Sequence[str]],
-    stored_turns: set[str],
+    candidate_turns: set[str],
     ranks: Mapping[tuple[str, str], Mapping[str, int]],
     weights: FieldWeights,
     k: int,
@@ -104,11 +100,11 @@ def unit_rrf(
 
     ``members`` maps a unit key to its pooled record ids; the unit's turn counts
     even when it is not pooled (its ranks are known by its id), and a unit
-    whose turn is not in ``stored_turns`` weighs its memories as turns.
+    whose turn is not in ``candidate_turns`` weighs its memories as turns.
     """
     out: dict[str, float] = {}
     for key, ids in members.items():
-        has_turn = key in stored_turns
+        has_turn = key in candidate_turns
         candidates = {*ids, key} if has_turn else set(ids)
         total = 0.0
         for (name, f), by_id in ranks.items():
