@@ -29,6 +29,7 @@ def test_metadata_and_agent_are_carried_onto_the_extracted_memories(api: Api) ->
         assert memory["session_id"] == "trip-42"
         assert memory["agent_id"] == "travel-bot"
         assert memory["metadata"]["channel"] == "sms" and memory["metadata"]["priority"] == 2
+        assert "op_key" not in memory["metadata"]  # extraction's bookkeeping is not the caller's
     assert "peanuts" in by_tier["ltm"]["content"]
 
 
@@ -53,10 +54,11 @@ def test_run_id_is_an_alias_of_session_id(api: Api) -> None:
     assert found["results"] == []  # CONTEXT memories are seen only in their session
 
 
-def test_agent_id_is_not_forgeable_through_metadata(api: Api) -> None:
+@pytest.mark.parametrize("key", ["agent_id", "op_key"])
+def test_system_keys_are_not_forgeable_through_metadata(api: Api, key: str) -> None:
     message = [{"role": "user", "content": "hi"}]
     status, err = api(
-        "POST", "/v1/memories", body={"user_id": "ann", "messages": message, "metadata": {"agent_id": "x"}}
+        "POST", "/v1/memories", body={"user_id": "ann", "messages": message, "metadata": {key: "x"}}
     )
     assert status == 422 and "reserved" in err["error"]["message"]
 

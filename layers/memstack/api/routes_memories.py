@@ -65,11 +65,17 @@ def aware(value: datetime | None, timezone: str) -> datetime | None:
     return value.replace(tzinfo=ZoneInfo(timezone))
 
 
+# Bookkeeping the system keeps in metadata that is no caller's business: the extraction
+# operation's idempotency key.
+INTERNAL_METADATA_KEYS = frozenset({"op_key"})
+
+
 def memory_out(record: MemoryRecord) -> dict[str, Any]:
     data = record.public_dict()
-    return Memory.model_validate({**data, "agent_id": data["metadata"].get("agent_id")}).model_dump(
-        mode="json"
-    )
+    metadata = {k: v for k, v in data["metadata"].items() if k not in INTERNAL_METADATA_KEYS}
+    return Memory.model_validate(
+        {**data, "metadata": metadata, "agent_id": metadata.get("agent_id")}
+    ).model_dump(mode="json")
 
 
 def reject_unknown_query(app: MemstackResolver, allowed: frozenset[str]) -> None:

@@ -140,7 +140,7 @@ MetadataFilter = Annotated[
 
 
 # Keys the system itself writes into a record's metadata; a caller may not forge them.
-RESERVED_METADATA_KEYS = frozenset({"role", "consolidated", "edited", "key", "agent_id"})
+RESERVED_METADATA_KEYS = frozenset({"role", "consolidated", "edited", "key", "agent_id", "op_key"})
 
 
 def _no_reserved_keys(value: dict[str, Any] | None) -> dict[str, Any] | None:
