@@ -231,6 +231,12 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
     )
 
 
+def _wire_erasure_log(store: MemoryStore, stm: ShortTermStore | None) -> None:
+    """A serverless collection fences writes with the STM's erasure marker (it has no realtime read)."""
+    if getattr(store, "erasure_log", False) is None and hasattr(stm, "erased_at"):
+        store.erasure_log = stm  # type: ignore[attr-defined]
+
+
 def build_service(
     settings: Settings,
     *,
@@ -274,6 +280,7 @@ def build_service(
 
         assert db is not None
         stm = EmbeddedShortTermStore(db)
+    _wire_erasure_log(store, stm)
     if queue is None and settings.queue_backend == "local":
         from memstack.adapters.queue.local import LocalJobQueue
 

@@ -16,7 +16,7 @@ from typing import Any
 from memstack.domain import keyed, versions
 from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
-from memstack.domain.consolidation.scheduler import due_users, housekeeping, schedule
+from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, housekeeping, schedule
 from memstack.domain.cursors import CursorSigner
 from memstack.domain.ingest import Ingestor, IngestResult
 from memstack.domain.retrieve import Retriever, SearchRequest, SearchResult
@@ -239,6 +239,11 @@ class MemoryService:
             threshold=s.consolidation_threshold,
             max_age=max_age,
             slot=timedelta(seconds=s.consolidation_interval_seconds),
+            outbox=OutboxSweep(
+                after=timedelta(seconds=s.outbox_sweep_after_seconds),
+                window=timedelta(hours=s.outbox_sweep_window_hours),
+                limit=s.outbox_sweep_limit,
+            ),
         )
 
     def close(self) -> None:

@@ -156,6 +156,17 @@ class Settings(BaseSettings):
         le=3600.0,
         description="how long a claimed job stays hidden; a heartbeat renews it while the job runs",
     )
+    outbox_sweep_after_seconds: float = Field(
+        300.0,
+        ge=1.0,
+        description="scheduler: re-enqueue extraction of a message still pending this long after it arrived",
+    )
+    outbox_sweep_window_hours: float = Field(
+        24.0, gt=0, description="scheduler: older pending messages are left to the dead-letter queue"
+    )
+    outbox_sweep_limit: int = Field(
+        1000, ge=1, le=100_000, description="scheduler: most re-enqueued per pass"
+    )
     consolidation_lease_seconds: float = Field(
         120.0, ge=5.0, le=3600.0, description="per-user consolidation lease; renewed while the run lasts"
     )

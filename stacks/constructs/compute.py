@@ -189,6 +189,8 @@ class Compute(Construct):
         # one message per user.
         storage.stm_table.grant_read_write_data(self.consolidation_scheduler)
         queues.consolidation.queue.grant_send_messages(self.consolidation_scheduler)
+        # ... and re-enqueues extraction owed to messages whose enqueue was lost (the outbox sweep).
+        queues.extraction.queue.grant_send_messages(self.consolidation_scheduler)
         # Cost report: Cost Explorer has no resource-level permissions, so "*" is the only option.
         self.cost_report.add_to_role_policy(
             iam.PolicyStatement(

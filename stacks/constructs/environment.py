@@ -124,7 +124,14 @@ API = (
     "max_json_depth",
 )
 QUEUE_WORKER = ("job_idempotency_seconds",)
-SCHEDULER = ("consolidation_threshold", "consolidation_max_age_hours", "consolidation_interval_seconds")
+SCHEDULER = (
+    "consolidation_threshold",
+    "consolidation_max_age_hours",
+    "consolidation_interval_seconds",
+    "outbox_sweep_after_seconds",
+    "outbox_sweep_window_hours",
+    "outbox_sweep_limit",
+)
 COST_REPORT = (
     "aws_region",
     "embedding_dim",

@@ -320,3 +320,84 @@ def test_hybrid_search_is_one_msearch_without_refresh_and_one_hit_per_memory(rec
     )
     assert [h.id for h in bm25_hits] == ["m1"] and [h.id for h in knn_hits] == ["m1"]
     assert_serverless_safe(recorder.requests)
+
+
+# -------------------------------------------------------------------- erase fence
+class Log:
+    """An erasure log answering from a script: one answer per read (the last one repeats)."""
+
+    def __init__(self, *answers: float | None) -> None:
+        self.answers = list(answers)
+        self.reads = 0
+
+    def erased_at(self, tenant: str, user_id: str) -> float | None:
+        assert (tenant, user_id) == ("t1", "u1")
+        self.reads += 1
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def test_a_job_begun_before_the_erase_writes_nothing(recorder: Recorder) -> None:
+    from memstack.domain.erasure import Erased, began
+
+    store, _ = make_store(recorder)
+    store.erasure_log = Log(T0.timestamp() + 5)
+    with began(T0), pytest.raises(Erased):
+        store.put([record("m1")])
+    assert recorder.requests == []  # refused before anything was sent
+
+
+def test_a_write_landing_while_the_erase_runs_is_deleted_by_its_assigned_id(recorder: Recorder) -> None:
+    from memstack.domain.erasure import Erased, began
+
+    store, _ = make_store(recorder)
+    store.erasure_log = log = Log(None, T0.timestamp() + 1)  # the erase came between the two reads
+    recorder.reply(200, hits())
+    recorder.reply(200, bulk_items(("index", "aoss-7", 201)))
+    recorder.reply(200, bulk_items(("delete", "aoss-7", 200)))
+    with began(T0), pytest.raises(Erased):
+        store.put([record("m1")])
+    undo = recorder.requests[-1]
+    assert undo.lines == [{"delete": {"_index": INDEX, "_id": "aoss-7"}}]
+    assert log.reads == 2
+    assert_serverless_safe(recorder.requests)
+
+
+def test_work_begun_after_the_erase_writes_and_reads_the_log_twice(recorder: Recorder) -> None:
+    from memstack.domain.erasure import began
+
+    store, _ = make_store(recorder)
+    store.erasure_log = log = Log(T0.timestamp() - 60)
+    recorder.reply(200, hits())
+    recorder.reply(200, bulk_items(("index", "aoss-1", 201)))
+    with began(T0):
+        store.put([record("m1")])
+    assert len(recorder.requests) == 2 and log.reads == 2
+
+
+def test_the_service_fences_a_collection_with_the_dynamodb_stm_erasure_marker(tmp_path: Any) -> None:
+    import boto3
+    from memstack.adapters.dynamodb.stm import DynamoDbShortTermStore, create_stm_table
+    from memstack.factory import build_service
+    from moto import mock_aws
+
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        create_stm_table(ddb, "stm")
+        stm = DynamoDbShortTermStore("stm", client=ddb)
+        settings = load_settings(
+            data_dir=tmp_path,
+            embedder="hashing",
+            store_backend="opensearch",
+            opensearch_service="aoss",
+            opensearch_endpoint="https://collection.test",
+            aws_region="us-east-1",
+        )
+        service = build_service(settings, stm=stm)
+        try:
+            assert isinstance(service.store, ServerlessMemoryStore) and service.store.erasure_log is stm
+            assert stm.erased_at("t1", "u1") is None
+            stm.erase_user("t1", "u1")
+            erased = stm.erased_at("t1", "u1")
+            assert erased is not None and erased > T0.timestamp()
+        finally:
+            service.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 from memstack.adapters.opensearch import mapping
 from memstack.adapters.opensearch.store import OpenSearchMemoryStore
+from memstack.domain.erasure import Erased, began, erasure_key
 from memstack.errors import Conflict, DependencyFailed
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
 
@@ -354,20 +356,41 @@ def test_mark_updates_only_records_that_change(store: OpenSearchMemoryStore, rec
     ]
 
 
-def test_erase_user_is_a_waited_counted_delete_by_query(
+ERASURES = f"{ALIAS}-erasures"
+
+
+def reply_marker_written(recorder: Recorder) -> None:
+    recorder.reply(201, {"_index": ERASURES, "_id": "k", "result": "created", "_shards": rec.SHARDS})
+
+
+def test_erase_user_marks_refreshes_deletes_by_query_and_expunges(
     store: OpenSearchMemoryStore, recorder: Recorder
 ) -> None:
+    reply_marker_written(recorder)
+    recorder.reply(200, {"_shards": rec.SHARDS})
     recorder.reply(200, rec.delete_by_query(41, conflicts=1))
     recorder.reply(200, rec.delete_by_query(1))
+    recorder.reply(200, {"task": "node:1"})
+    before = time.time()
     assert store.erase_user("t1", "u1") == {"memories": 42}
-    first = recorder.requests[0]
+    marker, refresh, first, second, merge = recorder.requests
+    # The marker: keyed by a hash of tenant and user (no user id in it), written and refreshed first.
+    assert (marker.method, marker.path) == ("PUT", f"/{ERASURES}/_doc/{erasure_key('t1', 'u1')}")
+    assert marker.params == {"refresh": "true"}
+    assert set(marker.body) == {"erased_at", "expires_at"} and marker.body["erased_at"] >= before
+    assert "u1" not in json.dumps(marker.body)
+    assert (refresh.method, refresh.path) == ("POST", f"/{ALIAS}/_refresh")
     assert (first.method, first.path) == ("POST", "/memstack-memories/_delete_by_query")
     assert first.params == {"refresh": "true", "wait_for_completion": "true", "conflicts": "proceed"}
     assert first.body == {"query": {"bool": {"filter": OWNER}}}
-    assert len(recorder.requests) == 2
+    assert second.body == first.body  # a version conflict (a racing write): round again
+    assert (merge.method, merge.path) == ("POST", f"/{ALIAS}/_forcemerge")
+    assert merge.params == {"only_expunge_deletes": "true", "wait_for_completion": "false"}
 
 
 def test_erase_user_with_failures_raises(store: OpenSearchMemoryStore, recorder: Recorder) -> None:
+    reply_marker_written(recorder)
+    recorder.reply(200, {"_shards": rec.SHARDS})
     answer = rec.delete_by_query(3)
     answer["failures"] = [
         {"index": rec.INDEX, "id": "x", "cause": {"type": "es_rejected_execution_exception"}}
@@ -375,6 +398,66 @@ def test_erase_user_with_failures_raises(store: OpenSearchMemoryStore, recorder:
     recorder.reply(200, answer)
     with pytest.raises(DependencyFailed, match="could not erase"):
         store.erase_user("t1", "u1")
+
+
+def marker(erased_at: float) -> dict[str, Any]:
+    return {"_index": ERASURES, "_id": "k", "found": True, "_source": {"erased_at": erased_at}}
+
+
+def test_writes_outside_declared_work_read_no_marker(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    recorder.reply(200, rec.bulk(rec.bulk_item("create", did("m1"), 201)))
+    store.put([record("m1")])
+    assert [r.path for r in recorder.requests] == ["/_bulk"]
+
+
+def test_a_job_begun_before_the_erase_writes_nothing(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    recorder.reply(200, marker(T0.timestamp() + 5))
+    with began(T0), pytest.raises(Erased):
+        store.put([record("m1")])
+    (read,) = recorder.requests
+    assert (read.method, read.path) == ("GET", f"/{ERASURES}/_doc/{erasure_key('t1', 'u1')}")
+
+
+def test_a_job_begun_after_the_erase_writes_between_two_marker_reads(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    recorder.reply(200, marker(T0.timestamp() - 5))
+    recorder.reply(200, rec.bulk(rec.bulk_item("create", did("m1"), 201)))
+    recorder.reply(404, rec.not_found("k"))  # no marker (or no erasure index yet) is no erasure
+    with began(T0):
+        store.put([record("m1")])
+    assert [(r.method, r.path) for r in recorder.requests] == [
+        ("GET", f"/{ERASURES}/_doc/{erasure_key('t1', 'u1')}"),
+        ("POST", "/_bulk"),
+        ("GET", f"/{ERASURES}/_doc/{erasure_key('t1', 'u1')}"),
+    ]
+
+
+def test_a_write_landing_while_the_erase_runs_is_taken_back(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    """The erase's marker appears between the write and its second read: the write is deleted again."""
+    recorder.reply(404, rec.not_found("k"))
+    recorder.reply(200, rec.bulk(rec.bulk_item("create", did("m1"), 201)))
+    recorder.reply(200, marker(T0.timestamp() + 1))
+    recorder.reply(200, rec.bulk(rec.bulk_item("delete", did("m1"), 200)))
+    with began(T0), pytest.raises(Erased):
+        store.put([record("m1")])
+    undo = recorder.requests[-1]
+    assert undo.lines == [{"delete": {"_index": ALIAS, "_id": did("m1")}}]
+
+
+def test_a_supersede_of_work_begun_before_the_erase_sends_nothing(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    recorder.reply(200, marker(T0.timestamp() + 5))
+    with began(T0), pytest.raises(Erased):
+        store.supersede("t1", "u1", "m1", record("m2"))
+    assert len(recorder.requests) == 1
 
 
 # ------------------------------------------------------------------------- search

@@ -142,3 +142,27 @@ def test_dynamodb_persistence_in_aws(dynamodb: object, service: MemoryService, s
     assert api("GET", "/v1/health")[1]["backends"]["idempotency"] == "dynamodb"
     close_app(api.app)
     close()
+
+
+def test_erase_removes_the_users_dynamodb_records_and_only_theirs(
+    dynamodb: object, service: MemoryService, settings: Settings
+) -> None:
+    """The recorded answers list message ids: DELETE /v1/users/{id} finds them by owner and deletes them."""
+    aws_settings = settings.model_copy(update={"idempotency_table": "memstack-idempotency"})
+    layer, close = build_persistence(aws_settings, dynamodb_client=dynamodb)
+    api = Api(create_app(service, aws_settings, ApiKeyAuthenticator(KEYS), persistence=layer))
+    bob = {**BODY, "user_id": "bob"}
+    for n in range(3):
+        assert api("POST", "/v1/memories", body=BODY, headers={"Idempotency-Key": f"a-{n}"})[0] == 202
+    assert api("POST", "/v1/memories", body=bob, headers={"Idempotency-Key": "b-1"})[0] == 202
+    items = dynamodb.scan(TableName="memstack-idempotency")["Items"]  # type: ignore[attr-defined]
+    assert all("alice" not in str(i["owner"]) for i in items)  # the owner is a hash, not the user id
+    status, erased = api("DELETE", "/v1/users/alice")
+    assert status == 200 and erased["erased"]["idempotency"] == 3
+    left = dynamodb.scan(TableName="memstack-idempotency")["Items"]  # type: ignore[attr-defined]
+    assert len(left) == 1 and "b-1" not in str(left)  # the key is hashed; bob's one record remains
+    # A retry of an erased request is a new request (nothing replays the erased answer).
+    assert api("POST", "/v1/memories", body=BODY, headers={"Idempotency-Key": "a-0"})[0] == 202
+    assert _count(api) == 1
+    close_app(api.app)
+    close()

@@ -222,3 +222,43 @@ def test_the_scheduler_and_worker_lambdas_run_end_to_end(
         "batchItemFailures": []
     }
     assert any("l1" in r.source_ids for r in _ltm(service, "lee"))
+
+
+def test_erase_deletes_the_users_dead_letters_and_what_it_cannot_reach_is_dropped_by_the_worker(
+    svc: MemoryService, aws: Aws
+) -> None:
+    """DLQ messages of the erased user go; one hidden at that moment (another reader holds it) survives,
+    and after a redrive the worker finds nothing of the user left: it runs as a no-op and is deleted."""
+    queue = svc.queue
+    assert isinstance(queue, SqsJobQueue)
+    svc.add(T, "ann", [Message(id="a1", content="I moved to Lisbon for a new job", speaker="Ann")])
+    svc.add(T, "bob", [Message(id="b1", content="I adopted a cat called Miso", speaker="Bob")])
+    sent = receive_all(aws.sqs, aws.urls["extract"])  # both jobs failed until they dead-lettered:
+    for m in sent:
+        aws.sqs.send_message(QueueUrl=aws.dlqs["extract"], MessageBody=m["Body"])
+        aws.sqs.delete_message(QueueUrl=aws.urls["extract"], ReceiptHandle=m["ReceiptHandle"])
+    ann_job = next(m["Body"] for m in sent if '"ann"' in m["Body"])
+    aws.sqs.send_message(QueueUrl=aws.dlqs["extract"], MessageBody=ann_job)
+    # Another reader holds one of ann's two dead letters at the moment of the erase.
+    dead = receive_all(aws.sqs, aws.dlqs["extract"])
+    held = next(m for m in dead if '"ann"' in m["Body"])
+    for m in dead:
+        if m is not held:
+            aws.sqs.change_message_visibility(
+                QueueUrl=aws.dlqs["extract"], ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=0
+            )
+
+    erased = svc.erase_user(T, "ann")
+
+    assert erased["jobs"] == 1  # the visible one; the held one could not be reached
+    assert [d["job"]["user_id"] for d in queue.dead_letters()] == ["bob"]
+    aws.sqs.change_message_visibility(
+        QueueUrl=aws.dlqs["extract"], ReceiptHandle=held["ReceiptHandle"], VisibilityTimeout=0
+    )
+    assert queue.redrive() == 2
+    back = receive_all(aws.sqs, aws.urls["extract"])
+    assert sorted(json.loads(m["Body"])["user_id"] for m in back) == ["ann", "bob"]
+    response = _worker(svc, aws, "extract").handle(sqs_event(back, aws.arns["extract"]), FakeLambdaContext())
+    assert response == {"batchItemFailures": []}  # ann's job succeeds as a no-op
+    assert _ltm(svc, "ann") == [] and svc.stm.get(T, "ann", "a1") is None
+    assert _ltm(svc, "bob")  # bob's job did its work

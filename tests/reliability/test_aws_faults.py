@@ -275,13 +275,14 @@ def test_opensearch_create_that_landed_then_timed_out_is_not_a_409(tmp_path: Pat
     store, _ = make_store(recorder)
     service = build_service(load_settings(data_dir=tmp_path / "d", embedder="hashing"), store=store)
     recorder.reply(200, {"docs": []})  # the turn is not indexed yet
+    recorder.reply(404, rec.not_found("marker"))  # the add's erase fence: the user was never erased
     recorder.reply(504, rec.error(504, "timeout", "gateway timeout"))  # the create landed; its answer did not
     recorder.answers.append(
         _Lazy(lambda: (200, rec.bulk(rec.bulk_item("create", created()[0], 409, error="version_conflict"))))
     )
 
     def created() -> tuple[str, dict[str, Any]]:
-        action, doc = recorder.requests[1].lines[:2]
+        action, doc = recorder.requests[2].lines[:2]
         return action["create"]["_id"], doc
 
     recorder.answers.append(
@@ -289,6 +290,7 @@ def test_opensearch_create_that_landed_then_timed_out_is_not_a_409(tmp_path: Pat
     )
     result = service.add("t1", "u1", [Message(id="m1", content="I live in Lisbon.")])
     assert result.stored == ["m1"] and result.queued == 1
-    assert [r.method for r in recorder.requests] == ["POST", "POST", "POST", "POST"]  # mget, bulk x2, mget
+    # mget, the erasure marker, bulk x2, mget
+    assert [r.method for r in recorder.requests] == ["POST", "GET", "POST", "POST", "POST"]
     assert mapping.from_source(created()[1]).source_ids == ["m1"]
     service.close()

@@ -7,6 +7,13 @@ live in the embedded SQLite file, in its ``kv`` table, through
 DynamoDB conditional put: a key can be claimed only when it is absent, expired,
 or stuck in progress past its in-progress expiry.
 
+A recorded answer lists the user's message ids, so erasing a user removes
+their records: each record carries its owner (``erasure_key``, a hash of
+tenant and user, never the ids themselves) and ``erase_user`` deletes the
+records of that owner. In DynamoDB that is a filtered scan of the table
+(erase is rare and the table holds only unexpired records, so no index is
+kept for it).
+
 The idempotency key is (tenant, header value); the request body is the
 payload hash, so reusing a key with a different body is an error instead of
 a silent replay of the first answer.
@@ -39,22 +46,72 @@ from memstack.settings import Settings
 NAMESPACE = "idempotency"
 
 
-class SqlitePersistenceLayer(BasePersistenceLayer):
+class _OwnedRecords(BasePersistenceLayer):
+    """Remembers, per thread, whose request is being recorded (a hash of tenant and user)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._owner = threading.local()
+
+    def _remember_owner(self, data: dict[str, Any]) -> None:
+        self._owner.key = _owner_key(data)
+
+    def _current_owner(self) -> str | None:
+        return getattr(self._owner, "key", None)
+
+    def save_inprogress(self, data: dict[str, Any], remaining_time_in_millis: int | None = None) -> None:
+        self._remember_owner(data)
+        super().save_inprogress(data, remaining_time_in_millis)
+
+    def save_success(self, data: dict[str, Any], result: dict) -> None:
+        self._remember_owner(data)
+        super().save_success(data, result)
+
+
+class OwnedDynamoDBPersistenceLayer(_OwnedRecords, DynamoDBPersistenceLayer):
+    """Powertools' DynamoDB records, each answer tagged with its owner so an erase can find it."""
+
+    owner_attr = "owner"
+
+    def _update_record(self, data_record: DataRecord) -> None:
+        super()._update_record(data_record)  # the answer (it lists message ids) is stored here
+        owner = self._current_owner()
+        if owner is not None:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key=self._get_key(data_record.idempotency_key),
+                UpdateExpression="SET #owner = :owner",
+                ExpressionAttributeNames={"#owner": self.owner_attr},
+                ExpressionAttributeValues={":owner": {"S": owner}},
+            )
+
+    def erase_user(self, tenant: str, user_id: str) -> int:
+        """Delete every record of the user; returns how many."""
+        keys: list[dict[str, Any]] = []
+        scan: dict[str, Any] = {
+            "TableName": self.table_name,
+            "FilterExpression": "#owner = :owner",
+            "ProjectionExpression": "#id",
+            "ExpressionAttributeNames": {"#owner": self.owner_attr, "#id": self.key_attr},
+            "ExpressionAttributeValues": {":owner": {"S": erasure_key(tenant, user_id)}},
+        }
+        while True:
+            page = self.client.scan(**scan)
+            keys += [{self.key_attr: item[self.key_attr]} for item in page.get("Items", [])]
+            if "LastEvaluatedKey" not in page:
+                break
+            scan["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        for key in keys:
+            self.client.delete_item(TableName=self.table_name, Key=key)
+        return len(keys)
+
+
+class SqlitePersistenceLayer(_OwnedRecords):
     """Powertools idempotency records in the embedded SQLite file (``kv`` table)."""
 
     def __init__(self, db: Database) -> None:
         super().__init__()
         self.db = db
-        # The owner of the request being recorded (a hash of tenant and user), for erase_user.
-        self._owner = threading.local()
-
-    def save_inprogress(self, data: dict[str, Any], remaining_time_in_millis: int | None = None) -> None:
-        self._owner.key = _owner_key(data)
-        super().save_inprogress(data, remaining_time_in_millis)
-
-    def save_success(self, data: dict[str, Any], result: dict) -> None:
-        self._owner.key = _owner_key(data)
-        super().save_success(data, result)
 
     def erase_user(self, tenant: str, user_id: str) -> int:
         """Forget every recorded request of the user (their answers list the user's message ids)."""
@@ -81,7 +138,7 @@ class SqlitePersistenceLayer(BasePersistenceLayer):
     def _to_value(self, record: DataRecord) -> str:
         return json.dumps(
             {
-                "owner": getattr(self._owner, "key", None),
+                "owner": self._current_owner(),
                 "status": record.status,
                 "expiry": record.expiry_timestamp,
                 "in_progress_expiry": record.in_progress_expiry_timestamp,
@@ -163,7 +220,9 @@ def build_persistence(
 ) -> tuple[BasePersistenceLayer, Callable[[], None]]:
     """The persistence layer the settings choose, and a function that releases it."""
     if settings.idempotency_table:
-        layer = DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=dynamodb_client)
+        layer = OwnedDynamoDBPersistenceLayer(
+            table_name=settings.idempotency_table, boto3_client=dynamodb_client
+        )
         return layer, lambda: None
     db = Database(settings.db_path)
     return SqlitePersistenceLayer(db), db.close

@@ -41,8 +41,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
     def erase_user(user_id: Annotated[str, Path(min_length=1, max_length=128, pattern=ID_PATTERN)]):
         tenant = app.tenant()
         counts = service.erase_user(tenant, user_id)
-        # Recorded Idempotency-Key answers list the user's message ids: they go too (where the
-        # store can find them by user; Powertools' DynamoDB records expire with their TTL).
+        # Recorded Idempotency-Key answers list the user's message ids: they go too.
         forget = getattr(deps.persistence, "erase_user", None)
         if forget is not None:
             counts["idempotency"] = forget(tenant, user_id)

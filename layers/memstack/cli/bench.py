@@ -1,4 +1,4 @@
-"""``memstack bench``: search, ingest, server and cold-start figures, measured against a floor."""
+"""``memstack bench``: search, ingest, server, cold-start and soak figures, measured against a floor."""
 
 from __future__ import annotations
 
@@ -184,6 +184,34 @@ def server(
         if p.error_samples:
             out.print(f"{p.clients} clients, errors: {'; '.join(p.error_samples)}")
     out.print(_load_line(report.machine))
+
+
+@bench_app.command("soak")
+def soak(
+    clients: Annotated[int, typer.Option(min=1, max=256, help="concurrent clients")] = 8,
+    seconds: Annotated[float, typer.Option(min=1, max=86_400, help="seconds of mixed traffic")] = 30,
+    embedder: Annotated[str, typer.Option(help="hashing | minilm")] = "hashing",
+    data_dir: Annotated[
+        Path | None, typer.Option(help="where the server keeps its data (default: a fresh temporary dir)")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed of the traffic mix")] = 12,
+    as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+) -> None:
+    """N clients of mixed traffic on loopback, then every store checked: ops, errors, p50/p95, invariants."""
+    import tempfile
+
+    from memstack.bench.soak import print_summary, run
+
+    if embedder not in ("hashing", "minilm"):
+        raise UserError("--embedder must be hashing or minilm")
+    with tempfile.TemporaryDirectory(prefix="memstack-soak-") as tmp:
+        result = run(clients, seconds, data_dir or Path(tmp), embedder, seed)
+    if as_json:
+        print_json(result)
+    else:
+        print_summary(result)
+    if not all(v["held"] for v in result["invariants"].values()):
+        raise typer.Exit(1)
 
 
 @bench_app.command("coldstart")

@@ -44,6 +44,15 @@ class ShortTermStore(Protocol):
         """
         ...
 
+    def stale_pending(
+        self, since: datetime, before: datetime, now: datetime, limit: int
+    ) -> list[tuple[str, str, str, datetime]]:
+        """Unexpired entries still owed an extraction, received from ``since`` to ``before``, oldest first.
+
+        (tenant, user_id, message_id, received_at), at most ``limit``: what the outbox sweep re-enqueues.
+        """
+        ...
+
     def mark_extracted(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
         """Record that extraction finished for these entries (state "done"); returns how many changed."""
         ...

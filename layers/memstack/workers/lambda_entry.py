@@ -14,6 +14,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from memstack.adapters.queue.sqs_visibility import SqsVisibilityHeartbeat
 from memstack.errors import SettingsError
 from memstack.factory import build_service
 from memstack.service import MemoryService
@@ -63,13 +64,18 @@ def persistence_layer(settings: Settings, client: Any = None) -> Any:
     return DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=client)
 
 
-def build_worker(job_type: str, service: MemoryService, persistence: Any) -> JobWorker:
+def build_worker(job_type: str, service: MemoryService, persistence: Any, sqs: Any = None) -> JobWorker:
+    """The worker of one queue; ``sqs`` (a client, created lazily by default) renews message leases."""
+    settings = service.settings
     return JobWorker(
         service.process_job,
         {job_type},
         persistence,
-        service.settings.job_idempotency_seconds,
+        settings.job_idempotency_seconds,
         metrics=metrics,
+        visibility=SqsVisibilityHeartbeat(
+            sqs, lease_seconds=round(settings.queue_lease_seconds), region=settings.aws_region
+        ),
     )
 
 
@@ -80,9 +86,16 @@ def worker_for(job_type: str) -> JobWorker:
 
 
 def scheduler_run() -> dict[str, Any]:
-    """One scheduled pass: purge expired STM, fan out one consolidate job per due user."""
+    """One scheduled pass: purge expired STM, re-send lost extraction jobs, fan out consolidate jobs."""
     result = service_from_environment().schedule_consolidation()
     metrics.add_metric(name="ConsolidationJobsScheduled", unit=MetricUnit.Count, value=result["jobs"])
     metrics.add_metric(name="StmExpiredPurged", unit=MetricUnit.Count, value=result["purged_expired"] or 0)
-    logger.info("consolidation scheduled", extra={"jobs": result["jobs"], "purged": result["purged_expired"]})
+    logger.info(
+        "consolidation scheduled",
+        extra={
+            "jobs": result["jobs"],
+            "purged": result["purged_expired"],
+            "reenqueued_extractions": result.get("reenqueued_extractions", 0),
+        },
+    )
     return result

@@ -5,12 +5,16 @@ Powertools' ``BatchProcessor`` runs every record and answers with
 ``maxReceiveCount`` receives, go to the DLQ); one poisoned record never fails
 the batch. Each job runs through Powertools idempotency keyed on the job id,
 so a redelivered message, or the same job sent twice, does its work once and
-the second time returns the stored result.
+the second time returns the stored result. While the batch runs, its
+messages are kept hidden by short renewed leases (``visibility``,
+``adapters/queue/sqs_visibility.py``): a long job keeps its message, and the
+batch of a worker that died is delivered again within seconds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from contextlib import nullcontext
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -20,6 +24,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
+from memstack.adapters.queue.sqs_visibility import SqsVisibilityHeartbeat
 from memstack.ports.queue import Job
 
 logger = Logger(service="memstack")
@@ -37,12 +42,15 @@ class JobWorker:
         persistence: BasePersistenceLayer | None,
         expires_after_seconds: int = 345_600,
         metrics: Any = None,
+        visibility: SqsVisibilityHeartbeat | None = None,
     ) -> None:
         """``process`` runs one job; ``persistence`` is None only where idempotency is not wanted (a test).
 
-        ``metrics`` (Powertools ``Metrics``) counts ``JobsSucceeded`` / ``JobsFailed`` per batch.
+        ``metrics`` (Powertools ``Metrics``) counts ``JobsSucceeded`` / ``JobsFailed`` per batch;
+        ``visibility`` keeps the batch's messages hidden while it runs (None: the queue's timeout).
         """
         self.process = process
+        self.visibility = visibility
         self.metrics = metrics
         self.accepts = frozenset(accepts)
         # A batch where every record failed is still answered record by record (not raised), so the
@@ -90,9 +98,10 @@ class JobWorker:
         """The Lambda entry: ``{"batchItemFailures": [...]}`` naming only the records that failed."""
         if context is not None:
             self.idempotency.register_lambda_context(context)
-        response = process_partial_response(
-            event=event, record_handler=self.record_handler, processor=self.processor, context=context
-        )
+        with self.visibility.keep(event) if self.visibility is not None else nullcontext():
+            response = process_partial_response(
+                event=event, record_handler=self.record_handler, processor=self.processor, context=context
+            )
         failed = len(response["batchItemFailures"])
         if self.metrics is not None:
             self.metrics.add_metric(name="JobsFailed", unit=MetricUnit.Count, value=failed)

@@ -253,6 +253,14 @@ class DynamoDbShortTermStore:
     def _marker_key(self, tenant: str, user_id: str) -> dict[str, Any]:
         return _item({"pk": ERASED_PREFIX + erasure_key(tenant, user_id), "sk": "ERASED"})
 
+    @aws_dependency(STM)
+    def erased_at(self, tenant: str, user_id: str) -> float | None:
+        """When the user was last erased (the marker's time), read consistently: the erasure log."""
+        item = self.client.get_item(
+            TableName=self.table, Key=self._marker_key(tenant, user_id), ConsistentRead=True
+        ).get("Item")
+        return float(item["erased_at"]["N"]) if item and "erased_at" in item else None
+
     def _not_erased_since(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
         """The write's condition that the user was not erased after the work writing began (if declared)."""
         began = work_began()
@@ -292,6 +300,26 @@ class DynamoDbShortTermStore:
             return None
         entry = _entry(item).model_copy(update={"extraction": guard.get("extraction", "none")})
         return entry if entry.expires_at > time.time() else None
+
+    @aws_dependency(STM)
+    def stale_pending(
+        self, since: datetime, before: datetime, now: datetime, limit: int
+    ) -> list[tuple[str, str, str, datetime]]:
+        # The extraction state is on the guard items: a filtered scan (the scheduler's, once a pass).
+        found = []
+        for item in self._pages(
+            "scan",
+            FilterExpression="extraction = :pending AND expires_at > :now",
+            ProjectionExpression="sk, entry_sk, tenant, user_id",
+            ExpressionAttributeValues=_item({":pending": "pending", ":now": int(now.timestamp())}),
+        ):
+            g = _plain(item)
+            received = datetime.fromisoformat(str(g["entry_sk"]).split("#", 1)[0])
+            if since <= received < before:
+                found.append(
+                    (str(g["tenant"]), str(g["user_id"]), str(g["sk"])[len(GUARD_PREFIX) :], received)
+                )
+        return sorted(found, key=lambda f: f[3])[:limit]
 
     @aws_dependency(STM)
     def unextracted(self, tenant: str, user_id: str, message_ids: list[str]) -> dict[str, datetime]:

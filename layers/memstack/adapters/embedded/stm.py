@@ -91,6 +91,19 @@ class EmbeddedShortTermStore:
             out.update({r["message_id"]: datetime.fromtimestamp(r["received_at"], UTC) for r in rows})
         return out
 
+    def stale_pending(
+        self, since: datetime, before: datetime, now: datetime, limit: int
+    ) -> list[tuple[str, str, str, datetime]]:
+        rows = self.db.read().execute(
+            "SELECT tenant, user_id, message_id, received_at FROM stm WHERE extraction = 'pending' "
+            "AND received_at >= ? AND received_at < ? AND expires_at > ? ORDER BY received_at, rowid LIMIT ?",
+            (since.timestamp(), before.timestamp(), int(now.timestamp()), limit),
+        )
+        return [
+            (r["tenant"], r["user_id"], r["message_id"], datetime.fromtimestamp(r["received_at"], UTC))
+            for r in rows
+        ]
+
     def mark_extracted(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
         with self.db.write() as conn:
             return sum(

@@ -93,6 +93,15 @@ CALLS: dict[str, Permission] = {
         cluster=("indices:data/read/scroll", "indices:data/read/scroll/clear"),
         index=("indices:data/write/delete/byquery", "indices:data/read/search"),
     ),
+    # Erase on a managed domain: the erasure marker (its index is created on first use), a refresh
+    # so delete-by-query finds every write, and a background merge that expunges the deleted docs.
+    "index": Permission(
+        "runtime",
+        DOMAIN,
+        index=("indices:data/write/index", "indices:admin/create", "indices:admin/mapping/put"),
+    ),
+    "indices.refresh": Permission("runtime", DOMAIN, index=("indices:admin/refresh*",)),
+    "indices.forcemerge": Permission("runtime", DOMAIN, index=("indices:admin/forcemerge",)),
     "indices.get_alias": Permission("maintenance", DOMAIN, index=("indices:admin/aliases/get",)),
     "reindex": Permission(
         "maintenance",

@@ -32,6 +32,15 @@ How supersede and erase stay correct without refresh or in-place updates:
   search finds none, then waits ``visibility_seconds`` (the collection's
   refresh) and searches again, so writes that were not yet visible when the
   erase began are found and deleted too.
+- Erase is final with an ``erasure_log`` (the DynamoDB STM's erasure
+  marker, read consistently; the factory wires it): a collection has no
+  realtime read of its own, so its own marker could not fence. A write of
+  declared work reads the log before and after it writes and takes back
+  (by the ``_id`` the bulk assigned) what it wrote when an erasure newer
+  than the work appears. The service erases the STM (writing the marker)
+  before the store, so a write whose second read saw no marker landed
+  before the store's erase began, and its second look (one refresh later)
+  finds it.
 
 Index lifecycle: one index named ``<alias>`` created with its mappings
 (``PUT <index>``, no template or alias needed); ``reindex`` is refused
@@ -43,7 +52,7 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -60,6 +69,12 @@ PAGE = 1000
 Copy = tuple[str, dict[str, Any]]  # (assigned _id, _source)
 
 
+class ErasureLog(Protocol):
+    def erased_at(self, tenant: str, user_id: str) -> float | None:
+        """When the user was last erased (epoch seconds), read consistently; None if never (or expired)."""
+        ...
+
+
 class ServerlessMemoryStore(OpenSearchMemoryStore):
     """The store for a VECTORSEARCH collection: ``doc_id`` field, no ``_id`` writes, no refresh."""
 
@@ -69,12 +84,21 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
         *,
         visibility_seconds: float = 15.0,
         clock: Callable[[], int] = time.time_ns,
+        erasure_log: ErasureLog | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs["refresh"] = None
         super().__init__(client, **kwargs)
         self.visibility_seconds = visibility_seconds
         self._clock = clock
+        self.erasure_log = erasure_log
+
+    # ------------------------------------------------------------ erase fence
+    def _erased_at(self, tenant: str, user_id: str) -> float | None:
+        return self.erasure_log.erased_at(tenant, user_id) if self.erasure_log is not None else None
+
+    def _record_erasure(self, tenant: str, user_id: str) -> None:
+        """The erasure log's owner (the STM) records the erasure, before the store is erased."""
 
     # ------------------------------------------------------------------ index
     def ensure_index(self) -> None:
@@ -159,11 +183,19 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
         ops += [({"delete": {"_index": self.alias, "_id": i}}, None) for i in retire]
         return self._bulk(ops)
 
+    def _deletes(self, results: Iterable[dict[str, Any]]) -> builtins.list[Op]:
+        """Bulk deletes of the copies ``results`` say were written (by the ``_id`` the collection gave)."""
+        return [
+            ({"delete": {"_index": self.alias, "_id": r["_id"]}}, None)
+            for r in results
+            if r.get("status") in _OK and r.get("_id")
+        ]
+
     def _undo(self, results: Iterable[dict[str, Any]]) -> None:
         """Delete the copies a partly failed bulk did write (by the ids it assigned them)."""
-        written = [r["_id"] for r in results if r.get("status") in _OK and r.get("_id")]
-        if written:
-            self._bulk([({"delete": {"_index": self.alias, "_id": i}}, None) for i in written])
+        ops = self._deletes(results)
+        if ops:
+            self._bulk(ops)
 
     # ---------------------------------------------------------------- writes
     def put(self, records: builtins.list[MemoryRecord]) -> None:
@@ -173,6 +205,9 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
         if len(set(keys)) != len(keys):
             raise Conflict("the same memory id appears twice in one write")
         self._ensure()
+        self._fenced_write(records, lambda: self._put_copies(records))
+
+    def _put_copies(self, records: builtins.list[MemoryRecord]) -> builtins.list[Op]:
         for tenant, user_id in {(r.tenant, r.user_id) for r in records}:
             mine = [r.id for r in records if (r.tenant, r.user_id) == (tenant, user_id)]
             taken = self._copies(tenant, user_id, mine, vectors=False)
@@ -184,10 +219,14 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
         if failed:
             self._undo(results)  # all or nothing, as the other backends
             raise self._failure(failed[0], "a memory in this write already exists")
+        return self._deletes(results)
 
     def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
         if (new.tenant, new.user_id) != (tenant, user_id):
             raise BadRequest("a new version must belong to the same tenant and user")
+        self._fenced_write([new], lambda: self._supersede(tenant, user_id, old_id, new))
+
+    def _supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> builtins.list[Op]:
         old = self._latest(tenant, user_id, [old_id], vectors=True).get(old_id)
         if old is None or not old[1].get("is_current") or old[1].get("tenant") != tenant:
             raise Conflict(f"memory {old_id} is not the current version")
@@ -204,7 +243,7 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
         results = self._write([retired, self._doc(new, revision)], [copy_id])
         retire_result, create_result = results[0], results[1]
         if retire_result.get("status") in _OK and create_result.get("status") in _OK:
-            return
+            return self._deletes(results[:2])
         self._undo(results[:2])
         if retire_result.get("status") not in _OK:
             raise self._failure(retire_result, f"memory {old_id} is not the current version")

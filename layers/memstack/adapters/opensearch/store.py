@@ -10,7 +10,17 @@
 - Search: ``hybrid_candidates`` sends the BM25 and the filtered k-NN query in
   one ``_msearch``; ``bm25_search``/``vector_search`` are the same queries sent
   alone. Fusion and every later stage stay in the shared pipeline.
-- Erase: delete-by-query on tenant + user, waited for and refreshed, counted.
+- Erase: first an erasure marker (``<alias>-erasures``, one document per
+  hashed tenant + user, no user id in it), then a refresh (so writes sent
+  without one are found), a delete-by-query on tenant + user, waited for,
+  refreshed and counted, then a background force merge with
+  ``only_expunge_deletes`` so the deleted documents leave the segments.
+- Erase is final (``domain.erasure``): a write of work that began before the
+  user's last erasure is refused. OpenSearch has no transactions, so the
+  marker is read (a realtime GET) before the write and again after it; a
+  write that lands while an erase runs is found by that second read and
+  taken back. Either the erase's delete-by-query sees the write, or the
+  write's second read sees the marker.
 - Retries: 429/5xx/connection errors, bounded, exponential backoff with
   jitter (``client.with_retries``), including items a bulk rejected with 429.
 """
@@ -20,6 +30,8 @@ from __future__ import annotations
 import base64
 import builtins
 import json
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -27,6 +39,7 @@ import numpy as np
 from memstack.adapters.opensearch import mapping, queries
 from memstack.adapters.opensearch.index import Op, OpenSearchIndex, status_of
 from memstack.domain import metadata_filter
+from memstack.domain.erasure import RETENTION_SECONDS, Erased, erasure_key, refuse_if_erased, work_began
 from memstack.errors import BadRequest, Conflict, DependencyFailed
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
 from memstack.settings import Settings
@@ -76,6 +89,65 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         reason = (result.get("error") or {}).get("reason", "unknown error")
         return DependencyFailed(f"OpenSearch rejected the write: {reason}")
 
+    # --------------------------------------------------------- erase fence
+    @property
+    def erasures_index(self) -> str:
+        """Where erasure markers live: outside ``<alias>-v*``, so no memory template or search sees them."""
+        return f"{self.alias}-erasures"
+
+    def _erased_at(self, tenant: str, user_id: str) -> float | None:
+        """When the user was last erased (epoch seconds), from a realtime GET of the marker."""
+        try:
+            got = self._call(
+                "read erasure",
+                self.client.get,
+                expect=(404,),
+                index=self.erasures_index,
+                id=erasure_key(tenant, user_id),
+            )
+        except Exception as exc:
+            if status_of(exc) == 404:  # no marker, or no erasure ever (the index does not exist yet)
+                return None
+            raise
+        if not isinstance(got, dict) or not got.get("found"):
+            return None
+        return float(got["_source"]["erased_at"])
+
+    def _record_erasure(self, tenant: str, user_id: str) -> None:
+        now = time.time()
+        self._call(
+            "record erasure",
+            self.client.index,
+            index=self.erasures_index,
+            id=erasure_key(tenant, user_id),
+            body={"erased_at": now, "expires_at": int(now + RETENTION_SECONDS)},
+            refresh="true",
+        )
+
+    def _refuse_if_erased(self, owners: Iterable[tuple[str, str]]) -> None:
+        """``Erased`` when work now writing began before an erasure of one of ``owners``."""
+        if work_began() is None:
+            return
+        for tenant, user_id in sorted(set(owners)):
+            refuse_if_erased(self._erased_at(tenant, user_id))
+
+    def _fenced_write(
+        self, records: builtins.list[MemoryRecord], write: Callable[[], builtins.list[Op]]
+    ) -> None:
+        """Run ``write()`` (it returns the ops that undo it) between two reads of the erasure markers.
+
+        An erasure the second read finds, newer than the work, takes the write back and raises ``Erased``.
+        """
+        owners = [(r.tenant, r.user_id) for r in records]
+        self._refuse_if_erased(owners)
+        undo = write()
+        try:
+            self._refuse_if_erased(owners)
+        except Erased:
+            if undo:
+                self._bulk(undo)
+            raise
+
     def put(self, records: builtins.list[MemoryRecord]) -> None:
         if not records:
             return
@@ -83,6 +155,9 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         if len(set(keys)) != len(keys):
             raise Conflict("the same memory id appears twice in one write")
         self._ensure()
+        self._fenced_write(records, lambda: self._put(records))
+
+    def _put(self, records: builtins.list[MemoryRecord]) -> builtins.list[Op]:
         results = self._bulk([self._create_op(r) for r in records])
         failed = [(r, res) for r, res in zip(records, results, strict=True) if res.get("status") not in _OK]
         if failed:
@@ -92,11 +167,15 @@ class OpenSearchMemoryStore(OpenSearchIndex):
                 self._bulk([self._delete_op(r.tenant, r.user_id, r.id) for r in created])
             record, result = failed[0]
             raise self._failure(result, f"memory {record.id} already exists")
+        return [self._delete_op(r.tenant, r.user_id, r.id) for r in records]
 
     def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
         if (new.tenant, new.user_id) != (tenant, user_id):
             raise BadRequest("a new version must belong to the same tenant and user")
         self._ensure()
+        self._fenced_write([new], lambda: self._supersede(tenant, user_id, old_id, new))
+
+    def _supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> builtins.list[Op]:
         old_did = mapping.doc_id(tenant, user_id, old_id)
         got = self._get_doc(old_did, vectors=True)
         if got is None:
@@ -114,7 +193,7 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         retired_ok = retire_result.get("status") in _OK
         created_ok = create_result.get("status") in _OK
         if retired_ok and created_ok:
-            return
+            return [self._delete_op(tenant, user_id, new.id)]
         if created_ok:  # a concurrent update retired the old version first: withdraw ours
             self._bulk([self._delete_op(tenant, user_id, new.id)])
             raise self._failure(retire_result, f"memory {old_id} is not the current version")
@@ -147,6 +226,22 @@ class OpenSearchMemoryStore(OpenSearchIndex):
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
         self._ensure()
+        # The marker first: from now on a write of work begun before it is refused or taken back.
+        self._record_erasure(tenant, user_id)
+        # Writes sent without a refresh are not searchable yet; delete-by-query only finds what is.
+        self._call("refresh", self.client.indices.refresh, index=self.alias)
+        deleted = self._delete_by_query(tenant, user_id)
+        # Deleted documents stay in their segments until a merge: expunge them (in the background).
+        self._call(
+            "expunge deletes",
+            self.client.indices.forcemerge,
+            index=self.alias,
+            only_expunge_deletes=True,
+            wait_for_completion=False,
+        )
+        return {"memories": deleted}
+
+    def _delete_by_query(self, tenant: str, user_id: str) -> int:
         deleted = 0
         for _ in range(self.attempts):
             response = self._call(
@@ -164,7 +259,7 @@ class OpenSearchMemoryStore(OpenSearchIndex):
             # A write racing with the erase shows up as a version conflict: go round again.
             if not response.get("version_conflicts"):
                 break
-        return {"memories": deleted}
+        return deleted
 
     # ------------------------------------------------------------------ reads
     def _get_doc(self, did: str, *, vectors: bool = False) -> dict[str, Any] | None:

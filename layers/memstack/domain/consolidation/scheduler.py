@@ -19,10 +19,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from memstack.domain import outbox
 from memstack.ports.queue import Job, JobQueue
 from memstack.ports.stm import ShortTermStore
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OutboxSweep:
+    """Re-send extraction owed for longer than ``after`` (entries younger than ``window``)."""
+
+    after: timedelta
+    window: timedelta
+    limit: int
+
+    def run(self, stm: ShortTermStore, queue: JobQueue, now: datetime) -> int:
+        return outbox.sweep(stm, queue, now, after=self.after, window=self.window, limit=self.limit)
 
 
 @dataclass(frozen=True)
@@ -71,14 +84,17 @@ def schedule(
     threshold: int,
     max_age: timedelta,
     slot: timedelta = timedelta(hours=1),
+    outbox: OutboxSweep | None = None,
 ) -> dict[str, Any]:
-    """Housekeeping (purge expired STM), then one consolidate job per due user.
+    """Housekeeping (purge expired STM), the outbox sweep, then one consolidate job per due user.
 
     An explicit ``now`` (tests, replays) travels in the job, so the job sees the same clock.
     """
     pinned = {"now": now.isoformat()} if now is not None else {}
     now = now or datetime.now(UTC)
     purged = housekeeping(stm, now)
+    # Before consolidation is fanned out: extraction owed to a message whose enqueue was lost.
+    reenqueued = outbox.run(stm, queue, now) if outbox is not None else 0
     due = due_users(stm, now, threshold, max_age)
     jobs = [
         Job(
@@ -94,6 +110,7 @@ def schedule(
         queue.send(jobs)
     return {
         "purged_expired": purged,
+        "reenqueued_extractions": reenqueued,
         "jobs": len(jobs),
         "users": [
             {"tenant": d.tenant, "user_id": d.user_id, "pending": d.pending, "reason": d.reason} for d in due

@@ -27,6 +27,7 @@ from memstack.domain.extraction.apply import apply_operations
 from memstack.domain.extraction.relative import Resolution, resolve_relative_dates
 from memstack.domain.extraction.timeparse import localise
 from memstack.domain.indexing import turn_text
+from memstack.domain.ingest import stm_memory_id
 from memstack.domain.scoring import weighted_rrf
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import Kind, MemoryFilters, MemoryRecord, Message, Role, Scope, Tier
@@ -58,6 +59,11 @@ def prepare_message(message: Message, received_at: datetime) -> tuple[Message, R
     return message.model_copy(update={"content": resolution.text, "timestamp": when}), resolution
 
 
+#: what the system itself wrote into a turn's metadata (not the add's): api.schemas.RESERVED_METADATA_KEYS
+#: without agent_id, which the caller gave
+_SYSTEM_KEYS = frozenset({"role", "consolidated", "edited", "key", "op_key"})
+
+
 class ExtractionJobHandler:
     def __init__(
         self,
@@ -84,6 +90,14 @@ class ExtractionJobHandler:
         # since (domain/erasure.py), so a job racing an erase cannot bring the user back.
         with began(datetime.now(UTC)):
             return self._run(job, now)
+
+    def _metadata(self, job: Job, message_id: str) -> dict[str, Any] | None:
+        """The add's metadata: in the job, or (a job the outbox sweep re-sent) on the turn's STM record."""
+        if "metadata" in job.payload or not job.payload.get("swept"):
+            return job.payload.get("metadata")
+        turn = self.store.get(job.tenant, job.user_id, stm_memory_id(job.tenant, job.user_id, message_id))
+        metadata = {k: v for k, v in (turn.metadata if turn else {}).items() if k not in _SYSTEM_KEYS}
+        return metadata or None
 
     def _run(self, job: Job, now: datetime | None) -> list[MemoryRecord]:
         payload: dict[str, Any] = job.payload
@@ -116,7 +130,7 @@ class ExtractionJobHandler:
             session_id=session_id,
             scope=scope,
             now=now,
-            metadata=payload.get("metadata"),
+            metadata=self._metadata(job, message_id),
         )
         # Last: the outbox entry says "done" only once everything above is written.
         self.stm.mark_extracted(job.tenant, job.user_id, [message_id])
