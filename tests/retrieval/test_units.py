@@ -159,3 +159,37 @@ def test_a_memory_counts_its_words_fully_only_when_its_turn_is_not_there(service
         req = SearchRequest(tenant=T, user_id=user, query=query, reference_time=REF, explain=True)
         rrf[user] = next(h.stages["rrf"] for h in service.search(req).hits if h.record.tier == Tier.LTM)
     assert rrf["u2"] > rrf["u1"]  # in u1 its BM25 rank weighs 0.1, in u2 0.7
+
+
+def test_an_updated_memory_keeps_the_words_of_its_older_source_turn() -> None:
+    # "lives in Osaka with Kenji" from turn A ("I live in Tokyo with Kenji") and turn B ("we moved to
+    # Osaka"): its unit is B's, and A's first place in BM25 counts for it too.
+    ranks = units.field_ranks({"bm25": ranking(TURN_A), "vector": ranking(TURN_B)})
+    alone = units.unit_rrf({TURN_B: [MEMORY_A]}, {TURN_A, TURN_B}, ranks, WEIGHTS, k=5)
+    with_sources = units.unit_rrf(
+        {TURN_B: [MEMORY_A]}, {TURN_A, TURN_B}, ranks, WEIGHTS, 5, {TURN_B: {TURN_A}}
+    )
+    assert alone[TURN_B] == pytest.approx(0.3 / 6)
+    assert with_sources[TURN_B] == pytest.approx(0.3 / 6 + 0.7 / 6)
+    memory = MemoryRecord(tenant=T, user_id=U, content="lives in Osaka", source_ids=["a", "b"])
+    assert units.source_turns(T, U, [memory]) == {TURN_A, TURN_B}
+
+
+def test_an_updated_memory_answers_before_a_neighbour_of_its_old_turn(service: MemoryService) -> None:
+    """The old turn's words also sit in the next turn's BM25 text (its context); the update must win."""
+    old = record(service, "Sam: I live in Tokyo with my partner Kenji", "a", tier=Tier.STM)
+    neighbour = record(
+        service,
+        "Sam: we are hiking on Saturday",
+        "b",
+        tier=Tier.STM,
+        search_text="Sam: I live in Tokyo with my partner Kenji\nSam: we are hiking on Saturday",
+    )
+    hike = record(service, "Sam is hiking on Saturday", "b")
+    moved = record(service, "Sam: we moved to Osaka last week", "c", tier=Tier.STM)
+    current = record(service, "Sam lives in Osaka with partner Kenji", "a", source_ids=["a", "c"])
+    put(service, old, neighbour, hike, moved, current)
+    hits = service.search(
+        SearchRequest(tenant=T, user_id=U, query="where does Sam live with Kenji", reference_time=REF)
+    ).hits
+    assert hits[0].record.id == current.id

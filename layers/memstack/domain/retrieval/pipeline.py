@@ -216,7 +216,11 @@ class Retriever:
         for i in unit_of:
             members.setdefault(unit_of[i], []).append(i)
         candidate_turns = {i for by_id in ranks.values() for i in by_id if units.field_of(i) == units.TURNS}
-        fused = units.unit_rrf(members, candidate_turns, ranks, cfg.field_weights, cfg.rrf_k)
+        sources = {
+            key: units.source_turns(req.tenant, req.user_id, (records[i] for i in ids))
+            for key, ids in members.items()
+        }
+        fused = units.unit_rrf(members, candidate_turns, ranks, cfg.field_weights, cfg.rrf_k, sources)
         # Best unit first; within a unit, its records by their own fusion (score ties keep this order).
         order = sorted(unit_of, key=lambda i: (fused[unit_of[i]], own[i]), reverse=True)
         missing = [i for i in order if i not in run.vectors]

@@ -23,7 +23,7 @@ the split needs no reads; only the pooled records are loaded, as before.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from memstack.domain.ingest import is_turn_id, stm_memory_id
@@ -89,23 +89,33 @@ def unit_key(tenant: str, user_id: str, record: MemoryRecord) -> str:
     return record.id
 
 
+def source_turns(tenant: str, user_id: str, records: Iterable[MemoryRecord]) -> set[str]:
+    """The turn ids of every source of these records' memories (a memory restates each of them)."""
+    return {stm_memory_id(tenant, user_id, s) for r in records if r.tier == Tier.LTM for s in r.source_ids}
+
+
 def unit_rrf(
     members: Mapping[str, Sequence[str]],
     candidate_turns: set[str],
     ranks: Mapping[tuple[str, str], Mapping[str, int]],
     weights: FieldWeights,
     k: int,
+    sources: Mapping[str, set[str]] | None = None,
 ) -> dict[str, float]:
     """Each unit's fused value: per (ranking, field), the weight over ``k +`` its best member's rank.
 
     ``members`` maps a unit key to its pooled record ids; the unit's turn counts
     even when it is not pooled (its ranks are known by its id), and a unit
     whose turn is not in ``candidate_turns`` weighs its memories as turns.
+    ``sources`` adds, per unit, the older source turns of its memories: an
+    updated memory ("lives in Osaka with Kenji", from "I live in Tokyo with
+    Kenji" and "we moved to Osaka") restates the words of both.
     """
     out: dict[str, float] = {}
     for key, ids in members.items():
         has_turn = key in candidate_turns
         candidates = {*ids, key} if has_turn else set(ids)
+        candidates |= (sources or {}).get(key, set())
         total = 0.0
         for (name, f), by_id in ranks.items():
             w = weights.of(f, name, has_turn)
