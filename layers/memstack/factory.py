@@ -75,14 +75,18 @@ def build_reranker(settings: Settings, client: Any | None = None) -> Reranker | 
 
 
 def build_extractor(
-    settings: Settings, client: Any | None = None, http_client: Any | None = None
+    settings: Settings,
+    client: Any | None = None,
+    http_client: Any | None = None,
+    embedder: Embedder | None = None,
 ) -> Extractor:
-    """The extraction model: rule-based offline, Bedrock Converse (``client``: bedrock-runtime), or an
-    OpenAI-compatible server (``http_client``: an ``httpx.Client``)."""
+    """The extraction model: rule-based offline (linking changes by meaning with ``embedder``),
+    Bedrock Converse (``client``: bedrock-runtime), or an OpenAI-compatible server (``http_client``:
+    an ``httpx.Client``)."""
     if settings.llm == "local":
         from memstack.adapters.llm.local import LocalExtractor
 
-        return LocalExtractor()
+        return LocalExtractor(embedder)
     if settings.llm == "bedrock":
         from memstack.adapters.llm.bedrock_extractor import BedrockExtractor
 
@@ -319,7 +323,7 @@ def build_service(
     # Naive message times are read in the configured zone (the Message validator's default).
     set_default_timezone(settings.timezone)
     extractor = clients.get("extractor") or build_extractor(
-        settings, clients.get("bedrock_runtime"), clients.get("openai_http")
+        settings, clients.get("bedrock_runtime"), clients.get("openai_http"), embedder
     )
     service.register_job_handler("extract", extraction_handler(settings, store, stm, embedder, extractor))
     summariser = clients.get("summariser") or build_summariser(

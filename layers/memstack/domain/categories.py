@@ -32,7 +32,7 @@ LEXICON: dict[Category, tuple[str, ...]] = {
     Category.PROFESSIONAL: _terms(
         "job work career company startup office colleague boss team promoted promotion engineer manager "
         "employer hired client meeting remote nurse teacher lawyer designer developer consultant intern "
-        "internship coworker migration deadline workplace profession senior",
+        "internship coworker migration deadline workplace profession senior role position",
     ),
     Category.HEALTH: _terms(
         "doctor sprain ankle injury injured sick ill allergic allergy hospital medication medicine "

@@ -168,7 +168,7 @@ def evaluate_extraction(
 ) -> ExtractionReport:
     started = time.perf_counter()
     model = embedder or build_embedder(settings)  # loaded once for every scenario
-    counting = CountingExtractor(extractor or build_extractor(settings))
+    counting = CountingExtractor(extractor or build_extractor(settings, embedder=model))
     results = []
     with tempfile.TemporaryDirectory(prefix="memstack-eval-extraction-") as tmp:
         for i, scenario in enumerate(scenarios):

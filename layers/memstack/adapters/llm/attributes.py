@@ -9,9 +9,21 @@ person, so the same code reads new statements and stored memories.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-_PLACE = r"(?P<v>[A-Z][\w'-]*(?:\s+(?:[A-Z][\w'-]*|de|del|la|upon|on))*)"
+import lemminflect
+
+from memstack.adapters.llm import grammar
+from memstack.adapters.llm.grammar import alternation
+
+# A place: a name ("Osaka", "Stratford upon Avon"), or a noun phrase that ends in one
+# ("a small town outside Lyon", "the suburbs of Porto"): the whole phrase is the value.
+_NAME = r"[A-Z][\w'-]*(?:\s+(?:[A-Z][\w'-]*|de|del|la|upon|on))*"
+_PLACE = (
+    r"(?P<v>(?:(?:a|an|the)\s+(?:[a-z][\w'-]*\s+){0,3}?(?:in|outside|near|of|by|north of|south of|"
+    r"east of|west of)\s+)?" + _NAME + ")"
+)
 # An organisation: a name ("KPMG", "St Mary's") or a common noun phrase ("the city council", "a bank").
 _ORG = (
     r"(?P<v>[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*)*"
@@ -29,11 +41,47 @@ _JOBS = (
     r"builder|welder|miner|soldier|lead|head|supervisor|owner|ceo|cto|freelancer|contractor|retiree"
 )
 # Up to three modifiers ("senior data engineer"), never across a preposition.
-_JOB = r"(?P<v>(?:(?!(?:at|in|for|and|with|the|a|an|of|on|there|to)\b)[a-z-]+\s+){0,3}(?:" + _JOBS + r"))\b"
+_MODIFIER = r"(?:(?!(?:at|in|for|and|with|the|a|an|of|on|there|to)\b)(?:[a-z-]+|[A-Z]{2,})\s+)"
+_JOB = r"(?P<v>" + _MODIFIER + r"{0,3}(?:" + _JOBS + r"))\b"
+# A title nobody listed ("a software tester at a games studio"): an agent noun, read as a job only
+# where an employer follows it (see _agent_noun).
+_AGENT_JOB = r"(?P<v>" + _MODIFIER + r"{0,3}[a-z]+(?:er|or|ist|ian|eer))\s+(?:at|for|with)\s+"
+# A title after "as" / "to": up to four words, acronyms included ("QA lead", "head of design").
+_TITLE = r"(?P<v>(?:[a-z]|[A-Z]{2,})[\w -]*?)(?=\s+(?:at|for|in|on|with)\b|[,.;!]|$)"
 _ADV = r"(?:\s+(?:now|currently|still|just|recently|finally|officially|already|\w+ly))*"
 # "Tom and family packed everything up and now live in York": a verb coordinated with the subject.
 _AND = r"(?:\s+[^,.;]*?\band)?"
+
+
+def _state(lemmas: str) -> str:
+    """The verb groups that state a present state: "lives", "is now living", "has lived",
+    "has been living" (not "lived" or "used to live": those are history)."""
+    present, ing, done = (alternation(lemmas, *tags) for tags in (("VBZ", "VBP"), ("VBG",), ("VBN",)))
+    return rf"(?P<verb>(?:is|are){_ADV}\s+{ing}|(?:has|have){_ADV}\s+(?:been{_ADV}\s+{ing}|{done})|{present})"
+
+
 _NUMBER = r"(?P<v>\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
+
+
+def _is_verb(word: str) -> bool:
+    return "VERB" in lemminflect.getAllLemmas(word)
+
+
+def _agent_noun(value: str) -> bool:
+    """ "tester", "designer", "violinist", "librarian": a noun for someone who does something
+    ("test" + er); not "father" or "member", which name no verb."""
+    head = value.split()[-1].lower()
+    if "NOUN" not in lemminflect.getAllLemmas(head):
+        return False
+    if head.endswith(("ist", "ian", "eer")):
+        return True
+    # The agent noun may end a compound: "bookkeeper" is "book" + "keeper" ("keep" + er).
+    for start in range(0, max(1, len(head) - 5)):
+        tail = head[start:]
+        for stem in (tail[:-2], tail[:-1], tail[:-3] if tail[-3:-2] == tail[-4:-3] else ""):
+            if len(stem) >= 3 and _is_verb(stem):
+                return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -43,6 +91,8 @@ class AttributeValue:
     #: a stative form ("lives in X", "works as X"): a new value can be substituted in place
     stative: bool
     span: tuple[int, int]
+    #: where the verb group is ("has been living"), for the patterns that read one
+    verb: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -51,13 +101,14 @@ class _Pattern:
     regex: str  # ``{S}`` is the subject alternation
     stative: bool
     flags: int = 0
+    #: a check on the value the regex alone cannot make
+    valid: Callable[[str], bool] = lambda _v: True
 
 
 _PATTERNS = (
     _Pattern(
         "residence",
-        r"{S}" + _AND + _ADV + r"\s+(?:lives|live|is living|are living|has been living|have been living|"
-        r"resides|reside)\s+in\s+" + _PLACE,
+        r"{S}" + _AND + _ADV + r"\s+" + _state("live, reside") + r"\s+in\s+" + _PLACE,
         True,
     ),
     _Pattern("residence", r"{S}" + _ADV + r"\s+(?:is|are)\s+based\s+in\s+" + _PLACE, True),
@@ -81,9 +132,7 @@ _PATTERNS = (
         False,
     ),
     _Pattern("birthplace", r"{S}" + _ADV + r"\s+(?:was|were)\s+born\s+in\s+" + _PLACE, True),
-    _Pattern(
-        "employer", r"{S}" + _ADV + r"\s+(?:works|work|is working|has worked)\s+(?:at|for)\s+" + _ORG, True
-    ),
+    _Pattern("employer", r"{S}" + _ADV + r"\s+" + _state("work") + r"\s+(?:at|for)\s+" + _ORG, True),
     _Pattern(
         "employer",
         r"{S}" + _ADV + r"\s+(?:has\s+)?(?:joined|started (?:work(?:ing)? )?(?:at|with|for)|"
@@ -92,27 +141,26 @@ _PATTERNS = (
     ),
     _Pattern(
         "job_title",
-        r"{S}"
-        + _ADV
-        + r"\s+(?:works|work|is working)\s+as\s+(?:an?\s+)?"
-        + r"(?P<v>[a-z][a-z -]*?)(?=\s+(?:at|for|in|with)\b|[,.;!]|$)",
+        r"{S}" + _ADV + r"\s+" + _state("work") + r"\s+as\s+(?:an?\s+)?" + _TITLE,
         True,
     ),
     _Pattern("job_title", r"{S}" + _ADV + r"\s+is\s+(?:an?\s+|the\s+)?" + _JOB, True),
+    _Pattern("job_title", r"{S}" + _ADV + r"\s+is\s+(?:an?\s+|the\s+)" + _AGENT_JOB, True, valid=_agent_noun),
     _Pattern(
         "job_title", r"{S}" + _ADV + r"\s+(?:became|has become|is now)\s+(?:an?\s+|the\s+)?" + _JOB, False
     ),
     _Pattern("job_title", r"\bmade {S}\s+(?:an?\s+|the\s+|their\s+)?" + _JOB, False),
     _Pattern(
         "job_title",
-        r"{S}" + _ADV + r"\s+(?:has\s+)?(?:started|began|begun|starts)\s+(?:work(?:ing)?\s+)?as\s+(?:an?\s+)?"
-        r"(?P<v>[a-z][a-z -]*?)(?=\s+(?:at|for|in|with)\b|[,.;!]|$)",
+        r"{S}"
+        + _ADV
+        + r"\s+(?:has\s+)?(?:started|began|begun|starts)\s+(?:work(?:ing)?\s+)?as\s+(?:an?\s+)?"
+        + _TITLE,
         False,
     ),
     _Pattern(
         "job_title",
-        r"{S}" + _ADV + r"\s+(?:got\s+|was\s+|has been\s+|have been\s+)?promoted\s+to\s+(?:an?\s+)?"
-        r"(?P<v>[a-z][a-z -]*?)(?=\s+(?:at|for|in|on|with)\b|[,.;!]|$)",
+        r"{S}" + _ADV + r"\s+(?:got\s+|was\s+|has been\s+|have been\s+)?promoted\s+to\s+(?:an?\s+)?" + _TITLE,
         False,
     ),
     _Pattern(
@@ -179,12 +227,21 @@ def find_attributes(text: str, subject: str) -> list[AttributeValue]:
             elif "k" in m.groupdict() and m.group("k"):
                 key = m.group("k").lower().replace("'s", "")
                 name = f"{pattern.name}:{key}"
-            if name in found:
+            if name in found or not pattern.valid(m.group("v")):
                 continue
             value = m.group("v").strip()
-            found[name] = AttributeValue(name, value, pattern.stative, m.span("v"))
+            verb = m.span("verb") if m.groupdict().get("verb") else None
+            found[name] = AttributeValue(name, value, pattern.stative, m.span("v"), verb)
     return list(found.values())
 
 
 def same_value(a: str, b: str) -> bool:
     return a.strip().casefold() == b.strip().casefold()
+
+
+def present(verb_group: str) -> str:
+    """ "has been living" -> "lives", "have lived" -> "live": the state as it holds now."""
+    parts = verb_group.split()
+    main = grammar.lemma(parts[-1])
+    plural = parts[0].lower() in ("are", "have") or parts[0].lower() == main
+    return main if plural else grammar.third_person(main)

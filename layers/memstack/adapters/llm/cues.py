@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memstack.adapters.llm.grammar import alternation
+
 _I = r"(?:I|we)"
 _IM = r"(?:I'm|I am|we're|we are)"
 _AGAIN = r"(?:anymore|any more|any longer)"
@@ -38,10 +40,29 @@ SMALL_TALK = re.compile(
     r"it must|must be|what a|how (?:cool|nice|great|awesome)|congrat\w*|cute|aww?)\b",
     re.IGNORECASE,
 )
-REMEMBER = re.compile(r"^(?:please\s+)?(?:remember|note|keep in mind)\s+(?:that\s+)?(?P<rest>.+)$", re.I)
+
+# A memory command is a request, however politely it is put: "you can forget X now", "could you delete X?".
+_ASKING = r"(?:(?:please|just|you can|you may|you could|can you|could you|would you|will you|I want you to|"
+_ASKING += r"I'd like you to|go ahead and)\s+)*"
+REMEMBER = re.compile(
+    r"^" + _ASKING + r"(?:remember|note|keep in mind)\s+(?:that\s+)?(?P<rest>.+?)(?:,?\s+please)?[.!?]?$",
+    re.I,
+)
+# "forget X", or with the gerund a polite question takes: "would you mind deleting X?"
+_FORGET_VERBS = "forget, disregard, delete, erase"
+_FORGETTING = (
+    rf"(?:{alternation(_FORGET_VERBS, 'VB')}|(?:would|do) you mind\s+{alternation(_FORGET_VERBS, 'VBG')})"
+)
+# "Remove" is a memory command only with the memory as its object ("remove the note about X"):
+# "remove the onions" is a recipe.
+_MEMORY_NOUN = r"(?:note|memory|bit|part|line|entry|thing)"
+_REMOVING = r"(?:remove|take out|drop)\s+(?:the|that|my)\s+" + _MEMORY_NOUN + r"\s+(?:about|on)\s+"
 FORGET = re.compile(
-    r"^(?:please\s+)?(?:forget|disregard|delete|erase)\s+(?:that\s+|about\s+|what I said about\s+)?"
-    r"(?P<rest>[^.;!?]+?)(?:,?\s+please)?(?=[,.;!?]|$)",
+    r"^"
+    + _ASKING
+    + rf"(?:{_FORGETTING}\s+(?:that\s+|about\s+|what I (?:said|told you) about\s+)?|{_REMOVING})"
+    # "Forget it" alone is "never mind", not a request to delete anything.
+    r"(?!it\s*(?:[,.;!?]|$))(?P<rest>[^.;!?]+?)(?:,?\s+(?:please|now|for me))*(?=[,.;!?]|$)",
     re.IGNORECASE,
 )
 
@@ -49,7 +70,9 @@ FORGET = re.compile(
 STATE_RETRACTIONS = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
-        rf"\b{_I}\s+(?:don't|do not|dont|no longer)\s+(?P<rest>.+?)\s+{_AGAIN}",
+        rf"\b{_I}\s+(?:don't|do not|dont|no longer)(?:\s+(?P<rest>.+?))?\s+{_AGAIN}",
+        # An answer that takes back what was asked about: "Not anymore." ("Do you still ...?")
+        rf"^(?:no,?\s+)?not\s+{_AGAIN}(?P<rest>)",
         rf"\b{_I}\s+no longer\s+(?P<rest>[^,.;!?]+)",
         rf"\b{_IM}\s+(?:no longer|not)\s+(?P<rest>.+?)\s+(?:{_AGAIN}|after all)",
         rf"\b{_IM}\s+no longer\s+(?P<rest>[^,.;!?]+)",
@@ -60,15 +83,28 @@ STATE_RETRACTIONS = tuple(
     )
 )
 # Something ended: the memory is replaced by what happened to it.
+# Verbs that end something, in any past or perfect form ("quit", "have given up on", "had to sell").
+_ENDING_VERBS = (
+    "give up on, give up, decide against, break up with, call off, get rid of, stop, quit, cancel, sell, "
+    "drop, end, leave, ditch, abandon, scrap, pull out of, drop out of, back out of, withdraw from, "
+    "trade in, part with"
+)
+_ENDED = alternation(_ENDING_VERBS, "VBD", "VBN")
+_PREPOSITION = r"(?:by|at|in|into|for|over|off|to|from|with|on)"
+_ADVERBS = r"(?:\s+(?:just|finally|recently|already|eventually|\w+ly))*"
+_PARTICLE_VERB = alternation("give, send, call", "VB", "VBD", "VBN")
+_CALLED_OFF = alternation("cancel, call off, scrap, drop", "VBN")
 ENDINGS = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
-        rf"\b{_I}(?:'ve| have)?\s+(?:just\s+|finally\s+|recently\s+)?(?:stopped|quit|gave up(?: on)?|"
-        rf"given up(?: on)?|cancell?ed|sold|dropped|decided against|broke up with|ended|left)\s+"
-        rf"(?P<rest>[^,.;!?]+?){_END}",
+        # An ending takes an object: "I stopped by the shop" is a visit, "I left for Rome" a trip.
+        rf"\b{_I}(?:'ve| have| had)?{_ADVERBS}\s+(?:{_ENDED}|had to\s+{alternation(_ENDING_VERBS, 'VB')})\s+"
+        rf"(?!{_PREPOSITION}\b)(?P<rest>[^,.;!?]+?){_END}",
+        # The object between verb and particle: "we had to give Rex away", "I called the wedding off".
+        rf"\b{_I}(?:'ve| have)?{_ADVERBS}\s+(?:had to\s+)?{_PARTICLE_VERB}"
+        r"\s+(?P<rest>\w+(?:\s+\w+)?)\s+(?:away|up|off)\b",
         r"\b(?P<rest>[A-Z][\w-]+) and I (?:broke up|split up|separated|divorced)\b",
-        rf"\b{_I} had to (?:give|send) (?P<rest>\w+(?: \w+)?) away\b",
-        r"^(?P<rest>[^,.;!?]+?)\s+(?:got|was|were|has been|have been)\s+(?:cancell?ed|called off|scrapped)\b",
+        rf"^(?P<rest>[^,.;!?]+?)\s+(?:got|was|were|has been|have been)\s+{_CALLED_OFF}\b",
     )
 )
 # Leaving work: replaces what is known about the job, whatever words it used.
@@ -111,7 +147,8 @@ SWITCH_FROM = re.compile(
     re.I,
 )
 SWITCH_TO = re.compile(r"\b(?:switched|changed|moved on|gone back|went back|back)\s+to\b", re.IGNORECASE)
-ADDITION = re.compile(r"\b(?:also|too|as well|another|in addition)\b", re.IGNORECASE)
+# Additive "too" ends its clause ("I have a cat too"); "too dangerous" is degree, not addition.
+ADDITION = re.compile(r"\b(?:also|too(?=\s*(?:[,.;!?]|$))|as well|another|in addition)\b", re.IGNORECASE)
 COMPLETION = re.compile(
     r"\b(?:finished|completed|passed|bought|submitted|found|achieved|reached|hit|graduated|signed|"
     r"published|launched|won|ran|booked|got|done with|landed|made it|succeeded|defended)\b",
@@ -141,7 +178,7 @@ def retraction(sentence: str) -> Retraction | None:
             return Retraction(m.group("rest"), ending=True)
     for pattern in STATE_RETRACTIONS:
         if m := pattern.search(sentence):
-            return Retraction(m.group("rest"), ending=False)
+            return Retraction(m.group("rest") or "", ending=False)
     return None
 
 

@@ -11,6 +11,7 @@ predecessor.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import lemminflect
@@ -32,6 +33,11 @@ _SPECIAL = {"wanna": "wants to", "gonna": "is going to", "gotta": "has to", "am"
 @lru_cache(maxsize=4096)
 def _lemmas(word: str) -> dict[str, tuple[str, ...]]:
     return dict(lemminflect.getAllLemmas(word.lower()))
+
+
+def tags(word: str) -> frozenset[str]:
+    """The parts of speech lemminflect knows for ``word`` ("NOUN", "VERB", "ADJ", ...)."""
+    return frozenset(_lemmas(word))
 
 
 def is_verb(word: str) -> bool:
@@ -75,3 +81,19 @@ def third_person(verb: str) -> str:
         forms = lemminflect.getInflection(low, tag="VBZ")
         out = forms[0] if forms else low + "s"
     return out[0].upper() + out[1:] if verb[:1].isupper() else out
+
+
+def forms(phrase: str, *tags: str) -> list[str]:
+    """The phrase with its first word (a verb) in each Penn tag's form: forms("give up", "VBD") ->
+    ["gave up"]; the longest first, for a regex alternation."""
+    verb, _, rest = phrase.partition(" ")
+    found = {f for tag in tags for f in lemminflect.getInflection(verb, tag=tag)}
+    return sorted((f"{f} {rest}".strip() for f in found), key=lambda f: (-len(f), f))
+
+
+def alternation(phrases: str, *tags: str) -> str:
+    """A regex group of every form of the comma-separated verb ``phrases`` (longest first)."""
+    out = sorted(
+        {f for phrase in phrases.split(",") for f in forms(phrase.strip(), *tags)}, key=lambda f: (-len(f), f)
+    )
+    return "(?:" + "|".join(re.escape(f).replace(r"\ ", r"\s+") for f in out) + ")"

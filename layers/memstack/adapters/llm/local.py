@@ -33,13 +33,30 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from memstack.adapters.llm import cues, grammar
-from memstack.adapters.llm.attributes import AttributeValue, find_attributes, same_value
-from memstack.adapters.llm.rewrite import is_first_person, subject_name, to_third_person
-from memstack.adapters.llm.targets import best_target, editable, same_category_preference, topic
+from memstack.adapters.llm.attributes import AttributeValue, find_attributes, present, same_value
+from memstack.adapters.llm.rewrite import (
+    definite_subject,
+    drop_duration,
+    is_first_person,
+    resolve_pronoun,
+    subject_name,
+    to_third_person,
+    with_antecedent,
+)
+from memstack.adapters.llm.targets import (
+    about_speaker,
+    best_target,
+    editable,
+    most_similar,
+    named_in,
+    same_category_preference,
+    topic,
+)
 from memstack.domain.categories import categorise, category_scores
 from memstack.domain.extraction.relative import is_future, resolve_relative_dates
 from memstack.domain.text import STOPWORDS, words
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
+from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp, OpName
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -63,7 +80,14 @@ _NOT_PREFERENCE = re.compile(
     r"\b(?:would|'d) (?:like|love) to\b|\blooks like\b|\bfeels like\b", re.IGNORECASE
 )
 _FIRST_VERB = re.compile(
-    r"\b(?:I|we)(?:'ve| have)?(?:\s+(?:just|finally|already|also|recently|\w+ly))*\s+(?P<verb>[a-z']+)",
+    r"\b(?:I|we)(?P<perfect>'ve| have)?(?:\s+(?:just|finally|already|also|recently|\w+ly))*"
+    r"\s+(?P<verb>[a-z']+)",
+    re.IGNORECASE,
+)
+# "I've lived here since 2019", "we've worked there for six years": a perfect that lasts is a state.
+_LASTING = re.compile(
+    r"\b(?:since|for (?:\w+ )?(?:years?|months?|weeks?|decades?|ages|a while|a long time|long))\b"
+    r"|\b(?:all my life|ever since)\b",
     re.IGNORECASE,
 )
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd)\b", re.IGNORECASE)
@@ -72,6 +96,17 @@ _NAME = re.compile(r"(?i:I'm|I am|my name is|call me)\s+([A-Z][\w-]*)[.!]?")
 # A sentence about neither speaker must speak clearly to some category to be worth keeping.
 _MIN_TOPIC_SCORE = 2.0
 RESTATEMENT_OVERLAP = 0.7
+
+# A change links to the memory closest in meaning when no word links them (see _closest_in_meaning):
+# at the default embedder's cosine 0.6 (pairs that are not a change reached 0.53 in our checks), or 0.1
+# less when the keyword categories of both agree, two weak signals pointing the same way.
+LINK_SIMILARITY = 0.6
+_AGREEING_CATEGORY_ALLOWANCE = 0.1
+# The clause's subject is the speaker ("I", "we"): not "my friend Jake just moved to Denver".
+_SPEAKER_SUBJECT = re.compile(r"\b(?:I|we)\b", re.IGNORECASE)
+
+# "I sold it last month", "I gave them away": the object is a pronoun.
+_PRONOUN_OBJECT = re.compile(r"^(?:it|them|that|this|those|these|one|him|her)\b", re.IGNORECASE)
 
 # How specific a decision is: when two of one message touch the same memory, the lower number wins.
 _ATTRIBUTE, _CORRECTION, _COMPLETION, _CHANGE, _ENDING, _ADD = range(6)
@@ -114,6 +149,8 @@ def _kind(sentence: str, dated: bool) -> Kind:
     m = _FIRST_VERB.search(sentence)
     if m:
         verb = m.group("verb").lower()
+        if m.group("perfect") and _LASTING.search(sentence):
+            return Kind.FACT
         if verb not in ("was", "were", "had", "used", "need", "needed") and grammar.is_past(verb):
             if verb not in ("read", "put", "set", "cut", "let", "hit", "hurt", "cost", "shut") or dated:
                 return Kind.EVENT
@@ -136,6 +173,8 @@ class _Turn:
     subject: str
     listener: str | None
     neighbours: list[MemoryRecord]
+    #: what was said before, newest first: this message's earlier sentences, then the earlier turns
+    before: list[str] = field(default_factory=list)
     decisions: list[_Decision] = field(default_factory=list)
 
     @property
@@ -162,14 +201,25 @@ class LocalExtractor:
 
     name = "local"
 
+    def __init__(self, embedder: Embedder | None = None, link_similarity: float = LINK_SIMILARITY) -> None:
+        #: when words link a change to no memory, the memory closest in meaning, if this close
+        self.embedder = embedder
+        self.link_similarity = link_similarity
+
     def extract(
         self, message: Message, context: list[Message], neighbours: list[MemoryRecord]
     ) -> list[ExtractionOp]:
         if message.role != Role.USER:
             return []
-        turn = _Turn(message, subject_name(message.speaker), self.listener(message, context), neighbours)
+        subject = subject_name(message.speaker)
+        own = [n for n in neighbours if about_speaker(n, subject)]
+        turn = _Turn(message, subject, self.listener(message, context), own)
+        turn.before = [m.content for m in reversed(context)]
+        previous = ""
         for sentence in split_sentences(message.content):
-            self._sentence(sentence, turn)
+            self._sentence(resolve_pronoun(sentence, strip_lead(previous)) if previous else sentence, turn)
+            turn.before.insert(0, sentence)
+            previous = sentence
         return _resolve(turn.decisions)
 
     @staticmethod
@@ -183,17 +233,19 @@ class LocalExtractor:
     # ------------------------------------------------------------------ one sentence
     def _sentence(self, raw: str, turn: _Turn) -> None:
         sentence = strip_lead(raw)
+        # Memory commands first: "could you forget my old address?" is a request, not a question.
+        if m := cues.FORGET.match(sentence):
+            self._retract(m.group("rest"), ending=False, turn=turn, said=None)
+            return
+        if m := cues.REMEMBER.match(sentence):
+            sentence = m.group("rest")[:1].upper() + m.group("rest")[1:]
+            sentence += "" if sentence[-1:] in ".!" else "."
         if (
             sentence.endswith("?")
             or cues.SMALL_TALK.match(sentence)
             or cues.HYPOTHETICAL.match(sentence)  # the whole conditional, both its clauses
             or len(words(sentence)) < 2
         ):
-            return
-        if m := cues.REMEMBER.match(sentence):
-            sentence = m.group("rest")[:1].upper() + m.group("rest")[1:]
-        if m := cues.FORGET.match(sentence):
-            self._retract(m.group("rest"), ending=False, turn=turn, said=None)
             return
         if len(words(sentence)) < 3 and not is_first_person(sentence):
             return
@@ -220,7 +272,7 @@ class LocalExtractor:
         if not (first_person or instruction):
             if about_listener:
                 return  # about the other speaker
-            if not topical and not self._news_about_known(said, turn):
+            if not topical and not self._news_about_known(clause, said, turn):
                 return  # small talk without a topic
         if (ending := cues.retraction(clause)) and self._retract(
             ending.words, ending=ending.ending, turn=turn, said=said
@@ -265,29 +317,60 @@ class LocalExtractor:
         return _Said(clause, text, kind, category, event_time)
 
     # ------------------------------------------------------------------ decisions
-    def _news_about_known(self, said: _Said, turn: _Turn) -> bool:
-        """ "The team offsite moved to Porto", "the Iceland trip is booked": news about something known."""
+    @staticmethod
+    def _update(turn: _Turn, target: MemoryRecord, said: _Said, rank: int) -> None:
+        """UPDATE ``target`` to what ``said`` says, "the concert" read as the concert the memory names."""
+        text = with_antecedent(said.text, target.content, turn.subject)
+        if text != said.text:
+            said = _Said(said.original, text, said.kind, said.category, said.event_time)
+        turn.decisions.append(_Decision(_op("UPDATE", turn, target=target, said=said), rank))
+
+    def _news_about_known(self, clause: str, said: _Said, turn: _Turn) -> bool:
+        """ "The team offsite moved to Porto", "the Iceland trip is booked", "the concert was called
+        off": news about something known. An ending counts when a memory names all it is about."""
+        if (ended := cues.retraction(clause)) and any(
+            named_in(ended.words, n.content, turn.subject) for n in turn.neighbours if editable(n)
+        ):
+            return True
         news = cues.CHANGE.search(said.original) or cues.COMPLETION.search(said.original)
-        return bool(news) and (
-            best_target(said.text, turn.neighbours, turn.subject, min_shared=2) is not None
-        )
+        if not news:
+            return False
+        # "The party got postponed": the definite noun is the party a memory names.
+        if (thing := definite_subject(said.original)) and any(
+            named_in(thing, n.content, turn.subject) for n in turn.neighbours if editable(n)
+        ):
+            return True
+        return best_target(said.text, turn.neighbours, turn.subject, min_shared=2) is not None
 
     def _retract(self, what: str, *, ending: bool, turn: _Turn, said: _Said | None) -> bool:
         """DELETE the memory a retraction takes back (UPDATE it to the event for an ending)."""
+        if not topic(what, turn.subject) or _PRONOUN_OBJECT.match(what):
+            # "We don't anymore", "I sold it": what was taken back is what was just talked about.
+            return self._retract_antecedent(ending=ending, turn=turn, said=said)
         target = best_target(what, turn.neighbours, turn.subject, exclude=turn.taken())
         if target is None:
-            return False
+            # "The conference got cancelled, so I'm not flying after all": taking back again what this
+            # message already changed is part of that change, not a memory of its own (an ending,
+            # "I left the bakery", is an event worth keeping either way).
+            return not ending and best_target(what, turn.neighbours, turn.subject) is not None
         if ending and said is not None:
-            turn.decisions.append(_Decision(_op("UPDATE", turn, target=target, said=said), _ENDING))
+            ended = _Said(said.original, said.text, Kind.EVENT, said.category, said.event_time)
+            self._update(turn, target, ended, _ENDING)
         else:
             turn.decisions.append(_Decision(_op("DELETE", turn, target=target), _ENDING))
         return True
+
+    def _retract_antecedent(self, *, ending: bool, turn: _Turn, said: _Said | None) -> bool:
+        for earlier in turn.before:
+            if topic(earlier, turn.subject) and best_target(earlier, turn.neighbours, turn.subject):
+                return self._retract(earlier, ending=ending, turn=turn, said=said)
+        return False
 
     def _job_ending(self, said: _Said, turn: _Turn) -> bool:
         for n in turn.neighbours:
             attrs = {a.name for a in find_attributes(n.content, turn.subject)}
             if editable(n) and n.kind != Kind.EVENT and attrs & {"job_title", "employer"}:
-                turn.decisions.append(_Decision(_op("UPDATE", turn, target=n, said=said), _CHANGE))
+                self._update(turn, n, said, _CHANGE)
                 return True
         return False
 
@@ -325,7 +408,7 @@ class LocalExtractor:
         if target is None:
             return False
         done = _Said(said.original, said.text, Kind.EVENT, said.category, said.event_time)
-        turn.decisions.append(_Decision(_op("UPDATE", turn, target=target, said=done), _COMPLETION))
+        self._update(turn, target, done, _COMPLETION)
         return True
 
     def _change(self, said: _Said, raw: str, turn: _Turn) -> bool:
@@ -346,12 +429,37 @@ class LocalExtractor:
             if (target is None and said.kind == Kind.PREFERENCE) or cues.SWITCH_TO.search(said.original):
                 target = target or same_category_preference(said.text, turn.neighbours, taken)
         if target is None:
+            target = self._closest_in_meaning(said, turn, taken)
+        if target is None:
             return False
         if target.kind != Kind.EVENT and said.kind == Kind.EVENT:
             # "I've switched to coffee" changes a preference: the new version is still a preference.
             said = _Said(said.original, said.text, target.kind, said.category, said.event_time)
-        turn.decisions.append(_Decision(_op("UPDATE", turn, target=target, said=said), _CHANGE))
+        self._update(turn, target, said, _CHANGE)
         return True
+
+    def _closest_in_meaning(self, said: _Said, turn: _Turn, taken: frozenset[str]) -> MemoryRecord | None:
+        """The state a change of the speaker's own replaces when no word links them ("I've become a
+        morning person" -> "is a night owl"): the neighbour closest in meaning, at least
+        ``link_similarity`` close, or half-way closer when both speak to the same category."""
+        if self.embedder is None or not _SPEAKER_SUBJECT.search(said.original):
+            return None
+        found = most_similar(
+            said.text,
+            turn.neighbours,
+            turn.subject,
+            self.embedder,
+            accept=lambda n: _changeable(n, said, turn.message.timestamp),
+            exclude=taken,
+        )
+        if found is None:
+            return None
+        target, similarity = found
+        if similarity >= self.link_similarity:
+            return target
+        category = categorise(said.original)
+        agree = category is not None and category == categorise(target.content)
+        return target if agree and similarity >= self.link_similarity - _AGREEING_CATEGORY_ALLOWANCE else None
 
     def _correction(self, sentence: str, turn: _Turn) -> bool:
         """ "Sorry, I meant Hannah, not Anna", "Actually it's Stripe, not Shopify": replace what was wrong."""
@@ -381,7 +489,7 @@ class LocalExtractor:
             said = _Said(main, content, target.kind, target.category or Category.PERSONAL_DETAILS, None)
         else:
             said = self._rewrite(main, turn)
-        turn.decisions.append(_Decision(_op("UPDATE", turn, target=target, said=said), _CORRECTION))
+        self._update(turn, target, said, _CORRECTION)
         return True
 
     def _corrected_statement(self, body: str, turn: _Turn) -> bool:
@@ -396,7 +504,7 @@ class LocalExtractor:
             target = same_category_preference(said.text, turn.neighbours, taken)
         if target is None:
             return False
-        turn.decisions.append(_Decision(_op("UPDATE", turn, target=target, said=said), _CORRECTION))
+        self._update(turn, target, said, _CORRECTION)
         for rest in cues.clauses(body)[1:]:
             self._clause(rest, rest, turn)
         return True
@@ -423,7 +531,9 @@ def _changeable(n: MemoryRecord, said: _Said, now: datetime | None) -> bool:
             or is_future(n.content)
             or cues.GOAL.search(n.content)
         )
-    return n.kind == said.kind or said.kind == Kind.EVENT
+    # A habit replaces a liking and a liking a habit ("I love cycling to work" -> "these days I
+    # take the bus"): both are states of the user.
+    return True
 
 
 def _mentions(text: str, phrase: str) -> bool:
@@ -445,9 +555,17 @@ def _attribute_op(
         # "lives in Tokyo with their partner" -> "lives in Osaka with their partner":
         # the rest of what the memory says stays true. Not for a job: "a barista at a cafe"
         # does not become "a designer at a cafe" (the rest is usually the old employer).
+        # The state holds now: "has lived in Glasgow since university" -> "lives in Edinburgh".
         start, end = old.span
-        content = n.content[:start] + new.value + n.content[end:]
-        kept = _Said(said.original, content, n.kind, n.category or said.category, said.event_time)
+        head = n.content[:start]
+        if old.verb is not None:
+            head = head[: old.verb[0]] + present(n.content[old.verb[0] : old.verb[1]]) + head[old.verb[1] :]
+        content = head + new.value + drop_duration(n.content[end:])
+        category = n.category
+        if category is None or not category_scores(content).get(category):
+            # "lives in Edinburgh" is no longer educational because the old text said "since university".
+            category = categorise(content) or said.category
+        kept = _Said(said.original, content, n.kind, category, said.event_time)
         return _op("UPDATE", turn, target=n, said=kept)
     # "got promoted to analyst" replaces a state ("is a junior analyst"): the new version is that state.
     state = _Said(said.original, said.text, n.kind, said.category, said.event_time)

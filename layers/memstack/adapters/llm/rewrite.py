@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from memstack.adapters.llm import grammar
 from memstack.adapters.llm.grammar import word_set
+from memstack.domain.calendar_words import MONTH_NAMES, WEEKDAY_NAMES
 
 ADVERBS = word_set(
     "actually already also always currently even finally just mostly never now often only "
@@ -137,3 +138,135 @@ def to_third_person(text: str, subject: str, listener: str | None = None) -> str
     for word in ("my", "our"):
         text = re.sub(rf"\b{word}\b", possessive, text, flags=re.IGNORECASE)
     return text
+
+
+# "since university", "for six years": how long the old value held, false of the new one.
+_DURATION = re.compile(
+    r"\s+(?:since|for (?:\w+ )?(?:years?|months?|weeks?|decades?|ages|a while|a long time))\b"
+    r"(?:(?!\s+(?:and|but)\b)[^,.;!?])*",
+    re.I,
+)
+
+
+def drop_duration(tail: str) -> str:
+    """What followed a replaced value, without the time it held for."""
+    return _DURATION.sub("", tail, count=1)
+
+
+# "The party got postponed", "the festival moved to June": a definite noun, then its verb.
+_DEFINITE = re.compile(
+    r"^The\s+(?P<noun>[a-z][\w-]*)\b(?=\s+(?:got|was|were|has|have|had|is|are|[a-z]+ed)\b)", re.I
+)
+
+
+def definite_subject(text: str) -> str | None:
+    """ "The party got postponed" -> "party": the known thing a sentence is news about."""
+    m = _DEFINITE.match(text)
+    return m.group("noun") if m else None
+
+
+def with_antecedent(text: str, known: str, subject: str) -> str:
+    """ "The concert was called off" about "Kai is going to a concert in Leeds on 23 November":
+    "Kai's concert in Leeds on 23 November was called off" (a memory names what it is about)."""
+    m = _DEFINITE.match(text)
+    if m is None:
+        return text
+    noun = m.group("noun")
+    owner = rf"(?:a|an|the|their|{re.escape(subject)}'s)"
+    found = re.search(
+        rf"\b{owner}\s+(?P<np>(?:[\w-]+\s+){{0,2}}?{re.escape(noun)}"
+        r"(?:\s+(?:in|on|at|for|with|to|from|of)\s+[^,.;!?]+?)?)(?=[,.;!?]|\s+(?:and|but|so|which|that)\b|$)",
+        known,
+        re.IGNORECASE,
+    )
+    if found is None:
+        return text
+    owner_name = "the user" if subject == "The user" else subject
+    return f"{owner_name[:1].upper()}{owner_name[1:]}'s {found.group('np')}{text[m.end() :]}"
+
+
+# A third-person pronoun that opens a sentence ("She's called Pepper").
+_PRONOUN_OPENING = re.compile(r"^(?P<pronoun>He|She|It)(?=(?:'s|'ll|'d)?\b)")
+_DETERMINED = re.compile(r"\b(?P<det>(?i:my|our|a|an))\s+(?P<words>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,3})")
+_NAMED = re.compile(r"(?<=\s)(?P<name>[A-Z][a-z]+)\b")
+_NOT_IN_A_NOUN_PHRASE = word_set(
+    "last next this every ago today yesterday tomorrow week month year weekend and or but who that which"
+)
+_CALENDAR = frozenset(MONTH_NAMES) | frozenset(WEEKDAY_NAMES)
+_PLACE_PREPOSITIONS = word_set("in at on from near of to into outside")
+# "I adopted a greyhound" makes it theirs: "my greyhound"; "I went to a concert": "the concert".
+_GETTING = word_set("have has had got get adopted bought own owned found rescued started made")
+
+
+def _noun_phrase(words: list[str]) -> str | None:
+    """Modifiers and head of a noun phrase ("new car", "greyhound"), read with lemminflect's tags:
+    a noun ends it unless a noun that is no verb follows ("dog walker", not "sister lives")."""
+    out: list[str] = []
+    for i, word in enumerate(words):
+        if word in _NOT_IN_A_NOUN_PHRASE:
+            break
+        tags = grammar.tags(word)
+        if "NOUN" in tags:
+            out.append(word)
+            after = grammar.tags(words[i + 1]) if i + 1 < len(words) else frozenset()
+            if words[i + 1 : i + 2] == [] or "NOUN" not in after or "VERB" in after:
+                return " ".join(out)
+        elif "ADJ" in tags:
+            out.append(word)
+        else:
+            break
+    return None
+
+
+def _person_name(m: re.Match[str], text: str) -> bool:
+    """A capitalised word that may name a person: not a date word, not a place after "in", "at"."""
+    name = m.group("name")
+    before = text[: m.start()].split()
+    return (
+        name != "I"
+        and name.lower() not in _CALENDAR
+        and not (before and (before[-1].lower() in _PLACE_PREPOSITIONS or before[-1][:1].isdigit()))
+    )
+
+
+def _antecedent(pronoun: str, previous: str) -> str | None:
+    """What he/she/it refers to in the previous sentence: its subject when that is a thing of the
+    speaker's ("My sister lives in Leeds"), else the last thing it introduced (or, for he/she,
+    named)."""
+    found: list[tuple[int, str]] = []
+    for d in _DETERMINED.finditer(previous):
+        phrase = _noun_phrase(d.group("words").split())
+        if phrase is None:
+            continue
+        det = d.group("det").lower()
+        before = previous[: d.start()].split()
+        got = bool(before) and before[-1].lower() in _GETTING
+        noun = f"{'My' if det in ('my', 'our') or got else 'The'} {phrase}"
+        if d.start() == 0:
+            compound = previous[d.start("words") + len(phrase) :].lstrip().startswith("and ")
+            if pronoun != "It" or not compound:
+                return noun
+        elif pronoun != "It" or got:
+            # "it" is often the event just told ("I went to Paris with my mum. It was lovely"):
+            # only a thing the speaker got is safely what "it" means.
+            found.append((d.start(), noun))
+    if pronoun != "It":
+        found += [
+            (n.start(), n.group("name")) for n in _NAMED.finditer(previous) if _person_name(n, previous)
+        ]
+    return max(found)[1] if found else None
+
+
+def resolve_pronoun(sentence: str, previous: str) -> str:
+    """ "I adopted a greyhound. She's called Pepper." -> "My greyhound is called Pepper.": a
+    sentence opened by he/she/it, after a sentence of the speaker's, says who or what it is about."""
+    m = _PRONOUN_OPENING.match(sentence)
+    if m is None or not is_first_person(previous):
+        return sentence
+    noun = _antecedent(m.group("pronoun"), previous)
+    if noun is None:
+        return sentence
+    rest = re.sub(
+        r"^'s\b", " is", re.sub(r"^'ll\b", " will", re.sub(r"^'d\b", " would", sentence[m.end() :]))
+    )
+    return noun + rest

@@ -10,12 +10,16 @@ similar first).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
+
+import numpy as np
 
 from memstack.adapters.llm.grammar import word_set
 from memstack.domain.categories import categorise
 from memstack.domain.text import STOPWORDS, words
 from memstack.models import Category, Kind, MemoryRecord
+from memstack.ports.embedder import Embedder
 
 _NO_TOPIC = word_set(
     "now anymore any longer instead these days nowadays actually really still just also user "
@@ -45,6 +49,29 @@ def topic(text: str, subject: str = "") -> set[str]:
         for w in words(text)
         if w not in STOPWORDS and w not in _NO_TOPIC and w not in drop and len(w) > 1 and not w.isdigit()
     }
+
+
+def named_in(phrase: str, text: str, subject: str = "") -> bool:
+    """Every topic word of ``phrase`` (at least one) is in ``text``: "the concert" in "going to a concert"."""
+    wanted = topic(phrase, subject)
+    return bool(wanted) and wanted <= topic(text, subject)
+
+
+# A memory that opens with a name other than the speaker's is about that person ("Melanie loves
+# running"); one that opens with a function word is about a thing ("The concert was called off").
+_OPENING_NAME = re.compile(r"^(?P<name>[A-Z][\w-]*)(?:'s\b|\s)")
+_NOT_NAMES = word_set("the a an this that these those it its there their our my his her they we i")
+
+
+def about_speaker(n: MemoryRecord, subject: str) -> bool:
+    """Whether ``n`` may be changed by what ``subject`` says: it names them, or no one else.
+
+    In a conversation between two people both speak in the first person; Caroline's "I've
+    switched to running" must not replace Melanie's "Melanie loves swimming"."""
+    if subject == "The user" or re.search(rf"\b{re.escape(subject)}\b|\bthe user\b", n.content, re.I):
+        return True
+    m = _OPENING_NAME.match(n.content)
+    return m is None or m.group("name").lower() in _NOT_NAMES
 
 
 def editable(n: MemoryRecord) -> bool:
@@ -86,3 +113,30 @@ def same_category_preference(
         if n.category == category or categorise(n.content) == category:
             return n
     return None
+
+
+def _neutral(text: str, subject: str) -> str:
+    """The text without its subject's name: two memories of Maya are not alike for being about Maya."""
+    if subject == "The user":
+        return text
+    return re.sub(rf"\b{re.escape(subject)}\b", "the user", text)
+
+
+def most_similar(
+    text: str,
+    neighbours: Iterable[MemoryRecord],
+    subject: str,
+    embedder: Embedder,
+    *,
+    accept: Callable[[MemoryRecord], bool] = lambda _n: True,
+    exclude: frozenset[str] = frozenset(),
+) -> tuple[MemoryRecord, float] | None:
+    """The neighbour whose meaning is closest to ``text``, and the cosine of their vectors:
+    "has become a morning person" is about "is a night owl", with no word shared."""
+    candidates = [n for n in neighbours if n.id not in exclude and editable(n) and accept(n)]
+    if not candidates:
+        return None
+    vectors = embedder.embed([_neutral(t, subject) for t in [text, *(n.content for n in candidates)]])
+    scores = np.asarray(vectors[1:]) @ np.asarray(vectors[0])
+    best = int(np.argmax(scores))
+    return candidates[best], float(scores[best])
