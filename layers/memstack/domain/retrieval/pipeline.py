@@ -21,15 +21,15 @@ import numpy as np
 from aws_lambda_powertools import Logger
 
 from memstack.domain.query_analysis import analyse_query
-from memstack.domain.retrieval import stages
+from memstack.domain.retrieval import stages, units
 from memstack.domain.retrieval.calibration import coverage
 from memstack.domain.retrieval.categories import CategoryPrototypes
 from memstack.domain.retrieval.superseded import mark_superseded_turns
 from memstack.domain.retrieval.types import RetrievalConfig, SearchHit, SearchRequest, SearchResult
-from memstack.domain.scoring import near_duplicates, temporal_factor, weighted_rrf
+from memstack.domain.scoring import near_duplicates, temporal_factor
 from memstack.domain.temporal import TimeWindow, temporal_score
 from memstack.domain.text import index_terms, query_index_terms
-from memstack.models import MemoryFilters, ScoredId, Tier
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.reranker import Reranker
 from memstack.ports.store import MemoryStore, pinned
@@ -167,55 +167,25 @@ class Retriever:
 
     # ------------------------------------------------------------------ stage 4
     def _fuse(self, run: _Search) -> list[SearchHit]:
-        """Weighted RRF picks the pool; each pooled candidate's score is its calibrated probability."""
-        cfg, req = self.config, run.req
-        rankings = {"vector": run.vector, "bm25": run.bm25, "bm25_prf": run.prf}
+        """Weighted RRF over evidence units (``units``) orders the pool; scores are probabilities."""
+        cfg = self.config
+        pool = self._pool(run)
         weights = {"vector": cfg.weight_vector, "bm25": cfg.weight_bm25, "bm25_prf": cfg.weight_prf}
-        fused = weighted_rrf(rankings, weights, cfg.rrf_k)
-        pool_ids = sorted(fused, key=lambda i: fused[i], reverse=True)[: max(cfg.candidate_pool, req.top_k)]
-        records = run.store.get_many(req.tenant, req.user_id, pool_ids)
-        pool_ids = [i for i in pool_ids if i in records]
-        missing = [i for i in pool_ids if i not in run.vectors]
-        if missing:
-            run.vectors = {**run.vectors, **run.store.embeddings(req.tenant, req.user_id, missing)}
         # First place in the vector and BM25 rankings (and the feedback one, when it ran)
         # scales to 1. A query no word of which matches anything has no BM25 ranking:
         # its best result then scales to the vector weight alone, and scores low.
         ran = {"vector", "bm25", *(("bm25_prf",) if run.prf else ())}
         top = sum(weights[name] for name in ran) / (cfg.rrf_k + 1)
-        # Coverage reads every pooled text: only when it counts, or when explain asks for it.
-        model = cfg.score_model
-        want_coverage = bool(model.coverage or model.result_coverage) or req.explain
-        query_terms = query_index_terms(req.query) if want_coverage else set()
-        affinity: dict[str, float] = {}
-        # Computed when it counts, or when explain asks for every signal.
-        if (cfg.score_model.category or req.explain) and pool_ids:
-            with_vectors = [i for i in pool_ids if i in run.vectors]
-            p_category = self.categories.query_weights(run.query_vec)
-            values = self.categories.affinity(p_category, np.vstack([run.vectors[i] for i in with_vectors]))
-            affinity = dict(zip(with_vectors, (float(v) for v in values), strict=True))
-        ranks = {name: {s.id: r for r, s in enumerate(r_, start=1)} for name, r_ in rankings.items()}
-        raw = {name: {s.id: s.score for s in r_} for name, r_ in rankings.items()}
-        signals: dict[str, dict[str, float]] = {}
-        for i in pool_ids:
-            st: dict[str, float] = {}
-            for name in ("vector", "bm25", "bm25_prf"):
-                if i in ranks[name]:
-                    st[f"{name}_rank"] = float(ranks[name][i])
-                    if name != "bm25_prf":
-                        st[name] = raw[name][i]
-            vec = run.vectors.get(i)
-            st["cosine"] = float(np.dot(vec, run.query_vec)) if vec is not None else 0.0
-            if want_coverage:
-                st["coverage"] = coverage(query_terms, index_terms(records[i].indexed_text))
-            st["rrf"] = fused[i]
-            st["rrf_scaled"] = fused[i] / top if top > 0 else 0.0
-            if affinity:
-                st["category"] = affinity.get(i, 0.0)
-            signals[i] = st
+        signals = self._signals(run, pool)
+        for i, st in signals.items():
+            st["rrf"] = pool.fused[pool.unit_of[i]]
+            st["record_rrf"] = pool.own[i]
+            st["unit_size"] = float(len(pool.members[pool.unit_of[i]]))
+            st["rrf_scaled"] = st["rrf"] / top if top > 0 else 0.0
         # What the query found at all: the same for each of its results.
         best_cosine = max((st["cosine"] for st in signals.values()), default=0.0)
         best_coverage = max((st.get("coverage", 0.0) for st in signals.values()), default=0.0)
+        model = cfg.score_model
         hits = []
         for i, st in signals.items():
             st["query_cosine"], st["query_coverage"] = best_cosine, best_coverage
@@ -227,10 +197,70 @@ class Retriever:
                 st["cosine"],
                 st.get("coverage", 0.0),
             )
-            hits.append(SearchHit(record=records[i], score=st["fused"], stages=st))
+            hits.append(SearchHit(record=pool.records[i], score=st["fused"], stages=st))
         hits = _ranked(hits, "fusion")
-        run.status["fusion"] = f"ok: {len(fused)} fused, {len(hits)} carried on"
+        run.status["fusion"] = (
+            f"ok: {len(pool.own)} fused, {len(hits)} carried on in {len(pool.members)} units"
+        )
         return hits
+
+    def _pool(self, run: _Search) -> _Pool:
+        """The best candidates by their own fusion, loaded, grouped into units and fused per unit."""
+        cfg, req = self.config, run.req
+        ranks = units.field_ranks({"vector": run.vector, "bm25": run.bm25, "bm25_prf": run.prf})
+        own = units.record_rrf(ranks, cfg.field_weights, cfg.rrf_k)
+        pool_ids = sorted(own, key=lambda i: own[i], reverse=True)[: max(cfg.candidate_pool, req.top_k)]
+        records = run.store.get_many(req.tenant, req.user_id, pool_ids)
+        unit_of = {i: units.unit_key(req.tenant, req.user_id, records[i]) for i in pool_ids if i in records}
+        members: dict[str, list[str]] = {}
+        for i in unit_of:
+            members.setdefault(unit_of[i], []).append(i)
+        candidate_turns = {i for by_id in ranks.values() for i in by_id if units.field_of(i) == units.TURNS}
+        sources = {
+            key: units.source_turns(req.tenant, req.user_id, (records[i] for i in ids))
+            for key, ids in members.items()
+        }
+        fused = units.unit_rrf(members, candidate_turns, ranks, cfg.field_weights, cfg.rrf_k, sources)
+        # Best unit first; within a unit, its records by their own fusion (score ties keep this order).
+        order = sorted(unit_of, key=lambda i: (fused[unit_of[i]], own[i]), reverse=True)
+        missing = [i for i in order if i not in run.vectors]
+        if missing:
+            run.vectors = {**run.vectors, **run.store.embeddings(req.tenant, req.user_id, missing)}
+        return _Pool(order=order, records=records, own=own, unit_of=unit_of, members=members, fused=fused)
+
+    def _signals(self, run: _Search, pool: _Pool) -> dict[str, dict[str, float]]:
+        """Each pooled record's own evidence (explain shows it; the score uses what its weights ask for)."""
+        cfg, req = self.config, run.req
+        model = cfg.score_model
+        # Coverage reads every pooled text: only when it counts, or when explain asks for it.
+        want_coverage = bool(model.coverage or model.result_coverage) or req.explain
+        query_terms = query_index_terms(req.query) if want_coverage else set()
+        affinity: dict[str, float] = {}
+        # Computed when it counts, or when explain asks for every signal.
+        if (model.category or req.explain) and pool.order:
+            with_vectors = [i for i in pool.order if i in run.vectors]
+            p_category = self.categories.query_weights(run.query_vec)
+            values = self.categories.affinity(p_category, np.vstack([run.vectors[i] for i in with_vectors]))
+            affinity = dict(zip(with_vectors, (float(v) for v in values), strict=True))
+        rankings = {"vector": run.vector, "bm25": run.bm25, "bm25_prf": run.prf}
+        ranks = {name: {s.id: r for r, s in enumerate(r_, start=1)} for name, r_ in rankings.items()}
+        raw = {name: {s.id: s.score for s in r_} for name, r_ in rankings.items()}
+        signals: dict[str, dict[str, float]] = {}
+        for i in pool.order:
+            st: dict[str, float] = {}
+            for name in ("vector", "bm25", "bm25_prf"):
+                if i in ranks[name]:
+                    st[f"{name}_rank"] = float(ranks[name][i])
+                    if name != "bm25_prf":
+                        st[name] = raw[name][i]
+            vec = run.vectors.get(i)
+            st["cosine"] = float(np.dot(vec, run.query_vec)) if vec is not None else 0.0
+            if want_coverage:
+                st["coverage"] = coverage(query_terms, index_terms(pool.records[i].indexed_text))
+            if affinity:
+                st["category"] = affinity.get(i, 0.0)
+            signals[i] = st
+        return signals
 
     # ------------------------------------------------------------------ stage 5
     def _temporal(self, run: _Search, hits: list[SearchHit], window: TimeWindow | None) -> list[SearchHit]:
@@ -302,6 +332,18 @@ class _Search:
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     bm25: list[ScoredId] = field(default_factory=list)
     prf: list[ScoredId] = field(default_factory=list)
+
+
+@dataclass
+class _Pool:
+    """Stage 4's pool: records best first, each one's own fusion, its unit and each unit's fusion."""
+
+    order: list[str]
+    records: dict[str, MemoryRecord]
+    own: dict[str, float]
+    unit_of: dict[str, str]
+    members: dict[str, list[str]]
+    fused: dict[str, float]
 
 
 def _ranked(hits: list[SearchHit], stage: str, sort: bool = True) -> list[SearchHit]:
