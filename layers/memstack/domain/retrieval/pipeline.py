@@ -21,13 +21,13 @@ import numpy as np
 from aws_lambda_powertools import Logger
 
 from memstack.domain.query_analysis import analyse_query
-from memstack.domain.retrieval import stages
+from memstack.domain.retrieval import stages, units
 from memstack.domain.retrieval.calibration import coverage
 from memstack.domain.retrieval.categories import CategoryPrototypes
 from memstack.domain.retrieval.pool import Pool, read_candidates
 from memstack.domain.retrieval.superseded import mark_superseded_turns
 from memstack.domain.retrieval.types import RetrievalConfig, SearchRequest, SearchResult
-from memstack.domain.scoring import near_duplicates, temporal_factor, weighted_rrf
+from memstack.domain.scoring import near_duplicates, temporal_factor
 from memstack.domain.temporal import TimeWindow, temporal_score
 from memstack.domain.text import index_terms, query_index_terms
 from memstack.models import MemoryFilters, ScoredId
@@ -170,15 +170,12 @@ class Retriever:
 
     # ------------------------------------------------------------------ stage 4
     def _fuse(self, run: _Search) -> Pool:
-        """Weighted RRF picks the pool; each pooled candidate's score is its calibrated probability."""
+        """Weighted RRF over evidence units (``units``) orders the pool; scores are probabilities."""
         cfg, req = self.config, run.req
+        pool, fusion = self._pool(run)
+        n = len(pool)
         rankings = {"vector": run.vector, "bm25": run.bm25, "bm25_prf": run.prf}
         weights = {"vector": cfg.weight_vector, "bm25": cfg.weight_bm25, "bm25_prf": cfg.weight_prf}
-        fused = weighted_rrf(rankings, weights, cfg.rrf_k)
-        pool_ids = sorted(fused, key=lambda i: fused[i], reverse=True)[: max(cfg.candidate_pool, req.top_k)]
-        facts, records = read_candidates(run.store, req.tenant, req.user_id, pool_ids, run.vectors)
-        pool = Pool(facts, records)
-        n = len(pool)
         # First place in the vector and BM25 rankings (and the feedback one, when it ran)
         # scales to 1. A query no word of which matches anything has no BM25 ranking:
         # its best result then scales to the vector weight alone, and scores low.
@@ -196,7 +193,7 @@ class Retriever:
                     rank_col[j] = float(rank)
                     if raw_col is not None:
                         raw_col[j] = hit.score
-        cosines = (facts.vectors @ run.query_vec if n else np.zeros(0, dtype=np.float32)).tolist()
+        cosines = (pool.facts.vectors @ run.query_vec if n else np.zeros(0, dtype=np.float32)).tolist()
         cosines = [c if has else 0.0 for c, has in zip(cosines, pool.has_vector, strict=True)]
         pool.column("cosine")[:] = cosines
         # Coverage reads every pooled text: only when it counts, or when explain asks for it.
@@ -208,19 +205,21 @@ class Retriever:
             col = pool.column("coverage")
             for j, record in texts.items():
                 coverages[j] = col[j] = coverage(query_terms, index_terms(record.indexed_text))
-        rrf = [fused[i] for i in pool.ids]
-        pool.column("rrf")[:] = rrf
-        scaled = [value / top if top > 0 else 0.0 for value in rrf]
-        pool.column("rrf_scaled")[:] = scaled
         # Computed when it counts, or when explain asks for every signal.
         category = [0.0] * n
-        with_vectors = np.flatnonzero(facts.has_vector)
+        with_vectors = np.flatnonzero(pool.facts.has_vector)
         if (model.category or req.explain) and len(with_vectors):
             p_category = self.categories.query_weights(run.query_vec)
-            values = self.categories.affinity(p_category, facts.vectors[with_vectors])
+            values = self.categories.affinity(p_category, pool.facts.vectors[with_vectors])
             for j, value in zip(with_vectors.tolist(), values.tolist(), strict=True):
                 category[j] = float(value)
             pool.column("category")[:] = category
+        rrf = [fusion.fused[key] for key in fusion.unit_of]
+        pool.column("rrf")[:] = rrf
+        pool.column("record_rrf")[:] = [fusion.own[i] for i in pool.ids]
+        pool.column("unit_size")[:] = [float(len(fusion.members[key])) for key in fusion.unit_of]
+        scaled = [value / top if top > 0 else 0.0 for value in rrf]
+        pool.column("rrf_scaled")[:] = scaled
         # What the query found at all: the same for each of its results.
         best_cosine = max(cosines, default=0.0)
         best_coverage = max(coverages, default=0.0)
@@ -232,8 +231,51 @@ class Retriever:
         ]
         pool.column("fused")[:] = pool.score
         pool.ranked("fusion")
-        run.status["fusion"] = f"ok: {len(fused)} fused, {n} carried on"
+        run.status["fusion"] = f"ok: {len(fusion.own)} fused, {n} carried on in {len(fusion.members)} units"
         return pool
+
+    def _pool(self, run: _Search) -> tuple[Pool, _Units]:
+        """The best candidates by their own fusion, read as columns, grouped into units and fused per unit."""
+        cfg, req = self.config, run.req
+        ranks = units.field_ranks({"vector": run.vector, "bm25": run.bm25, "bm25_prf": run.prf})
+        own = units.record_rrf(ranks, cfg.field_weights, cfg.rrf_k)
+        pool_ids = sorted(own, key=lambda i: own[i], reverse=True)[: max(cfg.candidate_pool, req.top_k)]
+        facts, records = read_candidates(run.store, req.tenant, req.user_id, pool_ids, run.vectors)
+        pool = Pool(facts, records)
+        unit_of = [
+            units.unit_key_of(req.tenant, req.user_id, i, is_turn, newest)
+            for i, is_turn, newest in zip(pool.ids, pool.stm, facts.last_source, strict=True)
+        ]
+        members: dict[str, list[str]] = {}
+        for i, key in zip(pool.ids, unit_of, strict=True):
+            members.setdefault(key, []).append(i)
+        candidate_turns = {i for by_id in ranks.values() for i in by_id if units.field_of(i) == units.TURNS}
+        sources = self._source_turns(run, pool, unit_of)
+        fused = units.unit_rrf(members, candidate_turns, ranks, cfg.field_weights, cfg.rrf_k, sources)
+        # Best unit first; within a unit, its records by their own fusion (score ties keep this order).
+        ids = pool.ids
+        pool.order = sorted(range(len(pool)), key=lambda j: (fused[unit_of[j]], own[ids[j]]), reverse=True)
+        return pool, _Units(own=own, unit_of=unit_of, members=members, fused=fused)
+
+    @staticmethod
+    def _source_turns(run: _Search, pool: Pool, unit_of: list[str]) -> dict[str, set[str]]:
+        """Per unit, the turns of every source of its memories (``units.source_turns``).
+
+        The index holds each memory's newest source; a memory made from several
+        turns (an update) is read for the older ones, and kept for the hits.
+        """
+        req = run.req
+        updated = [j for j in range(len(pool)) if not pool.stm[j] and pool.n_sources[j] > 1]
+        records = pool.records(run.store, req.tenant, req.user_id, updated)
+        sources: dict[str, set[str]] = {}
+        for j, key in enumerate(unit_of):
+            newest = pool.facts.last_source[j]
+            if pool.stm[j] or newest is None:
+                continue
+            record = records.get(j)
+            ids = record.source_ids if record is not None else [newest]
+            sources.setdefault(key, set()).update(units.source_turns_of(req.tenant, req.user_id, ids))
+        return sources
 
     # ------------------------------------------------------------------ stage 5
     def _temporal(self, run: _Search, pool: Pool, window: TimeWindow | None) -> None:
@@ -327,3 +369,13 @@ class _Search:
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     bm25: list[ScoredId] = field(default_factory=list)
     prf: list[ScoredId] = field(default_factory=list)
+
+
+@dataclass
+class _Units:
+    """Stage 4's fusion: each candidate's own, its unit (per pool row), each unit's members and fusion."""
+
+    own: dict[str, float]
+    unit_of: list[str]
+    members: dict[str, list[str]]
+    fused: dict[str, float]
