@@ -82,16 +82,27 @@ def unit_key(tenant: str, user_id: str, record: MemoryRecord) -> str:
     The newest source, as stage 6 merges: an updated memory ("lives in Osaka",
     from the Tokyo turn and the Osaka turn) restates the Osaka turn.
     """
-    if record.tier == Tier.STM:
-        return record.id
-    if record.source_ids:
-        return stm_memory_id(tenant, user_id, record.source_ids[-1])
-    return record.id
+    newest = record.source_ids[-1] if record.source_ids else None
+    return unit_key_of(tenant, user_id, record.id, record.tier == Tier.STM, newest)
+
+
+def unit_key_of(tenant: str, user_id: str, memory_id: str, is_turn: bool, newest_source: str | None) -> str:
+    """``unit_key`` from what the search pool holds of a record (its tier and newest source), no record."""
+    if is_turn:
+        return memory_id
+    if newest_source is not None:
+        return stm_memory_id(tenant, user_id, newest_source)
+    return memory_id
 
 
 def source_turns(tenant: str, user_id: str, records: Iterable[MemoryRecord]) -> set[str]:
     """The turn ids of every source of these records' memories (a memory restates each of them)."""
-    return {stm_memory_id(tenant, user_id, s) for r in records if r.tier == Tier.LTM for s in r.source_ids}
+    return source_turns_of(tenant, user_id, (s for r in records if r.tier == Tier.LTM for s in r.source_ids))
+
+
+def source_turns_of(tenant: str, user_id: str, source_ids: Iterable[str]) -> set[str]:
+    """The turn ids of these memories' source message ids."""
+    return {stm_memory_id(tenant, user_id, s) for s in source_ids}
 
 
 def unit_rrf(
