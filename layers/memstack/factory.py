@@ -214,6 +214,8 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
         weight_vector=settings.weight_vector,
         weight_bm25=settings.weight_bm25,
         weight_prf=settings.weight_prf,
+        weight_vector_memory=settings.weight_vector_memory,
+        weight_bm25_memory=settings.weight_bm25_memory,
         prf_terms=settings.prf_terms,
         prf_docs=settings.prf_docs,
         prf_min_docs=settings.prf_min_docs,

@@ -60,6 +60,10 @@ class Settings(BaseSettings):
     weight_vector: float = Field(0.3, ge=0.0)
     weight_bm25: float = Field(0.7, ge=0.0)
     weight_prf: float = Field(0.3, ge=0.0, description="RRF weight of the BM25 feedback query's ranking")
+    # A memory whose turn is a candidate too is a second view of it: its embedding adds much,
+    # its BM25 little (LoCoMo, extraction on: docs/retrieval.md, "Evidence units").
+    weight_vector_memory: float = Field(0.3, ge=0.0, description="RRF weight of a memory's vector rank")
+    weight_bm25_memory: float = Field(0.1, ge=0.0, description="RRF weight of a memory's BM25 rank")
     # Off by default: +0.003 recall@10 / +0.007 @25 with extraction on LoCoMo, for a second BM25
     # query that made each search ~1.5x slower (docs/retrieval.md); MEMSTACK_PRF_TERMS=10 turns it on.
     prf_terms: int = Field(0, ge=0, le=50, description="terms pseudo-relevance feedback adds (0: off)")

@@ -51,6 +51,8 @@ SERVICE = (
     "weight_vector",
     "weight_bm25",
     "weight_prf",
+    "weight_vector_memory",
+    "weight_bm25_memory",
     "prf_terms",
     "prf_docs",
     "prf_min_docs",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from memstack.domain.ingest import stm_memory_id
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryRecord, Tier
 from memstack.service import MemoryService
@@ -24,6 +25,9 @@ def record(service: MemoryService, content: str, source: str, **fields: Any) -> 
         "event_time": REF,
     }
     base.update(fields)
+    if base["tier"] == Tier.STM and "id" not in fields:
+        # What ingestion gives a raw turn: its id says it is one (retrieval's evidence units read it).
+        base["id"] = stm_memory_id(T, U, base["source_ids"][0])
     return MemoryRecord(
         **base,
         embedding_full=vec.tolist(),

@@ -26,7 +26,7 @@ from memstack.adapters.embedded.rows import filter_sql
 from memstack.adapters.embedded.store import EmbeddedMemoryStore
 from memstack.domain import metadata_filter, versions
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, ScoredId, Tier
-from memstack.ports.store import pinned
+from memstack.ports.store import Candidates, Derived, pinned
 
 from ..strategies import memory_filters, metadata_of
 
@@ -55,10 +55,19 @@ def _record(rng: np.random.Generator, tenant: str, user: str, i: int) -> MemoryR
         category=[None, Category.TRAVEL, Category.HEALTH][int(rng.integers(0, 3))],
         created_at=T0 + timedelta(days=i),
         event_time=T0 + timedelta(days=int(rng.integers(0, 40))) if rng.random() < 0.5 else None,
+        source_ids=[f"m{int(x)}" for x in rng.integers(0, 12, size=int(rng.integers(0, 4)))],
+        metadata=_metadata(rng),
         embedding_full=vec,
         embedding_coarse=vec,
-        metadata=metadata_of(rng),
     )
+
+
+def _metadata(rng: np.random.Generator) -> dict[str, object]:
+    """Filterable keys, and sometimes the consolidated flag (any JSON value: its truth counts)."""
+    out: dict[str, object] = metadata_of(rng)
+    if rng.random() < 0.4:
+        out["consolidated"] = [True, False, 1, "", [], {"a": 1}][int(rng.integers(0, 6))]
+    return out
 
 
 def _no_metadata(f: MemoryFilters) -> MemoryFilters:
@@ -99,6 +108,33 @@ def _brute_bm25(db: Database, tenant: str, user: str, query: str, k: int, f: Mem
         (row[0], -float(row[1])) for row in rows if metadata_filter.matches(json.loads(row[2]), f.metadata)
     ]
     return kept[:k]
+
+
+def assert_same_candidates(store: EmbeddedMemoryStore, tenant: str, user: str) -> None:
+    """The pool's columns and the turns' memories as the index answers them = as the records say."""
+    view = store.index(tenant, user)
+    others = [r.id for r in store.list("t1", "u2", MemoryFilters(), 3)[0]]
+    ids = [*view.ids[: view.size], "missing", *others]
+    got = store.candidates(tenant, user, ids)
+    records = store.get_many(tenant, user, view.ids[: view.size])
+    want = Candidates.from_records(ids, records, store.embeddings(tenant, user, list(records)))
+    assert got.ids == want.ids
+    for name in ("stm", "current", "deleted", "when", "consolidated", "n_sources", "has_vector", "vectors"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    assert got.last_source == want.last_source
+    assert got.replaced_ltm == any(r.tier == Tier.LTM and not r.is_current for r in records.values())
+    found, matrix = store.full_vectors(tenant, user, ids)
+    assert found == [i for i, has in zip(want.ids, want.has_vector, strict=True) if has]
+    np.testing.assert_array_equal(matrix, want.vectors[want.has_vector])
+    sources = [f"m{i}" for i in range(12)] + ["nobody"]
+    assert store.derived(tenant, user, sources) == {
+        s: [
+            Derived(r.id, r.replaces_id, r.is_current)
+            for r in store.find_by_source(tenant, user, s)
+            if r.tier == Tier.LTM and s in r.source_ids
+        ]
+        for s in sources
+    }
 
 
 def assert_same_top_k(got: list[ScoredId], expected: list[tuple[str, float]]) -> None:
@@ -165,6 +201,8 @@ def test_searches_equal_brute_force_after_any_writes_from_any_process(
         try:
             for step, (op, (tenant, user), elsewhere) in enumerate(ops):
                 _apply(writer if elsewhere else reader, op, tenant, user, rng, step)
+                for t, u in USERS:
+                    assert_same_candidates(reader, t, u)
                 for (f, k), (t, u) in itertools.product(searches, USERS):
                     q = np.asarray(_vector(rng), dtype=np.float32)
                     query = " ".join(rng.choice(WORDS, size=2))

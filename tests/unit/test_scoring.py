@@ -1,9 +1,10 @@
-"""Weighted RRF and min-max scaling against hand-computed values."""
+"""Weighted RRF and min-max scaling against hand-computed values; near-duplicates against the rule."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from memstack.domain.scoring import temporal_factor, weighted_rrf
+from memstack.domain.scoring import near_duplicates, temporal_factor, weighted_rrf
 from memstack.models import ScoredId
 
 
@@ -33,3 +34,33 @@ def test_temporal_factor() -> None:
     assert temporal_factor(1.0, 0.6) == 1.0
     assert temporal_factor(0.1, 0.6) == 0.64
     assert temporal_factor(0.5, 1.0) == 1.0  # blend 1: time never counts
+
+
+def _greedy_near_duplicates(matrix: np.ndarray, threshold: float) -> list[int]:
+    """The rule, one row at a time: drop a row like any better-ranked row that was kept."""
+    similar = (matrix @ matrix.T) >= threshold
+    kept: list[int] = []
+    dropped = []
+    for row in range(len(matrix)):
+        if kept and bool(similar[row, kept].any()):
+            dropped.append(row)
+        else:
+            kept.append(row)
+    return dropped
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_near_duplicates_drop_what_the_one_by_one_rule_drops(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(int(rng.integers(0, 60)), 24)).astype(np.float32)
+    # Chains of near-copies: b like a, c like b but maybe not like a, so the order of decisions counts.
+    rows = []
+    for v in base:
+        rows.append(v)
+        for _ in range(int(rng.integers(0, 3))):
+            rows.append(rows[-1] + rng.normal(scale=0.08, size=24).astype(np.float32))
+    matrix = np.array(rows, dtype=np.float32).reshape(len(rows), 24)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-9)
+    matrix = matrix[rng.permutation(len(matrix))]
+    for threshold in (0.97, 0.99, 0.995):
+        assert near_duplicates(matrix, threshold) == _greedy_near_duplicates(matrix, threshold)

@@ -34,10 +34,18 @@ from memstack.ports.queue import Job, JobQueue
 from memstack.ports.stm import ShortTermStore, StmEntry
 from memstack.ports.store import MemoryStore
 
+#: every raw turn's memory id starts with it; LTM ids (``models.new_id``) are uuid4 hex
+_TURN_PREFIX = "stm_"
+
 
 def stm_memory_id(tenant: str, user_id: str, message_id: str) -> str:
     digest = hashlib.blake2b(f"{tenant}\x1f{user_id}\x1f{message_id}".encode(), digest_size=12).hexdigest()
-    return f"stm_{digest}"
+    return f"{_TURN_PREFIX}{digest}"
+
+
+def is_turn_id(memory_id: str) -> bool:
+    """True for the id of a raw turn (tier ``stm``): LTM ids are uuid4 hex and never carry the prefix."""
+    return memory_id.startswith(_TURN_PREFIX)
 
 
 def extraction_job(

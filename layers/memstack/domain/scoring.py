@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from memstack.models import ScoredId
 
 
@@ -34,24 +36,21 @@ def temporal_factor(temporal: float, blend: float) -> float:
     return blend + (1.0 - blend) * temporal
 
 
-def near_duplicates(ordered_ids: Sequence[str], vectors: Mapping[str, object], threshold: float) -> set[str]:
-    """Ids to drop: each one whose cosine with a better-ranked kept id is ``>= threshold``.
+def near_duplicates(matrix: np.ndarray, threshold: float) -> list[int]:
+    """Rows to drop: each one whose cosine with a better-ranked kept row is ``>= threshold``.
 
-    ``ordered_ids`` is best first; vectors are unit length (numpy arrays), so
-    the dot product is the cosine. Ids without a vector are never dropped.
+    ``matrix`` holds unit vectors best first, so a dot product is the cosine.
+    Most pools hold no near-duplicate at all: one matrix product says so, and
+    only rows with a similar better-ranked row are looked at one by one.
     """
-    import numpy as np
-
-    ids = [i for i in ordered_ids if vectors.get(i) is not None]
-    if len(ids) < 2:
-        return set()
-    matrix = np.vstack([np.asarray(vectors[i], dtype=np.float32) for i in ids])
+    if len(matrix) < 2:
+        return []
     similar = (matrix @ matrix.T) >= threshold
-    kept: list[int] = []
-    dropped: set[str] = set()
-    for pos, memory_id in enumerate(ids):
-        if kept and bool(similar[pos, kept].any()):
-            dropped.add(memory_id)
-        else:
-            kept.append(pos)
+    earlier = np.tril(similar, -1)  # earlier[b, a]: row b is like the better-ranked row a
+    kept = np.ones(len(matrix), dtype=bool)
+    dropped = []
+    for row in np.flatnonzero(earlier.any(axis=1)):
+        if bool(earlier[row, :row][kept[:row]].any()):
+            kept[row] = False
+            dropped.append(int(row))
     return dropped

@@ -112,9 +112,15 @@ def new_version(
     return record
 
 
-def history(store: MemoryStore, tenant: str, user_id: str, memory_id: str) -> list[MemoryRecord]:
-    """The whole version chain that ``memory_id`` belongs to, oldest first."""
-    record = store.get(tenant, user_id, memory_id)
+def history(
+    store: MemoryStore, tenant: str, user_id: str, memory_id: str, record: MemoryRecord | None = None
+) -> list[MemoryRecord]:
+    """The whole version chain that ``memory_id`` belongs to, oldest first.
+
+    ``record``: the record of ``memory_id`` when the caller has just read it (search results).
+    """
+    if record is None or (record.tenant, record.user_id, record.id) != (tenant, user_id, memory_id):
+        record = store.get(tenant, user_id, memory_id)
     if record is None:
         raise NotFound(f"memory {memory_id} not found")
     chain = [record]

@@ -9,11 +9,14 @@ fusion and the later stages live in the domain (``memstack.domain.retrieve``).
 from __future__ import annotations
 
 import builtins
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier
 
 
 class MemoryStore(Protocol):
@@ -154,3 +157,97 @@ class ReadView(Protocol):
 def pinned(store: MemoryStore, tenant: str, user_id: str) -> MemoryStore:
     """The store's ``ReadView`` of the user when it has one, else the store itself."""
     return store.read_view(tenant, user_id) if isinstance(store, ReadView) else store
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What the stages after fusion read of each pooled candidate, as columns.
+
+    Entry ``j`` of every column describes ``ids[j]``; ids the store does not hold
+    are left out, the others keep the order they were asked in. Stages 4-8 rank
+    a hundred candidates on these and load records only for the few returned.
+    """
+
+    ids: list[str]
+    stm: np.ndarray  # bool: a raw turn (tier stm), else an LTM memory
+    current: np.ndarray  # bool
+    deleted: np.ndarray  # bool
+    when: np.ndarray  # float64: epoch seconds of event_time, else created_at
+    consolidated: np.ndarray  # bool: metadata["consolidated"] is set (and truthy)
+    n_sources: np.ndarray  # int32: len(source_ids)
+    last_source: list[str | None]  # source_ids[-1] (None without sources)
+    vectors: np.ndarray  # float32 (n, full dim): zeros where has_vector is False
+    has_vector: np.ndarray  # bool
+    #: False when no LTM memory of the user has ever been replaced or deleted, so no raw
+    #: turn can be outdated (stage 8 then asks nothing); True when unknown
+    replaced_ltm: bool = True
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def from_records(
+        cls, ids: list[str], records: Mapping[str, MemoryRecord], vectors: Mapping[str, np.ndarray]
+    ) -> Candidates:
+        """The columns of the ``ids`` found in ``records`` (vectors where ``vectors`` has them)."""
+        found = [i for i in ids if i in records]
+        rows = [records[i] for i in found]
+        dim = next((len(vectors[i]) for i in found if i in vectors), 1)
+        matrix = np.zeros((len(found), dim), dtype=np.float32)
+        has_vector = np.zeros(len(found), dtype=bool)
+        for j, memory_id in enumerate(found):
+            vec = vectors.get(memory_id)
+            if vec is not None:
+                matrix[j], has_vector[j] = vec, True
+        return cls(
+            ids=found,
+            stm=np.array([r.tier == Tier.STM for r in rows], dtype=bool),
+            current=np.array([r.is_current for r in rows], dtype=bool),
+            deleted=np.array([r.deleted for r in rows], dtype=bool),
+            when=np.array([_epoch(r) for r in rows], dtype=np.float64),
+            consolidated=np.array([bool(r.metadata.get("consolidated")) for r in rows], dtype=bool),
+            n_sources=np.array([len(r.source_ids) for r in rows], dtype=np.int32),
+            last_source=[r.source_ids[-1] if r.source_ids else None for r in rows],
+            vectors=matrix,
+            has_vector=has_vector,
+        )
+
+
+def _epoch(record: MemoryRecord) -> float:
+    when = record.event_time or record.created_at
+    # A naive time is UTC, as the temporal stage reads it.
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """An LTM memory made from a message: what deciding whether that turn is outdated needs."""
+
+    id: str
+    replaces_id: str | None
+    is_current: bool
+
+
+@runtime_checkable
+class CandidateReader(Protocol):
+    """Optional extra of a store: the pool's columns and the turns' memories without loading records.
+
+    The embedded store answers ``candidates`` from the user's in-memory index
+    and ``derived`` with one query; any other store is read through
+    ``get_many``, ``embeddings`` and ``find_by_source`` with the same results
+    (``memstack.domain.retrieval.pool``).
+    """
+
+    def candidates(self, tenant: str, user_id: str, ids: builtins.list[str]) -> Candidates: ...
+
+    def full_vectors(
+        self, tenant: str, user_id: str, ids: builtins.list[str]
+    ) -> tuple[builtins.list[str], np.ndarray]:
+        """The ids that have a full vector (in the order asked) and those vectors, one row each."""
+        ...
+
+    def derived(
+        self, tenant: str, user_id: str, source_ids: builtins.list[str]
+    ) -> dict[str, builtins.list[Derived]]:
+        """For each source id, the LTM memories (any version) listing it among their sources."""
+        ...

@@ -90,6 +90,9 @@ def filter_expression(prefix: str, filters: MemoryFilters) -> str:
     """The search filters that tags can express (with the scope rule), as conditions on ``tags``.
 
     Time bounds are not tags: the row index applies them (and everything else) afterwards.
+    So the scope rule is left to it when another tag narrows: nearly every row carries the
+    user-scope tag, and FTS5 reads its whole doclist to intersect it (a quarter to a third
+    of a neighbours search at 100k memories, for no narrowing at all).
     """
     clauses = []
     if filters.tier is not None:
@@ -98,12 +101,12 @@ def filter_expression(prefix: str, filters: MemoryFilters) -> str:
         clauses.append(f'"{prefix}k{KINDS.index(str(filters.kind))}"')
     if filters.category is not None:
         clauses.append(f'"{prefix}c{CATEGORIES.index(str(filters.category))}"')
-    if filters.scope is not None:
-        clauses.append(f'"{prefix}su"' if filters.scope == Scope.USER else f'"{prefix}sc"')
-    if filters.session_id is not None:
-        clauses.append(f'("{prefix}su" OR "{prefix}{_session_tag(filters.session_id)}")')
-    else:
-        clauses.append(f'"{prefix}su"')
+    if filters.scope == Scope.CONTEXT:
+        clauses.append(f'"{prefix}sc"')
+    if not clauses:  # otherwise the row index applies the scope rule
+        own_session = filters.session_id is not None and filters.scope != Scope.USER
+        session = f'("{prefix}su" OR "{prefix}{_session_tag(filters.session_id or "")}")'
+        clauses.append(session if own_session else f'"{prefix}su"')
     return " AND ".join(f"tags : {c}" for c in clauses)
 
 

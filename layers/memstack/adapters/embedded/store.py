@@ -23,13 +23,13 @@ from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.index_cache import IndexCache
 from memstack.adapters.embedded.rows import COLUMNS, INSERT, M_COLUMNS, filter_sql, insert_values, to_record
 from memstack.adapters.embedded.user_index import IndexView
-from memstack.adapters.filter_columns import RowsWithTerms
+from memstack.adapters.filter_columns import TIERS, RowsWithTerms
 from memstack.domain.cursors import decode_row_position, encode_position
 from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId
-from memstack.ports.store import MemoryStore
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier
+from memstack.ports.store import Candidates, Derived, MemoryStore
 
 #: ids per ``IN (...)`` list (SQLite's default limit on bound parameters is far above it)
 _CHUNK = 500
@@ -164,10 +164,11 @@ class EmbeddedMemoryStore:
                     )
                     changes.append((row["rid"], old, new, bool(row["deleted"])))
             if changes:
-                # Metadata is not in the row index: the generation moves, no row_gen does.
-                # Filters read it from memory_terms, which changes in this same transaction.
-                uid, _ = self._bump(conn, tenant, user_id)
+                # row_gen moves too: the index keeps the consolidated flag the search reads.
+                # Metadata filters read memory_terms, which changes in this same transaction.
+                uid, generation = self._bump(conn, tenant, user_id)
                 for rid, old, new, deleted in changes:
+                    conn.execute("UPDATE memories SET row_gen = ? WHERE rid = ?", (generation, rid))
                     if not deleted:
                         metadata_terms.replace(conn, uid, rid, old, new)
         return len(changes)
@@ -371,13 +372,13 @@ class EmbeddedMemoryStore:
         match = fts.match_expression(fts.owner_prefix(view.uid), query)
         if match is None:
             return []
-        allowed = view.columns.mask(filters, rows_with=self.rows_with(view))
+        seen = view.searchable(filters, self.rows_with(view))
+        allowed = seen.allowed
         # The FTS index holds exactly the current, live rows. If the filters drop none of
         # them, FTS5's own top-k is the answer. Otherwise hits are read until k pass, and
         # when most rows are filtered out, the filters' tags narrow the MATCH first
         # (metadata is not a tag: the row mask applies it).
-        indexed = view.columns.current & ~view.columns.deleted
-        searchable, passing = int(indexed.sum()), int((indexed & allowed).sum())
+        searchable, passing = seen.indexed, seen.indexed_allowed
         if not passing:
             return []
         every_hit_allowed = passing == searchable
@@ -401,9 +402,69 @@ class EmbeddedMemoryStore:
                 # A hit the view does not hold was written after it was made: not visible yet.
                 keep = pos >= 0
                 keep[keep] = allowed[pos[keep]]
-                for j in np.flatnonzero(keep)[: k - len(out)]:
-                    # FTS5's bm25() is negative (more negative = better); flip it so higher is better.
-                    out.append(ScoredId(id=view.ids[pos[j]], score=-float(batch[j][1])))
+                hits = np.flatnonzero(keep)[: k - len(out)].tolist()
+                ids = view.ids
+                # FTS5's bm25() is negative (more negative = better); flip it so higher is better.
+                out += [
+                    ScoredId(id=ids[p], score=-batch[j][1])
+                    for j, p in zip(hits, pos[hits].tolist(), strict=True)
+                ]
+        finally:
+            cur.close()
+        return out
+
+    def candidates(self, tenant: str, user_id: str, ids: builtins.list[str]) -> Candidates:
+        """The pool's columns from the user's index (``ports.store.CandidateReader``): no SQL at all."""
+        view = self.index(tenant, user_id)
+        found, rows = view.rows(ids)
+        at = np.array(rows, dtype=np.int64)
+        cols = view.columns
+        return Candidates(
+            ids=found,
+            stm=cols.tier[at] == TIERS.index(Tier.STM.value),
+            current=cols.current[at],
+            deleted=cols.deleted[at],
+            when=cols.when[at],
+            consolidated=view.consolidated[at],
+            n_sources=view.n_sources[at],
+            last_source=[view.last_source[r] for r in rows],
+            vectors=view.full[at],
+            has_vector=view.has_full[at],
+            replaced_ltm=view.replaced_ltm,
+        )
+
+    def full_vectors(
+        self, tenant: str, user_id: str, ids: builtins.list[str]
+    ) -> tuple[builtins.list[str], np.ndarray]:
+        """Full vectors from the user's index as one matrix (``ports.store.CandidateReader``)."""
+        view = self.index(tenant, user_id)
+        found, rows = view.rows(ids)
+        at = np.array(rows, dtype=np.int64)
+        has = view.has_full[at]
+        if not has.all():
+            found = [i for i, h in zip(found, has.tolist(), strict=True) if h]
+            at = at[has]
+        return found, view.full[at]
+
+    def derived(
+        self, tenant: str, user_id: str, source_ids: builtins.list[str]
+    ) -> dict[str, builtins.list[Derived]]:
+        """The LTM memories made from each source, in one query per 500 sources."""
+        out: dict[str, list[Derived]] = {s: [] for s in source_ids}
+        cur = self.db.read().cursor()
+        cur.row_factory = None
+        try:
+            for chunk in _chunks(source_ids):
+                marks = ",".join("?" * len(chunk))
+                for source, memory_id, replaces_id, is_current in cur.execute(
+                    "SELECT s.source_id, m.id, m.replaces_id, m.is_current FROM memory_sources s "
+                    "JOIN memories m ON m.id = s.memory_id "
+                    "AND +m.tenant = s.tenant AND +m.user_id = s.user_id "
+                    f"WHERE s.tenant = ? AND s.user_id = ? AND s.source_id IN ({marks}) AND m.tier = 'ltm' "
+                    "ORDER BY m.rid",
+                    (tenant, user_id, *chunk),
+                ):
+                    out[source].append(Derived(memory_id, replaces_id, bool(is_current)))
         finally:
             cur.close()
         return out
@@ -427,8 +488,7 @@ def vector_on(
     """Exact cosine top-k (rows are unit vectors) among the rows of ``view`` the filters allow."""
     if not view.size or k <= 0:
         return []
-    allowed = view.columns.mask(filters, rows_with=rows_with) & view.has_vector
-    rows = np.flatnonzero(allowed)
+    rows = view.searchable(filters, rows_with).vector_rows
     if not len(rows):
         return []
     q = np.asarray(query_coarse, dtype=np.float32)
@@ -442,7 +502,11 @@ def vector_on(
     top = np.argpartition(scores, len(scores) - n)[len(scores) - n :]
     top = top[np.argsort(-scores[top], kind="stable")]
     positions = rows[top] if len(rows) < view.size else top
-    return [ScoredId(id=view.ids[i], score=float(scores[t])) for i, t in zip(positions, top, strict=True)]
+    ids = view.ids
+    return [
+        ScoredId(id=ids[i], score=score)
+        for i, score in zip(positions.tolist(), scores[top].tolist(), strict=True)
+    ]
 
 
 class _PinnedUser(EmbeddedMemoryStore):

@@ -20,21 +20,61 @@ row).
 
 from __future__ import annotations
 
+import functools
+import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from memstack.adapters.filter_columns import FilterColumns
+from memstack.adapters.filter_columns import TIERS, FilterColumns, RowsWithTerms
+from memstack.models import MemoryFilters, Tier
 
-# The columns of a row the index keeps (deleted rows are left out when first read).
+# The columns of a row the index keeps (deleted rows are left out when first read), and
+# what the stages after fusion read of a candidate (``ports.store.Candidates``): SQLite's
+# JSON functions read the sources and the consolidated flag without a Python parse.
 _COLUMNS = (
     "rid, id, session_id, scope, tier, kind, category, COALESCE(event_time, created_at), "
-    "is_current, deleted, emb_coarse, emb_full"
+    "is_current, deleted, emb_coarse, emb_full, json_array_length(source_ids), "
+    "json_extract(source_ids, '$[#-1]'), json_extract(metadata, '$.consolidated'), "
+    "json_type(metadata, '$.consolidated')"
 )
-_RID, _ID, _SESSION, _SCOPE, _TIER, _KIND, _CATEGORY, _WHEN, _CURRENT, _DELETED, _COARSE, _FULL = range(12)
+(
+    _RID,
+    _ID,
+    _SESSION,
+    _SCOPE,
+    _TIER,
+    _KIND,
+    _CATEGORY,
+    _WHEN,
+    _CURRENT,
+    _DELETED,
+    _COARSE,
+    _FULL,
+    _N_SOURCES,
+    _LAST_SOURCE,
+    _CONSOLIDATED,
+    _CONSOLIDATED_TYPE,
+) = range(16)
+
+
+#: filters whose masks a view keeps (a user searched with many different filters starts over)
+_SEARCHES_KEPT = 32
+
+
+@dataclass(frozen=True)
+class Searchable:
+    """The rows of a view one set of filters lets a search see."""
+
+    allowed: np.ndarray  # bool per row
+    #: rows allowed that have a vector (the vector search ranks these)
+    vector_rows: np.ndarray
+    #: rows in the FTS index (current and live), and how many of them are allowed
+    indexed: int
+    indexed_allowed: int
 
 
 @dataclass(frozen=True)
@@ -53,6 +93,66 @@ class IndexView:
     columns: FilterColumns
     #: id -> row (shared and growing: a row at or past ``size`` is not in this view)
     row_of: dict[str, int]
+    #: per row: metadata["consolidated"] is set and truthy (copied when a row changes)
+    consolidated: np.ndarray
+    #: per row: how many source ids, and the last one (a row's sources never change)
+    n_sources: np.ndarray
+    last_source: list[str | None]  # shared and append-only, like ``ids``
+
+    #: what ``searchable`` worked out for each filters this view was searched with
+    _searches: dict[tuple[Any, ...], Searchable] = field(default_factory=dict, compare=False, repr=False)
+
+    def searchable(self, filters: MemoryFilters, rows_with: RowsWithTerms | None = None) -> Searchable:
+        """The rows ``filters`` let a search see, worked out once per view and filters.
+
+        A view never changes, so the masks of the filters it was searched with
+        stay right for as long as it lives (one generation of the user). A
+        metadata filter is worked out each time: its rows come from the store's
+        term index (``rows_with``), not from the view.
+        """
+        key = (
+            filters.kind,
+            filters.category,
+            filters.scope,
+            filters.tier,
+            filters.after,
+            filters.before,
+            filters.session_id,
+            filters.include_superseded,
+        )
+        found = None if filters.metadata else self._searches.get(key)
+        if found is None:
+            allowed = self.columns.mask(filters, rows_with=rows_with)
+            with_vector = allowed & self.has_vector
+            indexed = self.columns.current & ~self.columns.deleted
+            found = Searchable(
+                allowed=allowed,
+                vector_rows=np.flatnonzero(with_vector),
+                indexed=int(indexed.sum()),
+                indexed_allowed=int((indexed & allowed).sum()),
+            )
+            if filters.metadata:
+                return found
+            if len(self._searches) >= _SEARCHES_KEPT:
+                self._searches.clear()
+            self._searches[key] = found
+        return found
+
+    @functools.cached_property
+    def replaced_ltm(self) -> bool:
+        """Whether some LTM row of the user is no longer current (replaced, or deleted by a tombstone)."""
+        return bool(((self.columns.tier == TIERS.index(Tier.LTM.value)) & ~self.columns.current).any())
+
+    def rows(self, ids: Sequence[str]) -> tuple[list[str], list[int]]:
+        """The ids this view holds (in the order given) and their rows."""
+        found, rows = [], []
+        row_of, size = self.row_of, self.size
+        for memory_id in ids:
+            row = row_of.get(memory_id)
+            if row is not None and row < size:
+                found.append(memory_id)
+                rows.append(row)
+        return found, rows
 
     def positions(self, rids: np.ndarray) -> np.ndarray:
         """The row of each rid, -1 for a rid this view does not hold."""
@@ -76,7 +176,17 @@ def empty_view(uid: int = 0, generation: int = 0) -> IndexView:
         has_full=np.zeros(0, dtype=bool),
         columns=_columns([], {}),
         row_of={},
+        consolidated=np.zeros(0, dtype=bool),
+        n_sources=np.zeros(0, dtype=np.int32),
+        last_source=[],
     )
+
+
+def _truthy(value: Any, json_type: str | None) -> bool:
+    """Python's truth of a JSON value as ``json_extract`` returns it (arrays and objects as text)."""
+    if json_type in ("array", "object"):
+        return bool(json.loads(value))
+    return bool(value)
 
 
 def _columns(rows: Sequence[Sequence[Any]], sessions: dict[str, int]) -> FilterColumns:
@@ -150,6 +260,9 @@ class UserIndex:
         capacity = max(64, self.size + self.size // 4)
         self._rids = np.zeros(capacity, dtype=np.int64)
         self._rids[: self.size] = [r[_RID] for r in rows]
+        self.last_source: list[str | None] = [r[_LAST_SOURCE] for r in rows]
+        self._n_sources = np.zeros(capacity, dtype=np.int32)
+        self._consolidated = np.zeros(capacity, dtype=bool)
         self._coarse = _Vectors(_COARSE, capacity)
         self._full = _Vectors(_FULL, capacity)
         self._columns = _grown(_columns([], self.sessions), capacity)
@@ -220,11 +333,13 @@ class UserIndex:
                 **{name: getattr(self._columns, name).copy() for name in FilterColumns.array_names()},
                 sessions=self.sessions,
             )
+            self._consolidated = self._consolidated.copy()
             self._write_rows_at(pos[known], changed)
         if added:
             self._reserve(self.size + len(added))
             self._rids[self.size : self.size + len(added)] = [r[_RID] for r in added]
             self.ids.extend(r[_ID] for r in added)
+            self.last_source.extend(r[_LAST_SOURCE] for r in added)
             self.row_of.update((r[_ID], self.size + i) for i, r in enumerate(added))
             self._write_rows(self.size, added)
             self.size += len(added)
@@ -236,13 +351,16 @@ class UserIndex:
             return
         capacity = max(needed, capacity * 2)
         self._rids = _grow(self._rids, capacity)
+        self._n_sources = _grow(self._n_sources, capacity)
+        self._consolidated = _grow(self._consolidated, capacity)
         self._coarse.grow(capacity)
         self._full.grow(capacity)
         self._columns = _grown(self._columns, capacity)
 
     def _write_rows(self, start: int, rows: list[tuple[Any, ...]]) -> None:
-        """Rows at ``start`` onwards (past every view's end): filter columns and vectors."""
+        """Rows at ``start`` onwards (past every view's end): filter columns, sources and vectors."""
         self._write_rows_at(np.arange(start, start + len(rows)), rows)
+        self._n_sources[start : start + len(rows)] = [r[_N_SOURCES] or 0 for r in rows]
         self._coarse.write(start, rows)
         self._full.write(start, rows)
 
@@ -250,6 +368,7 @@ class UserIndex:
         values = _columns(rows, self.sessions)
         for name in FilterColumns.array_names():
             getattr(self._columns, name)[positions] = getattr(values, name)
+        self._consolidated[positions] = [_truthy(r[_CONSOLIDATED], r[_CONSOLIDATED_TYPE]) for r in rows]
 
     def _make_view(self) -> IndexView:
         n = self.size
@@ -268,6 +387,9 @@ class UserIndex:
                 sessions=self.sessions,
             ),
             row_of=self.row_of,
+            consolidated=self._consolidated[:n],
+            n_sources=self._n_sources[:n],
+            last_source=self.last_source,
         )
 
 

@@ -76,5 +76,6 @@ def coverage(query_terms: set[str], document_terms: Iterable[str]) -> float:
     return len(query_terms.intersection(document_terms)) / len(query_terms)
 
 
-#: fitted by scripts/calibrate_scores.py on LoCoMo (embedder minilm); see docs/retrieval.md
-DEFAULT_SCORE_MODEL = ScoreModel(bias=-5.734, rrf=5.638, vector=0.648, coverage=0.0, category=0.0)
+#: fitted by scripts/calibrate_scores.py on LoCoMo (embedder minilm, extraction on, fusion over
+#: evidence units); see docs/retrieval.md
+DEFAULT_SCORE_MODEL = ScoreModel(bias=-6.178, rrf=6.074, vector=-0.475, coverage=0.0, category=0.0)

@@ -21,15 +21,16 @@ import numpy as np
 from aws_lambda_powertools import Logger
 
 from memstack.domain.query_analysis import analyse_query
-from memstack.domain.retrieval import stages
+from memstack.domain.retrieval import stages, units
 from memstack.domain.retrieval.calibration import coverage
 from memstack.domain.retrieval.categories import CategoryPrototypes
+from memstack.domain.retrieval.pool import Pool, read_candidates
 from memstack.domain.retrieval.superseded import mark_superseded_turns
-from memstack.domain.retrieval.types import RetrievalConfig, SearchHit, SearchRequest, SearchResult
-from memstack.domain.scoring import near_duplicates, temporal_factor, weighted_rrf
+from memstack.domain.retrieval.types import RetrievalConfig, SearchRequest, SearchResult
+from memstack.domain.scoring import near_duplicates, temporal_factor
 from memstack.domain.temporal import TimeWindow, temporal_score
 from memstack.domain.text import index_terms, query_index_terms
-from memstack.models import MemoryFilters, ScoredId, Tier
+from memstack.models import MemoryFilters, ScoredId
 from memstack.ports.embedder import Embedder
 from memstack.ports.reranker import Reranker
 from memstack.ports.store import MemoryStore, pinned
@@ -111,21 +112,23 @@ class Retriever:
         with clock.stage("bm25"):
             self._bm25(run)
         with clock.stage("fusion"):
-            hits = self._fuse(run)
+            pool = self._fuse(run)
         with clock.stage("temporal"):
-            hits = self._temporal(run, hits, analysis.window)
+            self._temporal(run, pool, analysis.window)
         with clock.stage("dedup"):
-            hits = self._dedup(run, hits)
+            self._dedup(run, pool)
         with clock.stage("rerank"):
-            hits = self._rerank(run, hits)
+            self._rerank(run, pool)
         with clock.stage("history"):
             # Raw turns whose memories were all replaced say so, and rank below what is current.
-            hits, stale = mark_superseded_turns(
-                run.store, req, hits, window=2 * req.top_k, demote=cfg.superseded_turns_last and not history
+            stale = mark_superseded_turns(
+                run.store, req, pool, window=2 * req.top_k, demote=cfg.superseded_turns_last and not history
             )
+            rows = pool.order
             if req.min_score is not None:
-                hits = [h for h in hits if h.score >= req.min_score]
-            hits = hits[: req.top_k]
+                rows = [j for j in rows if pool.score[j] >= req.min_score]
+            # Only now are records read: for the hits returned, not for the whole pool.
+            hits = pool.hits(run.store, req.tenant, req.user_id, rows[: req.top_k])
             if history:
                 hits = stages.expand_history(run.store, req, hits, cfg.history_max_versions)[: req.top_k]
                 run.status["history"] = "ok: version chains expanded"
@@ -166,125 +169,189 @@ class Retriever:
         )
 
     # ------------------------------------------------------------------ stage 4
-    def _fuse(self, run: _Search) -> list[SearchHit]:
-        """Weighted RRF picks the pool; each pooled candidate's score is its calibrated probability."""
+    def _fuse(self, run: _Search) -> Pool:
+        """Weighted RRF over evidence units (``units``) orders the pool; scores are probabilities."""
         cfg, req = self.config, run.req
+        pool, fusion = self._pool(run)
+        n = len(pool)
         rankings = {"vector": run.vector, "bm25": run.bm25, "bm25_prf": run.prf}
         weights = {"vector": cfg.weight_vector, "bm25": cfg.weight_bm25, "bm25_prf": cfg.weight_prf}
-        fused = weighted_rrf(rankings, weights, cfg.rrf_k)
-        pool_ids = sorted(fused, key=lambda i: fused[i], reverse=True)[: max(cfg.candidate_pool, req.top_k)]
-        records = run.store.get_many(req.tenant, req.user_id, pool_ids)
-        pool_ids = [i for i in pool_ids if i in records]
-        missing = [i for i in pool_ids if i not in run.vectors]
-        if missing:
-            run.vectors = {**run.vectors, **run.store.embeddings(req.tenant, req.user_id, missing)}
         # First place in the vector and BM25 rankings (and the feedback one, when it ran)
         # scales to 1. A query no word of which matches anything has no BM25 ranking:
         # its best result then scales to the vector weight alone, and scores low.
         ran = {"vector", "bm25", *(("bm25_prf",) if run.prf else ())}
         top = sum(weights[name] for name in ran) / (cfg.rrf_k + 1)
+        # The columns in the order explain shows them.
+        for name in ("vector_rank", "vector", "bm25_rank", "bm25", "bm25_prf_rank"):
+            pool.column(name)
+        row_of = {memory_id: j for j, memory_id in enumerate(pool.ids)}
+        for name, ranking in rankings.items():
+            rank_col, raw_col = pool.column(f"{name}_rank"), pool.column(name) if name != "bm25_prf" else None
+            for rank, hit in enumerate(ranking, start=1):
+                j = row_of.get(hit.id)
+                if j is not None:
+                    rank_col[j] = float(rank)
+                    if raw_col is not None:
+                        raw_col[j] = hit.score
+        cosines = (pool.facts.vectors @ run.query_vec if n else np.zeros(0, dtype=np.float32)).tolist()
+        cosines = [c if has else 0.0 for c, has in zip(cosines, pool.has_vector, strict=True)]
+        pool.column("cosine")[:] = cosines
         # Coverage reads every pooled text: only when it counts, or when explain asks for it.
         model = cfg.score_model
-        want_coverage = bool(model.coverage or model.result_coverage) or req.explain
-        query_terms = query_index_terms(req.query) if want_coverage else set()
-        affinity: dict[str, float] = {}
+        coverages = [0.0] * n
+        if bool(model.coverage or model.result_coverage) or req.explain:
+            query_terms = query_index_terms(req.query)
+            texts = pool.records(run.store, req.tenant, req.user_id, range(n))
+            col = pool.column("coverage")
+            for j, record in texts.items():
+                coverages[j] = col[j] = coverage(query_terms, index_terms(record.indexed_text))
         # Computed when it counts, or when explain asks for every signal.
-        if (cfg.score_model.category or req.explain) and pool_ids:
-            with_vectors = [i for i in pool_ids if i in run.vectors]
+        category = [0.0] * n
+        with_vectors = np.flatnonzero(pool.facts.has_vector)
+        if (model.category or req.explain) and len(with_vectors):
             p_category = self.categories.query_weights(run.query_vec)
-            values = self.categories.affinity(p_category, np.vstack([run.vectors[i] for i in with_vectors]))
-            affinity = dict(zip(with_vectors, (float(v) for v in values), strict=True))
-        ranks = {name: {s.id: r for r, s in enumerate(r_, start=1)} for name, r_ in rankings.items()}
-        raw = {name: {s.id: s.score for s in r_} for name, r_ in rankings.items()}
-        signals: dict[str, dict[str, float]] = {}
-        for i in pool_ids:
-            st: dict[str, float] = {}
-            for name in ("vector", "bm25", "bm25_prf"):
-                if i in ranks[name]:
-                    st[f"{name}_rank"] = float(ranks[name][i])
-                    if name != "bm25_prf":
-                        st[name] = raw[name][i]
-            vec = run.vectors.get(i)
-            st["cosine"] = float(np.dot(vec, run.query_vec)) if vec is not None else 0.0
-            if want_coverage:
-                st["coverage"] = coverage(query_terms, index_terms(records[i].indexed_text))
-            st["rrf"] = fused[i]
-            st["rrf_scaled"] = fused[i] / top if top > 0 else 0.0
-            if affinity:
-                st["category"] = affinity.get(i, 0.0)
-            signals[i] = st
+            values = self.categories.affinity(p_category, pool.facts.vectors[with_vectors])
+            for j, value in zip(with_vectors.tolist(), values.tolist(), strict=True):
+                category[j] = float(value)
+            pool.column("category")[:] = category
+        rrf = [fusion.fused[key] for key in fusion.unit_of]
+        pool.column("rrf")[:] = rrf
+        pool.column("record_rrf")[:] = [fusion.own[i] for i in pool.ids]
+        pool.column("unit_size")[:] = [float(len(fusion.members[key])) for key in fusion.unit_of]
+        scaled = [value / top if top > 0 else 0.0 for value in rrf]
+        pool.column("rrf_scaled")[:] = scaled
         # What the query found at all: the same for each of its results.
-        best_cosine = max((st["cosine"] for st in signals.values()), default=0.0)
-        best_coverage = max((st.get("coverage", 0.0) for st in signals.values()), default=0.0)
-        hits = []
-        for i, st in signals.items():
-            st["query_cosine"], st["query_coverage"] = best_cosine, best_coverage
-            st["fused"] = model.probability(
-                st["rrf_scaled"],
-                best_cosine,
-                best_coverage,
-                st.get("category", 0.0),
-                st["cosine"],
-                st.get("coverage", 0.0),
-            )
-            hits.append(SearchHit(record=records[i], score=st["fused"], stages=st))
-        hits = _ranked(hits, "fusion")
-        run.status["fusion"] = f"ok: {len(fused)} fused, {len(hits)} carried on"
-        return hits
+        best_cosine = max(cosines, default=0.0)
+        best_coverage = max(coverages, default=0.0)
+        pool.column("query_cosine")[:] = [best_cosine] * n
+        pool.column("query_coverage")[:] = [best_coverage] * n
+        pool.score = [
+            model.probability(scaled[j], best_cosine, best_coverage, category[j], cosines[j], coverages[j])
+            for j in range(n)
+        ]
+        pool.column("fused")[:] = pool.score
+        pool.ranked("fusion")
+        run.status["fusion"] = f"ok: {len(fusion.own)} fused, {n} carried on in {len(fusion.members)} units"
+        return pool
+
+    def _pool(self, run: _Search) -> tuple[Pool, _Units]:
+        """The best candidates by their own fusion, read as columns, grouped into units and fused per unit."""
+        cfg, req = self.config, run.req
+        ranks = units.field_ranks({"vector": run.vector, "bm25": run.bm25, "bm25_prf": run.prf})
+        own = units.record_rrf(ranks, cfg.field_weights, cfg.rrf_k)
+        pool_ids = sorted(own, key=lambda i: own[i], reverse=True)[: max(cfg.candidate_pool, req.top_k)]
+        facts, records = read_candidates(run.store, req.tenant, req.user_id, pool_ids, run.vectors)
+        pool = Pool(facts, records)
+        unit_of = [
+            units.unit_key_of(req.tenant, req.user_id, i, is_turn, newest)
+            for i, is_turn, newest in zip(pool.ids, pool.stm, facts.last_source, strict=True)
+        ]
+        members: dict[str, list[str]] = {}
+        for i, key in zip(pool.ids, unit_of, strict=True):
+            members.setdefault(key, []).append(i)
+        candidate_turns = {i for by_id in ranks.values() for i in by_id if units.field_of(i) == units.TURNS}
+        sources = self._source_turns(run, pool, unit_of)
+        fused = units.unit_rrf(members, candidate_turns, ranks, cfg.field_weights, cfg.rrf_k, sources)
+        # Best unit first; within a unit, its records by their own fusion (score ties keep this order).
+        ids = pool.ids
+        pool.order = sorted(range(len(pool)), key=lambda j: (fused[unit_of[j]], own[ids[j]]), reverse=True)
+        return pool, _Units(own=own, unit_of=unit_of, members=members, fused=fused)
+
+    @staticmethod
+    def _source_turns(run: _Search, pool: Pool, unit_of: list[str]) -> dict[str, set[str]]:
+        """Per unit, the turns of every source of its memories (``units.source_turns``).
+
+        The index holds each memory's newest source; a memory made from several
+        turns (an update) is read for the older ones, and kept for the hits.
+        """
+        req = run.req
+        updated = [j for j in range(len(pool)) if not pool.stm[j] and pool.n_sources[j] > 1]
+        records = pool.records(run.store, req.tenant, req.user_id, updated)
+        sources: dict[str, set[str]] = {}
+        for j, key in enumerate(unit_of):
+            newest = pool.facts.last_source[j]
+            if pool.stm[j] or newest is None:
+                continue
+            record = records.get(j)
+            ids = record.source_ids if record is not None else [newest]
+            sources.setdefault(key, set()).update(units.source_turns_of(req.tenant, req.user_id, ids))
+        return sources
 
     # ------------------------------------------------------------------ stage 5
-    def _temporal(self, run: _Search, hits: list[SearchHit], window: TimeWindow | None) -> list[SearchHit]:
-        cfg = self.config
-        kept: list[SearchHit] = []
-        for hit in hits:
+    def _temporal(self, run: _Search, pool: Pool, window: TimeWindow | None) -> None:
+        cfg, c = self.config, pool.facts
+        if window is not None:
+            pool.column("temporal"), pool.column("temporal_factor")
+        consolidated = c.consolidated.tolist()
+        weaker = [j for j in pool.order if pool.stm[j] and consolidated[j]]
+        if weaker and cfg.consolidated_stm_weight > 0:
+            pool.column("consolidated_weight")
+        pool.column("score")
+        hidden: set[int] = set()
+        for j in pool.order:
+            score = pool.score[j]
             if window is not None:
-                when = hit.record.event_time or hit.record.created_at
-                distance = window.distance_days(when, cfg.temporal_report_lag_days)
-                t = temporal_score(distance, cfg.temporal_window_days)
-                hit.stages["temporal"] = t
+                when = datetime.fromtimestamp(float(c.when[j]), UTC)
+                t = temporal_score(
+                    window.distance_days(when, cfg.temporal_report_lag_days), cfg.temporal_window_days
+                )
+                factor = temporal_factor(t, cfg.temporal_blend)
+                pool.put("temporal", j, t)
                 # A factor, so the score stays a probability: inside the window it is unchanged.
-                hit.stages["temporal_factor"] = temporal_factor(t, cfg.temporal_blend)
-                hit.score *= hit.stages["temporal_factor"]
-            if hit.record.tier == Tier.STM and hit.record.metadata.get("consolidated"):
-                # STM already folded into LTM by consolidation counts for less (0 hides it).
-                if cfg.consolidated_stm_weight <= 0:
-                    continue
-                hit.stages["consolidated_weight"] = cfg.consolidated_stm_weight
-                hit.score *= cfg.consolidated_stm_weight
-            hit.stages["score"] = hit.score
-            kept.append(hit)
+                pool.put("temporal_factor", j, factor)
+                score *= factor
+            pool.score[j] = score
+        for j in weaker:
+            # STM already folded into LTM by consolidation counts for less (0 hides it).
+            if cfg.consolidated_stm_weight <= 0:
+                hidden.add(j)
+                continue
+            pool.put("consolidated_weight", j, cfg.consolidated_stm_weight)
+            pool.score[j] *= cfg.consolidated_stm_weight
+        if hidden:
+            pool.order = [j for j in pool.order if j not in hidden]
+        for j in pool.order:
+            pool.put("score", j, pool.score[j])
         run.status["temporal"] = (
             f"ok: window {window.phrase!r}" if window is not None else "skipped: the query names no time"
         )
-        return _ranked(kept, "temporal")
+        pool.ranked("temporal")
 
     # ------------------------------------------------------------------ stage 6
-    def _dedup(self, run: _Search, hits: list[SearchHit]) -> list[SearchHit]:
-        cfg = self.config
-        dropped = near_duplicates([h.record.id for h in hits], run.vectors, cfg.dedup_threshold)
-        hits = [h for h in hits if h.record.id not in dropped]
-        merged = stages.merge_turns_into_memories(hits) if cfg.dedup_by_source else set()
+    def _dedup(self, run: _Search, pool: Pool) -> None:
+        cfg, c = self.config, pool.facts
+        with_vectors = [j for j in pool.order if pool.has_vector[j]]
+        dropped = {with_vectors[k] for k in near_duplicates(c.vectors[with_vectors], cfg.dedup_threshold)}
+        pool.order = [j for j in pool.order if j not in dropped]
+        merged = stages.merge_turns_into_memories(pool) if cfg.dedup_by_source else set()
         if merged:
-            hits = [h for h in hits if h.record.id not in merged]
+            pool.order = [j for j in pool.order if j not in merged]
         run.status["dedup"] = f"ok: {len(dropped)} removed, {len(merged)} turns merged into their memories"
-        return _ranked(hits, "dedup")
+        pool.ranked("dedup")
 
     # ------------------------------------------------------------------ stage 7
-    def _rerank(self, run: _Search, hits: list[SearchHit]) -> list[SearchHit]:
+    def _rerank(self, run: _Search, pool: Pool) -> None:
         if self.reranker is None:
             run.status["rerank"] = "skipped: no reranker configured"
-            return hits
+            return
+        req = run.req
+        head = pool.order[: self.config.rerank_candidates]
+        records = pool.records(run.store, req.tenant, req.user_id, head)
+        head = [j for j in head if j in records]  # a record erased since the pool was read is gone
         try:
-            hits = stages.rerank(self.reranker, run.req.query, hits, self.config.rerank_candidates)
+            scores = stages.rerank(self.reranker, req.query, [records[j] for j in head])
             run.status["rerank"] = f"ok: {self.reranker.name}"
         except Exception as exc:  # a reranker outage must never fail the search
             run.degraded.append("rerank")
             run.status["rerank"] = f"failed: {type(exc).__name__}: {exc}"
             logger.warning("rerank failed; fused order kept", extra={"error": repr(exc)})
-            return hits
-        for hit in hits:
-            hit.score = hit.stages.get("rerank", hit.score)
-        return _ranked(hits, "rerank", sort=False)
+            return
+        for j, score in zip(head, scores, strict=True):
+            pool.put("rerank", j, score)
+            pool.score[j] = score
+        head = sorted(head, key=pool.score.__getitem__, reverse=True)
+        pool.order = head + pool.order[self.config.rerank_candidates :]
+        pool.ranked("rerank", sort=False)
 
 
 @dataclass
@@ -304,10 +371,11 @@ class _Search:
     prf: list[ScoredId] = field(default_factory=list)
 
 
-def _ranked(hits: list[SearchHit], stage: str, sort: bool = True) -> list[SearchHit]:
-    """Best first, each hit's place after ``stage`` recorded (explain shows how each stage moved it)."""
-    if sort:
-        hits = sorted(hits, key=lambda h: h.score, reverse=True)
-    for rank, hit in enumerate(hits, start=1):
-        hit.stages[f"rank_after_{stage}"] = float(rank)
-    return hits
+@dataclass
+class _Units:
+    """Stage 4's fusion: each candidate's own, its unit (per pool row), each unit's members and fusion."""
+
+    own: dict[str, float]
+    unit_of: list[str]
+    members: dict[str, list[str]]
+    fused: dict[str, float]

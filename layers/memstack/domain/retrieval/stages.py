@@ -10,11 +10,12 @@ import numpy as np
 
 from memstack.domain import versions
 from memstack.domain.retrieval.feedback import expanded_query, expansion_terms
+from memstack.domain.retrieval.pool import Pool, full_vectors
 from memstack.domain.retrieval.types import RetrievalConfig, SearchHit, SearchRequest
 from memstack.domain.vectors import coarse_prefix
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId
 from memstack.ports.reranker import Reranker
-from memstack.ports.store import CandidateVectors, MemoryStore
+from memstack.ports.store import MemoryStore
 
 
 def vector_search(
@@ -27,22 +28,22 @@ def vector_search(
 ) -> tuple[list[ScoredId], dict[str, np.ndarray]]:
     """Stage 2, Matryoshka two-stage: the coarse prefix picks candidates, full-dim cosine ranks them.
 
-    Returns the rescored ranking and the full vectors it loaded (stage 6 reuses them).
+    Returns the rescored ranking and the full vectors it read by id (the pool reuses them;
+    a store that slices them from an index returns none).
     """
     coarse = coarse_prefix(query_vec, coarse_dim)
-    if isinstance(store, CandidateVectors):  # both in one read (ports.store)
-        found, full = store.vector_candidates(req.tenant, req.user_id, coarse, candidates, filters)
-    else:
-        found = store.vector_search(req.tenant, req.user_id, coarse, candidates, filters)
-        full = store.embeddings(req.tenant, req.user_id, [c.id for c in found]) if found else {}
+    found = store.vector_search(req.tenant, req.user_id, coarse, candidates, filters)
     if not found:
         return [], {}
-    ids = [c.id for c in found if c.id in full]
+    ids, matrix, full = full_vectors(store, req.tenant, req.user_id, [c.id for c in found])
     if not ids:
         return [], full
-    scores = np.vstack([full[i] for i in ids]) @ np.asarray(query_vec, dtype=np.float32)
+    scores = matrix @ np.asarray(query_vec, dtype=np.float32)
     order = np.argsort(-scores, kind="stable")
-    return [ScoredId(id=ids[i], score=float(scores[i])) for i in order], full
+    return [
+        ScoredId(id=ids[i], score=score)
+        for i, score in zip(order.tolist(), scores[order].tolist(), strict=True)
+    ], full
 
 
 def feedback_search(
@@ -65,59 +66,53 @@ def feedback_search(
     return store.bm25_search(req.tenant, req.user_id, query, cfg.bm25_candidates, filters), terms
 
 
-def merge_turns_into_memories(hits: list[SearchHit]) -> set[str]:
-    """Raw turns that a current LTM memory among the hits was last made from; returns their ids.
+def merge_turns_into_memories(pool: Pool) -> set[int]:
+    """Raw turns that a current LTM memory in the pool was last made from; returns their rows.
 
     The turn and the memory state one fact: the memory is kept (it is current,
     categorised, dated) and takes the better of the two scores, so merging
     never pushes the fact down the list. Provenance is unchanged: the memory's
     ``source_ids`` name the turn.
     """
-    memory_of: dict[str, SearchHit] = {}
-    for hit in hits:
-        r = hit.record
-        if r.tier == Tier.LTM and r.is_current and not r.deleted and r.source_ids:
+    sources = pool.facts.last_source
+    memory_of: dict[str | None, int] = {}
+    for j in pool.order:
+        if not pool.stm[j] and pool.current[j] and not pool.deleted[j] and pool.n_sources[j]:
             # Only the newest source: an updated memory ("lives in Osaka", from the
             # Tokyo turn and the Osaka turn) replaces what the Osaka turn said, while
             # the Tokyo turn stays findable as what was said before.
-            source = r.source_ids[-1]
+            source = sources[j]
             best = memory_of.get(source)
-            if best is None or hit.score > best.score:
-                memory_of[source] = hit
-    merged: set[str] = set()
-    for hit in hits:
-        r = hit.record
-        if r.tier != Tier.STM or len(r.source_ids) != 1:
+            if best is None or pool.score[j] > pool.score[best]:
+                memory_of[source] = j
+    merged: set[int] = set()
+    if not memory_of:
+        return merged
+    for j in pool.order:
+        if not pool.stm[j] or pool.n_sources[j] != 1:
             continue
-        memory = memory_of.get(r.source_ids[0])
+        memory = memory_of.get(sources[j])
         if memory is None:
             continue
-        merged.add(r.id)
-        if hit.score > memory.score:
-            memory.stages["merged_turn_score"] = hit.score
-            memory.score = hit.score
-            memory.stages["score"] = hit.score
+        merged.add(j)
+        if pool.score[j] > pool.score[memory]:
+            pool.put("merged_turn_score", memory, pool.score[j])
+            pool.rescore(memory, pool.score[j])
     return merged
 
 
-def rerank(reranker: Reranker, query: str, hits: list[SearchHit], candidates: int) -> list[SearchHit]:
-    """Stage 7: the cross-encoder reorders the best ``candidates`` hits; the rest keep their order.
+def rerank(reranker: Reranker, query: str, records: list[MemoryRecord]) -> list[float]:
+    """Stage 7: the cross-encoder's score of each record's text for the query.
 
     Raises whatever the reranker raises; the pipeline records it as degraded.
     """
-    head, tail = hits[:candidates], hits[candidates:]
-    if not head:
-        return hits
-    passages = [
-        f"{h.record.speaker}: {h.record.content}" if h.record.speaker else h.record.content for h in head
-    ]
+    if not records:
+        return []
+    passages = [f"{r.speaker}: {r.content}" if r.speaker else r.content for r in records]
     scores = reranker.rerank(query, passages)
-    if len(scores) != len(head):
-        raise ValueError(f"reranker returned {len(scores)} scores for {len(head)} passages")
-    for hit, score in zip(head, scores, strict=True):
-        hit.stages["rerank"] = float(score)
-    head = sorted(head, key=lambda h: h.stages["rerank"], reverse=True)
-    return head + tail
+    if len(scores) != len(records):
+        raise ValueError(f"reranker returned {len(scores)} scores for {len(records)} passages")
+    return [float(score) for score in scores]
 
 
 def expand_history(
@@ -135,7 +130,9 @@ def expand_history(
     for hit in hits:
         if hit.record.id in seen:
             continue
-        chain: list[MemoryRecord] = versions.history(store, req.tenant, req.user_id, hit.record.id)
+        chain: list[MemoryRecord] = versions.history(
+            store, req.tenant, req.user_id, hit.record.id, hit.record
+        )
         seen.update(r.id for r in chain)
         if chain[-1].deleted:
             continue  # a deleted memory: none of its versions is ever a result

@@ -14,62 +14,60 @@ current, the turn "I have a dog" is not. A turn nothing was extracted from
 
 Ranking: superseded turns move below every current hit (their order among
 themselves kept), unless the query asks for history, where they are marked and
-left where they ranked. One ``find_by_source`` read per raw turn among the first
-``window`` hits (one read for all of them on a store with ``find_by_sources``),
-each filtered by tenant and user like every store read.
+left where they ranked. One read (``derived``) for all the raw turns among the
+first ``window`` hits, filtered by tenant and user like every store read.
 """
 
 from __future__ import annotations
 
-from memstack.domain.retrieval.types import SearchHit, SearchRequest
+from memstack.domain.retrieval.pool import Pool, derivations
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import MemoryRecord, Tier
-from memstack.ports.store import MemoryStore, SourcesInOneRead
+from memstack.ports.store import Derived, MemoryStore
+
+
+def is_outdated(ltm: list[Derived]) -> bool:
+    """Whether the memories made from one turn (``Derived`` of each) have all been replaced or deleted."""
+    if not ltm:
+        return False
+    ids = {r.id for r in ltm}
+    # A current version that replaced one made from this turn too only inherited the turn.
+    return all(not r.is_current or r.replaces_id in ids for r in ltm)
 
 
 def is_superseded_turn(derived: list[MemoryRecord], message_id: str) -> bool:
     """Whether every LTM memory made from ``message_id`` has been replaced or deleted since."""
-    ltm = [r for r in derived if r.tier == Tier.LTM and message_id in r.source_ids]
-    if not ltm:
-        return False
-    ids = {r.id for r in ltm}
-    for r in ltm:
-        inherited = r.replaces_id in ids  # the version it replaced came from this turn too
-        if r.is_current and not inherited:
-            return False
-    return True
-
-
-def _derived(store: MemoryStore, req: SearchRequest, source_ids: list[str]) -> dict[str, list[MemoryRecord]]:
-    """``find_by_source`` of each id: in one read when the store offers it (``SourcesInOneRead``)."""
-    wanted = list(dict.fromkeys(source_ids))
-    if isinstance(store, SourcesInOneRead):
-        return store.find_by_sources(req.tenant, req.user_id, wanted) if wanted else {}
-    return {s: store.find_by_source(req.tenant, req.user_id, s) for s in wanted}
+    return is_outdated(
+        [
+            Derived(r.id, r.replaces_id, r.is_current)
+            for r in derived
+            if r.tier == Tier.LTM and message_id in r.source_ids
+        ]
+    )
 
 
 def mark_superseded_turns(
-    store: MemoryStore, req: SearchRequest, hits: list[SearchHit], *, window: int, demote: bool
-) -> tuple[list[SearchHit], int]:
-    """Mark the superseded raw turns among the first ``window`` hits; returns (hits, how many marked)."""
-    marked = 0
-    turns = [h for h in hits[:window] if h.record.tier == Tier.STM and len(h.record.source_ids) == 1]
-    derived_of = _derived(store, req, [h.record.source_ids[0] for h in turns])
-    for hit in turns:
-        record = hit.record
-        if is_superseded_turn(derived_of[record.source_ids[0]], record.source_ids[0]):
-            hit.superseded = True
-            hit.stages["superseded_turn"] = 1.0
-            marked += 1
-    if not demote or not marked:
-        return hits, marked
-    head, tail = hits[:window], hits[window:]
-    current = [h for h in head if not h.superseded]
-    stale = [h for h in head if h.superseded]
-    floor = min((h.score for h in current), default=None)
-    for h in stale:
-        if floor is not None and h.score > floor:
+    store: MemoryStore, req: SearchRequest, pool: Pool, *, window: int, demote: bool
+) -> int:
+    """Mark the superseded raw turns among the pool's first ``window``; returns how many it marked."""
+    head, tail = pool.order[:window], pool.order[window:]
+    # Outdated needs a replaced or deleted memory: a user with none has no outdated turn.
+    turns = [j for j in head if pool.stm[j] and pool.n_sources[j] == 1] if pool.facts.replaced_ltm else []
+    sources = {j: pool.facts.last_source[j] or "" for j in turns}
+    made = derivations(store, req.tenant, req.user_id, list(dict.fromkeys(sources.values())))
+    for j in turns:
+        if is_outdated(made.get(sources[j], [])):
+            pool.superseded[j] = True
+            pool.put("superseded_turn", j, 1.0)
+    stale = [j for j in head if pool.superseded[j]]
+    if not demote or not stale:
+        return len(stale)
+    current = [j for j in head if not pool.superseded[j]]
+    floor = min((pool.score[j] for j in current), default=None)
+    for j in stale:
+        if floor is not None and pool.score[j] > floor:
             # Keep scores in rank order: the turn scores no better than the last current hit.
-            h.stages["superseded_from"] = h.score
-            h.score = floor
-            h.stages["score"] = floor
-    return current + stale + tail, marked
+            pool.put("superseded_from", j, pool.score[j])
+            pool.rescore(j, floor)
+    pool.order = current + stale + tail
+    return len(stale)

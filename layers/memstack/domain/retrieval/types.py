@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from memstack.domain.retrieval.calibration import DEFAULT_SCORE_MODEL, ScoreModel
+from memstack.domain.retrieval.units import FieldWeights
 from memstack.models import MemoryFilters, MemoryRecord
 
 #: the eight stages, in the order every search runs them
@@ -43,6 +44,9 @@ class RetrievalConfig:
     weight_bm25: float = 0.7
     #: RRF weight of the feedback query's ranking
     weight_prf: float = 0.3
+    #: weights of the memory field (LTM memories whose turn is also a candidate: ``units``)
+    weight_vector_memory: float = 0.3
+    weight_bm25_memory: float = 0.1
     #: fused candidates carried into stages 5-7 (loaded as records)
     candidate_pool: int = 100
     #: the calibrated score of stage 4 (a probability of relevance)
@@ -63,6 +67,19 @@ class RetrievalConfig:
     history_max_versions: int = 20
     #: raw turns whose memories were all replaced rank below current memories (non-history queries)
     superseded_turns_last: bool = True
+
+    @property
+    def field_weights(self) -> FieldWeights:
+        """The RRF weight of each ranking in each field (the feedback query's follows BM25's ratio)."""
+        memory_prf = self.weight_prf * self.weight_bm25_memory / self.weight_bm25 if self.weight_bm25 else 0.0
+        return FieldWeights(
+            turns={"vector": self.weight_vector, "bm25": self.weight_bm25, "bm25_prf": self.weight_prf},
+            memories={
+                "vector": self.weight_vector_memory,
+                "bm25": self.weight_bm25_memory,
+                "bm25_prf": memory_prf,
+            },
+        )
 
 
 @dataclass

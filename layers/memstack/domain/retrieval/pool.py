@@ -1,0 +1,153 @@
+"""The fused candidates of one search, as columns, until the few returned become ``SearchHit`` s.
+
+Stages 4-8 rank about a hundred candidates and return ten. They read a few
+fields of each candidate (tier, time, flags, sources, vector: ``Candidates``)
+and keep a score and the per-stage values explain shows; records are loaded
+only for what needs their text (the reranker's head, coverage) and for the
+hits returned. Candidate ``j`` is row ``j`` of every column; ``order`` is the
+ranking so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from memstack.domain.retrieval.types import SearchHit
+from memstack.models import MemoryRecord, Tier
+from memstack.ports.store import CandidateReader, Candidates, Derived, MemoryStore, SourcesInOneRead
+
+
+def read_candidates(
+    store: MemoryStore, tenant: str, user_id: str, ids: list[str], known: Mapping[str, np.ndarray]
+) -> tuple[Candidates, dict[str, MemoryRecord]]:
+    """The candidates' columns, and the records read on the way (none from a ``CandidateReader``).
+
+    ``known``: full vectors already read (stage 2's), so a store without the
+    extra is asked only for the others.
+    """
+    if isinstance(store, CandidateReader):
+        return store.candidates(tenant, user_id, ids), {}
+    records = store.get_many(tenant, user_id, ids)
+    missing = [i for i in ids if i in records and i not in known]
+    vectors = {**known, **store.embeddings(tenant, user_id, missing)} if missing else known
+    return Candidates.from_records(ids, records, vectors), records
+
+
+def full_vectors(
+    store: MemoryStore, tenant: str, user_id: str, ids: list[str]
+) -> tuple[list[str], np.ndarray, dict[str, np.ndarray]]:
+    """(the ids that have a full vector, those vectors as one matrix, the vectors read by id).
+
+    A ``CandidateReader`` slices them from its index as one matrix (the dict is
+    then empty); any other store is read through ``embeddings``.
+    """
+    if isinstance(store, CandidateReader):
+        found, matrix = store.full_vectors(tenant, user_id, ids)
+        return found, matrix, {}
+    full = store.embeddings(tenant, user_id, ids)
+    found = [i for i in ids if i in full]
+    return found, np.vstack([full[i] for i in found]) if found else np.zeros((0, 1), np.float32), full
+
+
+def derivations(
+    store: MemoryStore, tenant: str, user_id: str, sources: list[str]
+) -> dict[str, list[Derived]]:
+    """For each source id, the LTM memories made from it (``CandidateReader.derived``)."""
+    if not sources:
+        return {}
+    if isinstance(store, CandidateReader):
+        return store.derived(tenant, user_id, sources)
+    # One read for every source on a store that can (postgres: one statement, not one each).
+    found = (
+        store.find_by_sources(tenant, user_id, sources)
+        if isinstance(store, SourcesInOneRead)
+        else {source: store.find_by_source(tenant, user_id, source) for source in sources}
+    )
+    return {
+        source: [
+            Derived(r.id, r.replaces_id, r.is_current)
+            for r in found.get(source, [])
+            if r.tier == Tier.LTM and source in r.source_ids
+        ]
+        for source in sources
+    }
+
+
+class Pool:
+    def __init__(self, facts: Candidates, records: dict[str, MemoryRecord]) -> None:
+        self.facts = facts
+        self.ids = facts.ids
+        n = len(facts)
+        self.score: list[float] = [0.0] * n
+        self.order: list[int] = list(range(n))
+        self.superseded: list[bool] = [False] * n
+        # The flags the stages test one candidate at a time, as lists (a numpy element is slow to read).
+        self.stm: list[bool] = facts.stm.tolist()
+        self.current: list[bool] = facts.current.tolist()
+        self.deleted: list[bool] = facts.deleted.tolist()
+        self.n_sources: list[int] = facts.n_sources.tolist()
+        self.has_vector: list[bool] = facts.has_vector.tolist()
+        #: per-stage values, in the order explain lists them (None: the stage set none)
+        self._stages: dict[str, list[float | None]] = {}
+        self._records = records
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    # ------------------------------------------------------------ stage values
+    def column(self, name: str) -> list[float | None]:
+        col = self._stages.get(name)
+        if col is None:
+            col = self._stages[name] = [None] * len(self.ids)
+        return col
+
+    def put(self, name: str, j: int, value: float) -> None:
+        self.column(name)[j] = value
+
+    def get(self, name: str, j: int, default: float) -> float:
+        col = self._stages.get(name)
+        value = col[j] if col is not None else None
+        return default if value is None else value
+
+    def rescore(self, j: int, score: float) -> None:
+        self.score[j] = score
+        self.put("score", j, score)
+
+    def ranked(self, stage: str, sort: bool = True) -> None:
+        """Best first (ties keep their order), each candidate's place after ``stage`` recorded."""
+        if sort:
+            self.order = sorted(self.order, key=self.score.__getitem__, reverse=True)
+        col = self.column(f"rank_after_{stage}")
+        for rank, j in enumerate(self.order, start=1):
+            col[j] = float(rank)
+
+    def stages_of(self, j: int) -> dict[str, float]:
+        return {name: value for name, col in self._stages.items() if (value := col[j]) is not None}
+
+    # ---------------------------------------------------------------- records
+    def records(
+        self, store: MemoryStore, tenant: str, user_id: str, rows: Iterable[int]
+    ) -> dict[int, MemoryRecord]:
+        """The records of candidates ``rows`` (read once, then kept); a record gone since is left out."""
+        rows = list(rows)
+        wanted = [self.ids[j] for j in rows]
+        missing = [i for i in wanted if i not in self._records]
+        if missing:
+            self._records.update(store.get_many(tenant, user_id, missing))
+        return {j: r for j in rows if (r := self._records.get(self.ids[j])) is not None}
+
+    def hits(self, store: MemoryStore, tenant: str, user_id: str, rows: list[int]) -> list[SearchHit]:
+        """``SearchHit`` s of candidates ``rows``, in that order, with their records and stage values."""
+        records = self.records(store, tenant, user_id, rows)
+        return [
+            SearchHit(
+                record=records[j],
+                score=self.score[j],
+                stages=self.stages_of(j),
+                superseded=self.superseded[j],
+            )
+            for j in rows
+            if j in records
+        ]
