@@ -270,13 +270,16 @@ def make_server(
 def stop_server(server: Any, thread: threading.Thread | None = None, timeout: float = 10.0) -> None:
     """Stop a server running in another thread.
 
-    The sockets are closed inside the server's own loop (closing them from
-    here would pull them out from under its ``select``); the loop then ends,
-    and the worker threads are shut down.
+    The worker threads are shut down first, while the loop still runs: a
+    worker that finishes a response wakes the loop through the trigger pipe,
+    and once the pipe is closed that write fails with EBADF (or, if the fd
+    number was reused meanwhile, lands in someone else's file). Then the
+    sockets are closed inside the server's own loop (closing them from here
+    would pull them out from under its ``select``), and the loop ends.
     """
     from waitress import wasyncore
 
+    server.task_dispatcher.shutdown(timeout=timeout)
     server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
     if thread is not None:
         thread.join(timeout)
-    server.task_dispatcher.shutdown(timeout=timeout)
