@@ -13,6 +13,10 @@ architecture no matter what machine runs the build. Left out on purpose:
 - opensearch-protobufs, grpcio, protobuf: opensearch-py 3 declares them for a
   gRPC transport it does not import; they were 22 MB of the layer. The same
   test imports the handlers and the OpenSearch adapter without them.
+- dateparser's translation data for every language but English: memstack
+  always parses with ``languages=["en"]`` and dateparser imports a language's
+  module only when asked for it (2.6 MB; ``tests/infra`` parses the temporal
+  test phrases with the other languages blocked).
 - the packages' own test suites (``tests`` directories, numpy's are 17 MB),
   type stubs (``.pyi``) and numpy's C headers: nothing imports them at run time.
 
@@ -54,6 +58,9 @@ RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
 CLI_ONLY = ("typer", "rich", "waitress")
 # Installed as dependencies but never imported by anything the layer runs (see the docstring).
 NEVER_IMPORTED = ("opensearch-protobufs", "grpcio", "protobuf")
+# dateparser's per-language modules; memstack parses dates in these languages only.
+DATE_LANGUAGES_KEPT = ("en",)
+DATE_TRANSLATIONS = Path("dateparser") / "data" / "date_translation_data"
 
 
 def layer_requirements(requirements: Path) -> list[str]:
@@ -171,6 +178,13 @@ def strip_test_suites(site: Path) -> None:
     shutil.rmtree(site / "numpy" / "_core" / "include", ignore_errors=True)
 
 
+def keep_date_languages(site: Path, kept: tuple[str, ...] = DATE_LANGUAGES_KEPT) -> None:
+    """Drop dateparser's translation modules of languages memstack never parses in."""
+    for module in (site / DATE_TRANSLATIONS).glob("*.py"):
+        if module.stem != "__init__" and module.stem not in kept:
+            module.unlink()
+
+
 def find_python(version: str = PYTHON_VERSION) -> Path | None:
     """A working interpreter of the runtime's version, to compile the layer's bytecode with."""
     pyenv = Path.home() / ".pyenv" / "versions"
@@ -278,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in NEVER_IMPORTED:
         remove_distribution(site, name)
     strip_test_suites(site)
+    keep_date_languages(site)
     strip_caches(site)
     compiled = compile_bytecode(site)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,7 +11,14 @@ from pathlib import Path
 import pytest
 from memstack.bench.coldstart import lambda_environment
 
-from scripts.build_layer import CLI_ONLY, NEVER_IMPORTED, layer_requirements
+from scripts.build_layer import (
+    CLI_ONLY,
+    DATE_LANGUAGES_KEPT,
+    DATE_TRANSLATIONS,
+    NEVER_IMPORTED,
+    keep_date_languages,
+    layer_requirements,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 HANDLERS = sorted(p.parent.name for p in (ROOT / "lambdas").glob("*/handler.py"))
@@ -50,3 +58,57 @@ def test_every_handler_imports_without_them(function: str) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+# The layer keeps dateparser's English data only: every phrase must parse the same with the rest blocked.
+_DATES_ENGLISH_ONLY = """
+import json, sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        prefix = "dateparser.data.date_translation_data."
+        if name.startswith(prefix) and name[len(prefix):] not in {kept!r}:
+            raise ImportError(f"{{name}} is not in the Lambda layer")
+        return None
+sys.meta_path.insert(0, Block())
+sys.path.insert(0, sys.argv[1])
+from tests.infra.test_layer_contents import date_readings
+print(json.dumps(date_readings()))
+"""
+# Absolute forms only (a relative one would depend on when each process runs); the first
+# needs dateparser, the last strptime.
+_TIMESTAMPS = ("March 3rd, 2024 5pm", "Sat, 02 Mar 2024 10:00:00", "2 Mar 2024", "1:56 pm on 8 May, 2023")
+
+
+def date_readings() -> list[str | None]:
+    from memstack.domain.extraction.timeparse import parse_timestamp
+    from memstack.domain.temporal import resolve_window
+
+    from tests.retrieval.test_temporal_expressions import CASES, NEGATIVES, REF
+
+    phrases = [case[0] for case in CASES] + list(NEGATIVES)
+    windows = [resolve_window(text, REF) for text in phrases]
+    stamps = [parse_timestamp(text, "UTC") for text in _TIMESTAMPS]
+    return [w and f"{w.start.isoformat()}/{w.end.isoformat()}" for w in windows] + [
+        s.isoformat() for s in stamps
+    ]
+
+
+def test_dates_parse_the_same_with_only_the_layers_date_languages() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _DATES_ENGLISH_ONLY.format(kept=DATE_LANGUAGES_KEPT), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout.splitlines()[-1]) == date_readings()
+
+
+def test_the_layer_drops_the_other_date_languages(tmp_path: Path) -> None:
+    data = tmp_path / DATE_TRANSLATIONS
+    data.mkdir(parents=True)
+    for name in ("__init__", "en", "fr", "zh-Hant"):
+        (data / f"{name}.py").write_text("")
+    keep_date_languages(tmp_path)
+    assert sorted(p.stem for p in data.glob("*.py")) == ["__init__", "en"]
