@@ -19,6 +19,7 @@ from constructs import Node
 from memstack.adapters.embedders.bedrock import prefix_is_meaningful
 
 TIERS = ("small", "medium", "large")
+STORE_BACKENDS = ("dynamodb", "opensearch", "postgres")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -89,12 +90,24 @@ class StackConfig:
     opensearch_volume_gb: int = 50
     opensearch_master_nodes: int = 0
     opensearch_master_instance_type: str = "m7g.large.search"
+    # store_backend=postgres: Aurora PostgreSQL Serverless v2 (stacks/constructs/aurora.py)
+    aurora_min_acu: float = 0.0
+    aurora_max_acu: float = 4.0
+    aurora_auto_pause_minutes: int = 10
+    aurora_backup_days: int = 7
+    aurora_deletion_protection: bool = True
+    aurora_secret_rotation: bool = False
+    aurora_connections_alarm: int = 400
     # IAM roles of operators who reindex (memstack opensearch reindex): mapped to memstack_maintenance
     opensearch_maintenance_role_arns: tuple[str, ...] = ()
 
     @property
     def uses_opensearch(self) -> bool:
         return self.store_backend == "opensearch"
+
+    @property
+    def uses_postgres(self) -> bool:
+        return self.store_backend == "postgres"
 
     @property
     def reranker(self) -> str:
@@ -123,8 +136,12 @@ class StackConfig:
         return config
 
     def validate(self) -> None:
-        if self.store_backend not in ("dynamodb", "opensearch"):
-            raise ConfigError(f"store_backend must be dynamodb or opensearch; got {self.store_backend!r}")
+        if self.store_backend not in STORE_BACKENDS:
+            raise ConfigError(
+                f"store_backend must be one of {', '.join(STORE_BACKENDS)}; got {self.store_backend!r}"
+            )
+        if self.uses_postgres:
+            self._validate_aurora()
         if self.uses_opensearch and not self.opensearch_serverless:
             if self.opensearch_zones not in (2, 3):
                 raise ConfigError("opensearch_zones must be 2 or 3")
@@ -149,6 +166,21 @@ class StackConfig:
         from stacks.constructs.environment import validate_overrides  # it imports this module
 
         validate_overrides(self.settings)
+
+    def _validate_aurora(self) -> None:
+        # Serverless v2 capacity: 0 (auto-pause) to 256 ACU, in steps of 0.5.
+        for name in ("aurora_min_acu", "aurora_max_acu"):
+            value = getattr(self, name)
+            if not 0 <= value <= 256 or value * 2 != int(value * 2):
+                raise ConfigError(f"{name} must be between 0 and 256 in steps of 0.5; got {value:g}")
+        if self.aurora_max_acu < max(self.aurora_min_acu, 1):
+            raise ConfigError("aurora_max_acu must be at least 1 and not below aurora_min_acu")
+        if not 5 <= self.aurora_auto_pause_minutes <= 1440:
+            raise ConfigError("aurora_auto_pause_minutes must be between 5 and 1440")
+        if not 1 <= self.aurora_backup_days <= 35:
+            raise ConfigError("aurora_backup_days must be between 1 and 35")
+        if self.coarse_dim > 2000:
+            raise ConfigError("coarse_dim must be at most 2000 for pgvector's HNSW index")
 
     def replace(self, **changes: Any) -> StackConfig:
         return dataclasses.replace(self, **changes)

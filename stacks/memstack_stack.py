@@ -13,6 +13,7 @@ from memstack.cost.tags import tag_values
 from stacks.config import ROOT, StackConfig
 from stacks.constructs.alerts import AlertTopic
 from stacks.constructs.api import Api
+from stacks.constructs.aurora import MemoryDatabase
 from stacks.constructs.compute import Compute
 from stacks.constructs.cost import CostControls
 from stacks.constructs.observability import Observability
@@ -33,6 +34,11 @@ class MemstackStack(Stack):
         self.search = build_search(self, "Search", config)
         self.queues = Queues(self, "Queues")
         self.alerts = AlertTopic(self, "Alerts", config=config)
+        self.database = (
+            MemoryDatabase(self, "Database", config=config, topic=self.alerts.topic)
+            if config.uses_postgres
+            else None
+        )
         self.compute = Compute(
             self,
             "Compute",
@@ -41,6 +47,7 @@ class MemstackStack(Stack):
             queues=self.queues,
             search=self.search,
             topic=self.alerts.topic,
+            database=self.database,
         )
         if self.search is not None:
             self.search.finish()
@@ -61,6 +68,8 @@ class MemstackStack(Stack):
             queues=self.queues,
             search=self.search,
         )
+        if self.database is not None:
+            self.observability.dashboard.add_widgets(*self.database.widgets())
         self.cost = CostControls(self, "Cost", config=config, topic=self.alerts.topic)
 
         for key, value in tag_values(config.service_name, config.tier).items():
@@ -76,6 +85,9 @@ class MemstackStack(Stack):
             CfnOutput(self, f"{work.node.id}DlqUrl", value=work.dlq.queue_url)
         if self.search is not None:
             CfnOutput(self, "OpenSearchEndpoint", value=self.search.endpoint)
+        if self.database is not None:
+            CfnOutput(self, "AuroraClusterArn", value=self.database.cluster.cluster_arn)
+            CfnOutput(self, "AuroraSecretArn", value=self.database.secret.secret_arn)
         acknowledge_findings(self)
 
 

@@ -10,6 +10,9 @@ from memstack.factory import build_service
 from memstack.service import MemoryService
 from memstack.settings import Settings, load_settings
 
+# The session PostgreSQL server and per-test schemas (tests/postgres_fixtures.py).
+pytest_plugins = ["tests.postgres_fixtures"]
+
 
 @pytest.fixture(autouse=True)
 def _no_ambient_memstack_env(monkeypatch: pytest.MonkeyPatch) -> None:

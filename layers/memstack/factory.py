@@ -163,13 +163,20 @@ def consolidation_config(settings: Settings) -> ConsolidationConfig:
 
 
 def build_store(settings: Settings, clients: dict[str, Any]) -> MemoryStore:
-    """The ``dynamodb`` or ``opensearch`` store (clients: ``dynamodb``, ``opensearch``)."""
+    """The ``dynamodb``, ``postgres`` or ``opensearch`` store.
+
+    ``clients`` may hold ready-made ``dynamodb``, ``rds_data`` or ``opensearch`` clients.
+    """
     if settings.store_backend == "dynamodb":
         from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
 
         return DynamoDBMemoryStore(
             settings.memories_table or "", clients.get("dynamodb"), region=settings.aws_region
         )
+    if settings.store_backend == "postgres":
+        from memstack.adapters.postgres.store import PostgresMemoryStore
+
+        return PostgresMemoryStore.from_settings(settings, clients.get("rds_data"))
     if settings.store_backend == "opensearch":
         from memstack.adapters.opensearch.store import OpenSearchMemoryStore
 

@@ -17,7 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from memstack.domain.retrieval.calibration import DEFAULT_SCORE_MODEL
 from memstack.errors import SettingsError
 
-StoreBackend = Literal["embedded", "dynamodb", "opensearch"]
+StoreBackend = Literal["embedded", "dynamodb", "postgres", "opensearch"]
 StmBackend = Literal["embedded", "dynamodb"]
 QueueBackend = Literal["local", "sqs"]
 EmbedderName = Literal["hashing", "minilm", "mpnet", "bedrock-titan", "bedrock-cohere"]
@@ -217,6 +217,19 @@ class Settings(BaseSettings):
     # Dead-letter queues; unset means read from the source queue's RedrivePolicy.
     extraction_dlq_url: str | None = None
     consolidation_dlq_url: str | None = None
+    # PostgreSQL + pgvector (store_backend=postgres): a direct DSN (psycopg) or the RDS Data API.
+    postgres_executor: Literal["psycopg", "data-api"] = "psycopg"
+    postgres_dsn: str | None = Field(None, description="libpq connection string (postgres_executor=psycopg)")
+    postgres_cluster_arn: str | None = Field(None, description="Aurora cluster (postgres_executor=data-api)")
+    postgres_secret_arn: str | None = Field(None, description="Secrets Manager secret of the database user")
+    postgres_database: str = "memstack"
+    postgres_schema: str = Field("memstack", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    postgres_pool_size: int = Field(4, ge=1, le=100, description="most connections one process opens")
+    postgres_connect_timeout: float = Field(10.0, gt=0)
+    postgres_migrate_on_start: bool = Field(True, description="apply pending migrations when the store opens")
+    postgres_exact_search_below: int = Field(
+        2000, ge=0, description="rows per user below which vector search scans exactly instead of HNSW"
+    )
     opensearch_endpoint: str | None = None
     opensearch_index: str = "memstack-memories"
     opensearch_service: Literal["es", "aoss"] = "es"

@@ -18,6 +18,7 @@ from constructs import Construct
 
 from stacks.config import StackConfig
 from stacks.constructs import bedrock
+from stacks.constructs.aurora import MemoryDatabase
 from stacks.constructs.environment import deployment_settings, function_environment, function_reads
 from stacks.constructs.functions import StandardFunction, memstack_layer
 from stacks.constructs.queues import CONSOLIDATION_WORKER_TIMEOUT, EXTRACTION_WORKER_TIMEOUT, Queues
@@ -45,7 +46,12 @@ def service_name(config: StackConfig, function: str) -> str:
 
 
 def stack_resources(
-    scope: Construct, storage: Storage, queues: Queues, search: SearchBackend | None, topic: sns.ITopic
+    scope: Construct,
+    storage: Storage,
+    queues: Queues,
+    search: SearchBackend | None,
+    topic: sns.ITopic,
+    database: MemoryDatabase | None = None,
 ) -> dict[str, str]:
     """The settings whose values are this stack's own resources (tokens until deploy)."""
     resources = {
@@ -64,6 +70,8 @@ def stack_resources(
     if search is not None:
         resources["opensearch_endpoint"] = search.endpoint
         resources["opensearch_service"] = search.service
+    if database is not None:
+        resources.update(database.settings())
     return resources
 
 
@@ -78,10 +86,13 @@ class Compute(Construct):
         queues: Queues,
         search: SearchBackend | None,
         topic: sns.ITopic,
+        database: MemoryDatabase | None = None,
     ) -> None:
         super().__init__(scope, cid)
         self.layer = memstack_layer(self, "Layer", config)
-        self.settings = deployment_settings(config, stack_resources(self, storage, queues, search, topic))
+        self.settings = deployment_settings(
+            config, stack_resources(self, storage, queues, search, topic, database)
+        )
 
         def make(
             cid: str, handler_dir: str, memory: int, timeout: Duration, description: str
@@ -137,6 +148,10 @@ class Compute(Construct):
         )
 
         self._grant_data(config, storage, queues, search, topic)
+        if database is not None:
+            # Every function that builds the service opens the store (the scheduler too).
+            for fn in (*self.data_plane(), self.consolidation_scheduler):
+                database.grant_data_api(fn)
         self._grant_models(config)
         self.extraction_worker.add_event_source(
             sources.SqsEventSource(

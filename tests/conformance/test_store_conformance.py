@@ -17,7 +17,7 @@ from memstack.domain import versions
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import BadRequest, Conflict
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
-from memstack.ports.store import HybridCandidates, ReadView, pinned
+from memstack.ports.store import CandidateVectors, HybridCandidates, ReadView, SourcesInOneRead, pinned
 
 from .conftest import COARSE_DIM, FULL_DIM
 
@@ -431,3 +431,31 @@ def test_a_read_view_answers_as_the_store_and_only_for_its_user(store: Any) -> N
     }
     fresh = pinned(store, "t1", "u1")
     assert later.id in {h.id for h in fresh.bm25_search("t1", "u1", "retriever puppy", 10, MemoryFilters())}
+
+
+def test_candidate_vectors_equal_the_search_and_its_embeddings(store: Any) -> None:
+    if not isinstance(store, CandidateVectors):
+        pytest.skip("this backend reads candidates and their vectors separately")
+    put_docs(store)
+    q = _coarse("retriever puppy")
+    hits, full = store.vector_candidates("t1", "u1", q, 4, MemoryFilters())
+    assert hits == store.vector_search("t1", "u1", q, 4, MemoryFilters())
+    expected = store.embeddings("t1", "u1", [h.id for h in hits])
+    assert set(full) == set(expected) and len(hits) == 4
+    for memory_id, vector in expected.items():
+        np.testing.assert_array_equal(full[memory_id], vector)
+    assert store.vector_candidates("t2", "u1", q, 4, MemoryFilters()) == ([], {})
+
+
+def test_sources_in_one_read_equal_one_read_each(store: Any) -> None:
+    if not isinstance(store, SourcesInOneRead):
+        pytest.skip("this backend reads sources one id at a time")
+    stm = rec("raw turn", tier=Tier.STM, source_ids=["msg-1"])
+    ltm = rec("distilled fact", minutes=1, source_ids=["msg-1", "msg-2"])
+    other = rec("someone else's", user="u2", source_ids=["msg-1"])
+    store.put([stm, ltm, other])
+    asked = ["msg-1", "msg-2", "msg-9"]
+    got = store.find_by_sources("t1", "u1", asked)
+    assert got == {s: store.find_by_source("t1", "u1", s) for s in asked}
+    assert [r.id for r in got["msg-1"]] == [stm.id, ltm.id] and got["msg-9"] == []
+    assert store.find_by_sources("t2", "u1", asked) == {s: [] for s in asked}

@@ -28,7 +28,7 @@ def test_environment_is_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     [
         ("MEMSTACK_RRF_K", "zero", "MEMSTACK_RRF_K"),
         ("MEMSTACK_RRF_K", "0", "greater than or equal to 1"),
-        ("MEMSTACK_STORE_BACKEND", "postgres", "MEMSTACK_STORE_BACKEND"),
+        ("MEMSTACK_STORE_BACKEND", "mysql", "MEMSTACK_STORE_BACKEND"),
         ("MEMSTACK_TEMPORAL_BLEND", "1.5", "MEMSTACK_TEMPORAL_BLEND"),
     ],
 )

@@ -16,6 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from memstack.domain.text import fts5_match
+from memstack.domain.vectors import coarse_prefix
+from memstack.models import MemoryFilters, MemoryRecord
+from memstack.ports.store import MemoryStore
 
 
 class Floor:
@@ -42,6 +45,26 @@ class Floor:
             conn.close()
         coarse = np.vstack([np.frombuffer(blob, dtype=np.float32) for blob, _ in rows])
         return cls(coarse, [text for _, text in rows], k)
+
+    @classmethod
+    def of_store(cls, store: MemoryStore, tenant: str, user_id: str, coarse_dim: int, k: int = 200) -> Floor:
+        """The same floor over the user's live rows read through the store port (any backend).
+
+        The coarse vectors are the prefixes of the full ones, as every writer stores them.
+        """
+        records: list[MemoryRecord] = []
+        cursor = None
+        while True:
+            page, cursor = store.list(tenant, user_id, MemoryFilters(), 500, cursor)
+            records += [r for r in page if not r.deleted]
+            if cursor is None:
+                break
+        full: dict[str, np.ndarray] = {}
+        for start in range(0, len(records), 500):
+            full.update(store.embeddings(tenant, user_id, [r.id for r in records[start : start + 500]]))
+        kept = [r for r in records if r.id in full]
+        coarse = coarse_prefix(np.vstack([full[r.id] for r in kept]), coarse_dim)
+        return cls(coarse, [r.indexed_text for r in kept], k)
 
     def search(self, query_coarse: np.ndarray, query: str) -> float:
         """Milliseconds for the vector top-k and the BM25 top-k of one query."""

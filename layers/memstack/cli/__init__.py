@@ -12,10 +12,12 @@ from memstack.cli import (
     ingest,
     mcp,
     memories,
+    migrate,
     openapi,
     opensearch,
     search,
     serve,
+    transfer,
     worker,
 )
 from memstack.cli import eval as eval_cmd
@@ -34,6 +36,8 @@ for module in (
     dlq,
     worker,
     opensearch,
+    transfer,
+    migrate,
     bench,
 ):
     module.register(app)

@@ -46,6 +46,12 @@ def search(
     users: Annotated[int, typer.Option(min=1, max=1000, help="users in the store (user 0 is searched)")] = 1,
     embedder: Annotated[str, typer.Option(help="hashing | minilm")] = "hashing",
     queries: Annotated[int, typer.Option(min=2, max=10_000, help="searches per size")] = 200,
+    backend: Annotated[
+        str,
+        typer.Option(
+            help="embedded | postgres (MEMSTACK_POSTGRES_DSN, else a private server from the dev wheel)"
+        ),
+    ] = "embedded",
     plot: Annotated[Path | None, typer.Option("--plot", help="draw the scale curve into this PNG")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
@@ -54,9 +60,13 @@ def search(
 
     if embedder not in ("hashing", "minilm"):
         raise UserError("--embedder must be hashing or minilm")
+    if backend not in ("embedded", "postgres"):
+        raise UserError("--backend must be embedded or postgres")
     sizes = parse_counts(memories, "--memories", largest=10_000_000)
     _quiet()
-    report = run_search_bench(sizes, users=users, embedder=embedder, queries=queries, progress=_err.print)
+    report = run_search_bench(
+        sizes, users=users, embedder=embedder, queries=queries, progress=_err.print, backend=backend
+    )
     if plot is not None:
         from memstack.bench.plot import plot_search
 
@@ -65,7 +75,8 @@ def search(
         print_json(report.as_dict())
         return
     table = Table(
-        title=f"search, {embedder} embedder, {users} user(s), {queries} queries", title_justify="left"
+        title=f"search, {backend} store, {embedder} embedder, {users} user(s), {queries} queries",
+        title_justify="left",
     )
     for column in ("memories", "p50 ms", "p95 ms", "p99 ms", "floor p50", "ratio", "first ms", "RSS MB"):
         table.add_column(column, justify="right")

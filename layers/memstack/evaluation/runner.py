@@ -196,7 +196,10 @@ class _Run:
         data_dir = root / conv.sample_id
         marker = data_dir / "ingest.json"
         fingerprint = ingest_fingerprint(self.settings, self.infer, self.consolidate)
-        reuse = keep and marker.exists() and json.loads(marker.read_text()) == fingerprint
+        # A store outside the data directory (postgres) holds every conversation under the same
+        # user: never reuse it, and start each conversation from an empty user there.
+        external = self.settings.store_backend != "embedded"
+        reuse = keep and not external and marker.exists() and json.loads(marker.read_text()) == fingerprint
         if keep and not reuse and data_dir.exists():
             shutil.rmtree(data_dir)
         service = build_service(self.settings.model_copy(update={"data_dir": data_dir}), embedder=embedder)
@@ -204,6 +207,7 @@ class _Run:
         if reuse:
             self.tick("ingest", sum(1 for t in conv.turns if t.content.strip()))
         else:
+            service.store.erase_user(TENANT, USER)
             _ingest(service, conv, self.infer, self.consolidate, self.tick)
             if keep:
                 marker.write_text(json.dumps(fingerprint))

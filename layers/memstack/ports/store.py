@@ -106,6 +106,40 @@ class HybridCandidates(Protocol):
 
 
 @runtime_checkable
+class CandidateVectors(Protocol):
+    """Optional extra of a store: the coarse candidates and their full vectors in one read.
+
+    The rescoring pass always wants the full vectors of the coarse pass's
+    candidates; a remote store (PostgreSQL) returns them with the candidates
+    instead of in a second round trip. The pipeline uses it when
+    ``isinstance(store, CandidateVectors)``; the results are the same as
+    ``vector_search`` followed by ``embeddings``.
+    """
+
+    def vector_candidates(
+        self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
+    ) -> tuple[builtins.list[ScoredId], dict[str, np.ndarray]]:
+        """(``vector_search``'s hits, the full vectors of those hits that have one)."""
+        ...
+
+
+@runtime_checkable
+class SourcesInOneRead(Protocol):
+    """Optional extra of a store: ``find_by_source`` for several message ids in one read.
+
+    Retrieval checks every raw turn among the first hits for superseded
+    memories; a remote store answers all of them in one round trip. The
+    results are those of ``find_by_source`` for each id.
+    """
+
+    def find_by_sources(
+        self, tenant: str, user_id: str, source_ids: builtins.list[str]
+    ) -> dict[str, builtins.list[MemoryRecord]]:
+        """{source id: its records, as ``find_by_source`` orders them}, with every asked id present."""
+        ...
+
+
+@runtime_checkable
 class ReadView(Protocol):
     """Optional extra of a store: the reads of one search, on one state of the user's memories.
 

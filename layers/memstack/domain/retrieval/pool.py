@@ -16,7 +16,7 @@ import numpy as np
 
 from memstack.domain.retrieval.types import SearchHit
 from memstack.models import MemoryRecord, Tier
-from memstack.ports.store import CandidateReader, Candidates, Derived, MemoryStore
+from memstack.ports.store import CandidateReader, Candidates, Derived, MemoryStore, SourcesInOneRead
 
 
 def read_candidates(
@@ -59,10 +59,16 @@ def derivations(
         return {}
     if isinstance(store, CandidateReader):
         return store.derived(tenant, user_id, sources)
+    # One read for every source on a store that can (postgres: one statement, not one each).
+    found = (
+        store.find_by_sources(tenant, user_id, sources)
+        if isinstance(store, SourcesInOneRead)
+        else {source: store.find_by_source(tenant, user_id, source) for source in sources}
+    )
     return {
         source: [
             Derived(r.id, r.replaces_id, r.is_current)
-            for r in store.find_by_source(tenant, user_id, source)
+            for r in found.get(source, [])
             if r.tier == Tier.LTM and source in r.source_ids
         ]
         for source in sources

@@ -1,0 +1,135 @@
+"""The two candidate searches as SQL: BM25 over the full-text index, and the coarse vector pass.
+
+**BM25.** PostgreSQL's own ``ts_rank`` has no inverse document frequency, and
+fusion depends on the keyword ranking being as good as the embedded store's,
+so the statement computes Okapi BM25 the way SQLite's FTS5 does
+(``k1`` = 1.2, ``b`` = 0.75, ``idf = ln((N - df + 0.5) / (df + 0.5))``, at
+least 1e-6): the GIN index finds the user's documents containing any query
+term; their term frequencies come from the tsvector positions; a term's
+document frequency is the number of those documents that contain it (the
+documents with any query term are exactly those that can contain it); ``N``
+and the mean length are the user's row of ``text_stats``, which every write
+keeps exact (``writes``). User text never reaches a query parser: it is tokenised by
+``to_tsvector`` (which accepts any text) and the resulting lexemes are quoted
+into the ``tsquery``.
+
+**Vectors.** The HNSW index on the coarse prefix gives the nearest ``k``
+under the filters, with pgvector 0.8's iterative scan (``relaxed_order``, set
+for the role by migration 3) so a filter that removes most rows still yields
+``k``; the rows are re-sorted by exact distance. Two cases scan the user's
+rows exactly instead, in the same statement: a user with fewer rows than
+``exact_below`` (an exact scan is then cheaper than the graph), and an index
+scan that came back short (its ``hnsw.max_scan_tuples`` budget ran out before
+``k`` rows passed the filter). So a filtered search returns ``k`` results
+whenever ``k`` rows match.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from memstack.adapters.postgres.executor import vector_text
+from memstack.adapters.postgres.filters import OWNER, filter_sql
+from memstack.domain.text import query_terms
+from memstack.models import MemoryFilters
+
+#: FTS5's Okapi constants (``memstack.domain.bm25`` uses the same)
+K1 = 1.2
+B = 0.75
+#: FTS5's idf (never below 1e-6) and the length normalisation, over the CTEs below
+IDF = "greatest(ln((stats.n - df.df + 0.5) / (df.df + 0.5)), 1e-6)"
+LENGTH_NORM = f"{K1}::float8 * (1 - {B}::float8 + {B}::float8 * tf.doc_len / greatest(stats.avgdl, 1e-9))"
+
+
+def bm25_sql(schema: str, query: str, k: int, filters: MemoryFilters) -> tuple[str, dict[str, Any]] | None:
+    """The statement and its parameters; ``None`` when the query has no word to search for."""
+    terms = query_terms(query)
+    if not terms:
+        return None
+    where, params = filter_sql(filters, search=True)
+    # The corpus is the user's searchable text (what FTS5 keeps indexed):
+    # current versions, or every version when the filters ask for history.
+    corpus = "NOT m.deleted" + ("" if filters.include_superseded else " AND m.is_current")
+    sql = f"""
+WITH q AS (
+    SELECT lexemes,
+           (SELECT string_agg(quote_literal(l), ' | ') FROM unnest(lexemes) l)::tsquery AS tsq
+    FROM (SELECT tsvector_to_array(to_tsvector('{schema}.memstack_english'::regconfig, :terms))
+          AS lexemes) t
+),
+stats AS MATERIALIZED (
+    SELECT coalesce(max(m.docs), 0)::float8 AS n,
+           coalesce(max(m.total_len)::float8 / nullif(max(m.docs), 0), 0)::float8 AS avgdl
+    FROM {schema}.text_stats m WHERE {OWNER}
+),
+tf AS MATERIALIZED (
+    -- One pass over the matching rows. setweight + ts_filter keep only the
+    -- query's lexemes (with their positions) before unnesting, so the cost
+    -- follows the query, not the document's length.
+    SELECT m.id, m.doc_len, (TRUE{where}) AS wanted, t.lexeme, cardinality(t.positions)::float8 AS tf
+    FROM {schema}.memories m, q, unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{{a}}')) t
+    WHERE {OWNER} AND {corpus} AND m.tsv @@ q.tsq
+),
+df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme)
+SELECT tf.id, sum({IDF} * tf.tf * {K1 + 1}::float8 / (tf.tf + {LENGTH_NORM})) AS score
+FROM tf JOIN df USING (lexeme) CROSS JOIN stats
+WHERE tf.wanted
+GROUP BY tf.id
+ORDER BY score DESC, tf.id
+LIMIT :k"""
+    return sql, {"terms": " ".join(terms), "k": k, **params}
+
+
+def _ids_only() -> str:
+    return "SELECT id, 1 - dist AS score FROM found ORDER BY dist, id LIMIT :k"
+
+
+def _with_full_vectors(schema: str) -> str:
+    return f"""SELECT f.id, 1 - f.dist AS score, vector_send(m.embedding_full) AS embedding
+FROM (SELECT id, dist FROM found ORDER BY dist, id LIMIT :k) f
+JOIN {schema}.memories m ON {OWNER} AND m.id = f.id
+ORDER BY f.dist, f.id"""
+
+
+def vector_sql(
+    schema: str,
+    query_coarse: np.ndarray,
+    k: int,
+    filters: MemoryFilters,
+    exact_below: int,
+    *,
+    with_full: bool = False,
+) -> tuple[str, dict[str, Any]]:
+    """The statement and its parameters: ids with their coarse cosine similarity, best first.
+
+    ``with_full`` adds each hit's full vector (``embedding``, pgvector's binary form).
+    """
+    where, params = filter_sql(filters, search=True)
+    candidates = f"{OWNER} AND m.embedding_coarse IS NOT NULL{where}"
+    sql = f"""
+WITH size AS MATERIALIZED (
+    SELECT count(*) AS n FROM (
+        SELECT 1 FROM {schema}.memories m WHERE {OWNER} LIMIT :exact_below) s
+),
+ann AS MATERIALIZED (
+    SELECT m.id, m.embedding_coarse <=> CAST(:q AS vector) AS dist
+    FROM {schema}.memories m
+    WHERE {candidates} AND (SELECT n FROM size) >= :exact_below
+    ORDER BY m.embedding_coarse <=> CAST(:q AS vector)
+    LIMIT :k
+),
+found AS (
+    SELECT id, dist FROM ann WHERE (SELECT count(*) FROM ann) >= :k
+    UNION ALL
+    (SELECT id, dist FROM (
+        -- OFFSET 0 keeps the planner from turning this back into an index scan.
+        SELECT m.id, m.embedding_coarse <=> CAST(:q AS vector) AS dist
+        FROM {schema}.memories m WHERE {candidates} OFFSET 0) e
+     WHERE (SELECT count(*) FROM ann) < :k
+     ORDER BY dist, id
+     LIMIT :k)
+)
+{_with_full_vectors(schema) if with_full else _ids_only()}"""
+    return sql, {"q": vector_text(query_coarse), "k": k, "exact_below": exact_below, **params}

