@@ -47,8 +47,14 @@ def full_vectors(
         found, matrix = store.full_vectors(tenant, user_id, ids)
         return found, matrix, {}
     full = store.embeddings(tenant, user_id, ids)
+    found, matrix = stacked(ids, full)
+    return found, matrix, full
+
+
+def stacked(ids: list[str], full: Mapping[str, np.ndarray]) -> tuple[list[str], np.ndarray]:
+    """(the ids that have a full vector, in order; those vectors as one matrix)."""
     found = [i for i in ids if i in full]
-    return found, np.vstack([full[i] for i in found]) if found else np.zeros((0, 1), np.float32), full
+    return found, np.vstack([full[i] for i in found]) if found else np.zeros((0, 1), np.float32)
 
 
 def derivations(

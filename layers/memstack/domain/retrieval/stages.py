@@ -10,12 +10,12 @@ import numpy as np
 
 from memstack.domain import versions
 from memstack.domain.retrieval.feedback import expanded_query, expansion_terms
-from memstack.domain.retrieval.pool import Pool, full_vectors
+from memstack.domain.retrieval.pool import Pool, full_vectors, stacked
 from memstack.domain.retrieval.types import RetrievalConfig, SearchHit, SearchRequest
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
 from memstack.ports.reranker import Reranker
-from memstack.ports.store import MemoryStore
+from memstack.ports.store import CandidateVectors, MemoryStore
 
 
 def vector_search(
@@ -32,10 +32,14 @@ def vector_search(
     a store that slices them from an index returns none).
     """
     coarse = coarse_prefix(query_vec, coarse_dim)
-    found = store.vector_search(req.tenant, req.user_id, coarse, candidates, filters)
-    if not found:
-        return [], {}
-    ids, matrix, full = full_vectors(store, req.tenant, req.user_id, [c.id for c in found])
+    if isinstance(store, CandidateVectors):  # a remote store: hits and vectors in one round trip
+        found, full = store.vector_candidates(req.tenant, req.user_id, coarse, candidates, filters)
+        ids, matrix = stacked([c.id for c in found], full)
+    else:
+        found = store.vector_search(req.tenant, req.user_id, coarse, candidates, filters)
+        if not found:
+            return [], {}
+        ids, matrix, full = full_vectors(store, req.tenant, req.user_id, [c.id for c in found])
     if not ids:
         return [], full
     scores = matrix @ np.asarray(query_vec, dtype=np.float32)

@@ -1,0 +1,54 @@
+"""Stage 2 on a store that returns the coarse hits with their full vectors (one round trip)."""
+
+from __future__ import annotations
+
+import numpy as np
+from memstack.domain.retrieval import stages
+from memstack.domain.retrieve import SearchRequest
+from memstack.models import MemoryFilters, ScoredId
+from memstack.ports.store import CandidateVectors
+from memstack.service import MemoryService
+
+from tests.retrieval.helpers import REF, T, U, put, record
+
+
+class OneRoundTrip:
+    """Only ``vector_candidates``: stage 2 must not fall back to the two-read path."""
+
+    def __init__(self, inner: MemoryService) -> None:
+        self.inner = inner.store
+        self.calls = 0
+
+    def vector_candidates(
+        self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
+    ) -> tuple[list[ScoredId], dict[str, np.ndarray]]:
+        self.calls += 1
+        hits = self.inner.vector_search(tenant, user_id, query_coarse, k, filters)
+        return hits, self.inner.embeddings(tenant, user_id, [h.id for h in hits])
+
+    def vector_search(self, *args: object) -> list[ScoredId]:
+        raise AssertionError("a second read: vector_search")
+
+    def embeddings(self, *args: object) -> dict[str, np.ndarray]:
+        raise AssertionError("a second read: embeddings")
+
+
+def test_stage_two_reads_hits_and_vectors_in_one_call_and_ranks_the_same(service: MemoryService) -> None:
+    put(
+        service,
+        record(service, "I adopted a greyhound called Pixel", "m1"),
+        record(service, "My sister lives in Lisbon", "m2"),
+        record(service, "Pixel the greyhound hates rain", "m3"),
+    )
+    req = SearchRequest(tenant=T, user_id=U, query="greyhound", reference_time=REF)
+    query = service.embedder.embed(["greyhound"])[0]
+    coarse_dim = service.settings.coarse_dim
+    store = OneRoundTrip(service)
+    assert isinstance(store, CandidateVectors)
+
+    one, vectors = stages.vector_search(store, req, MemoryFilters(), query, coarse_dim, 10)  # type: ignore[arg-type]
+    two, _ = stages.vector_search(service.store, req, MemoryFilters(), query, coarse_dim, 10)
+
+    assert store.calls == 1
+    assert [(h.id, round(h.score, 6)) for h in one] == [(h.id, round(h.score, 6)) for h in two]
+    assert len(one) == 3 and set(vectors) == {h.id for h in one}
