@@ -71,17 +71,6 @@ def make_store(
         store.close()
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    """Poll ``condition`` until it holds (a generous deadline: the machine is shared)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
 def backends_waiting_on_lock(admin: psycopg.Connection[Any]) -> list[int]:
     """Pids of other sessions blocked on a lock right now."""
     rows = admin.execute(

@@ -9,7 +9,9 @@ from memstack.domain import versions
 from memstack.errors import Conflict
 from memstack.models import MemoryFilters
 
-from .conftest import COARSE_DIM, EMB, backends_waiting_on_lock, record, wait_for
+from tests.waiting import wait_until
+
+from .conftest import COARSE_DIM, EMB, backends_waiting_on_lock, record
 
 
 def test_concurrent_supersedes_of_one_version_from_two_connections(make_store: Any, admin: Any) -> None:
@@ -39,7 +41,10 @@ def test_concurrent_supersedes_of_one_version_from_two_connections(make_store: A
     ]
     for t in threads:
         t.start()
-    wait_for(lambda: len(backends_waiting_on_lock(admin)) == 2, "both supersedes to wait on the row lock")
+    wait_until(
+        lambda: len(backends_waiting_on_lock(admin)) == 2,
+        what="both supersedes to wait on the row lock",
+    )
     admin.execute("COMMIT")
     for t in threads:
         t.join(timeout=60)

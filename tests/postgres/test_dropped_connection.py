@@ -11,8 +11,9 @@ from memstack.factory import build_service
 from memstack.models import Message
 
 from tests.api.conftest import build_api
+from tests.waiting import wait_until
 
-from .conftest import backends_waiting_on_lock, service_settings, wait_for
+from .conftest import backends_waiting_on_lock, service_settings
 
 SEARCH = {"user_id": "ann", "query": "where does Ann live", "top_k": 3}
 
@@ -38,7 +39,10 @@ def test_a_connection_killed_mid_request_is_a_503_and_the_retry_succeeds(
 
         request = threading.Thread(target=search)
         request.start()
-        wait_for(lambda: len(backends_waiting_on_lock(admin)) == 1, "the search to wait on the table lock")
+        wait_until(
+            lambda: len(backends_waiting_on_lock(admin)) == 1,
+            what="the search to wait on the table lock",
+        )
         (victim,) = backends_waiting_on_lock(admin)
         admin.execute("SELECT pg_terminate_backend(%s)", (victim,))
         request.join(timeout=60)

@@ -20,7 +20,9 @@ from memstack.domain import versions
 from memstack.domain.erasure import Erased, began, erasure_key
 from memstack.models import MemoryFilters
 
-from .conftest import COARSE_DIM, EMB, backends_waiting_on_lock, record, service_settings, wait_for
+from tests.waiting import wait_until
+
+from .conftest import COARSE_DIM, EMB, backends_waiting_on_lock, record, service_settings
 
 USER = "ann-erase-me"
 SECRET_WORDS = ["zanzibarquux", "plovdivorama"]
@@ -133,7 +135,7 @@ def test_a_write_waiting_on_an_erase_that_commits_is_refused(make_store: Any, ad
 
     thread = threading.Thread(target=job)
     thread.start()
-    wait_for(lambda: len(backends_waiting_on_lock(admin)) == 1, "the write to wait on the erase lock")
+    wait_until(lambda: len(backends_waiting_on_lock(admin)) == 1, what="the write to wait on the erase lock")
     now = started.timestamp() + 1
     admin.execute(
         f"INSERT INTO {store.schema}.erasures (key, erased_at, expires_at) VALUES (%s, %s, %s)",
@@ -158,7 +160,7 @@ def test_an_erase_waiting_on_a_running_write_deletes_what_it_wrote(make_store: A
         assert not rows[0]["refused"]
         thread = threading.Thread(target=lambda: erased.append(eraser.erase_user("t1", USER)))
         thread.start()
-        wait_for(lambda: len(backends_waiting_on_lock(admin)) == 1, "the erase to wait on the write")
+        wait_until(lambda: len(backends_waiting_on_lock(admin)) == 1, what="the erase to wait on the write")
     thread.join(60)
     assert erased == [{"memories": 1}]
     assert store.list("t1", USER, EVERY_VERSION, 10) == ([], None)

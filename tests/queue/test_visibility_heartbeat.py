@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 from memstack.adapters.queue.sqs_visibility import SqsVisibilityHeartbeat
@@ -11,6 +10,7 @@ from memstack.ports.queue import Job
 from memstack.workers.sqs import JobWorker
 
 from tests.queue.conftest import Aws, FakeLambdaContext, receive_all, sqs_event
+from tests.waiting import wait_until
 
 LEASE = 30
 
@@ -23,13 +23,6 @@ def _visibility_calls(aws: Aws) -> list[dict[str, Any]]:
 
     aws.sqs.meta.events.register("provide-client-params.sqs.ChangeMessageVisibilityBatch", record)
     return calls
-
-
-def _wait(condition: Any, what: str, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
 
 
 def _jobs(aws: Aws, n: int) -> list[dict[str, Any]]:
@@ -48,7 +41,7 @@ def test_a_long_job_keeps_its_batch_hidden_and_the_leases_are_short(aws: Aws) ->
 
     def process(job: Job) -> None:
         if job.id == "j0":
-            _wait(lambda: len(calls) >= 4, "three renewals after the first lease")
+            wait_until(lambda: len(calls) >= 4, what="three renewals after the first lease")
             # Another worker polling now gets nothing: the batch is still leased.
             others_saw.append(len(receive_all(aws.sqs, aws.urls["extract"])))
             release.set()
@@ -81,7 +74,10 @@ def test_the_lease_is_cut_even_for_a_batch_that_fails(aws: Aws) -> None:
     assert response == {"batchItemFailures": [{"itemIdentifier": messages[0]["MessageId"]}]}
     assert calls and calls[0]["Entries"][0]["VisibilityTimeout"] == 2
     # It is back within the lease (moto honours the changed visibility), not after 180 s.
-    _wait(lambda: bool(receive_all(aws.sqs, aws.urls["extract"])), "the failed message to come back", 60)
+    wait_until(
+        lambda: bool(receive_all(aws.sqs, aws.urls["extract"])),
+        what="the failed message to come back",
+    )
 
 
 def test_a_heartbeat_that_cannot_reach_sqs_does_not_fail_the_batch(aws: Aws) -> None:

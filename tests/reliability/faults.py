@@ -12,7 +12,6 @@ is left as a dead worker leaves it).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,16 +89,3 @@ def server_error(operation: str = "Call") -> ClientError:
 
 def timeout() -> ReadTimeoutError:
     return ReadTimeoutError(endpoint_url="https://aws.test/")
-
-
-def wait_until(condition: Callable[[], bool], deadline: float = 60.0, what: str = "condition") -> None:
-    """Poll ``condition`` (never a fixed sleep) until it holds; fail after a generous ``deadline``."""
-    import threading
-    import time
-
-    end = time.monotonic() + deadline
-    pause = threading.Event()
-    while not condition():
-        if time.monotonic() > end:
-            raise AssertionError(f"{what} did not happen within {deadline} s")
-        pause.wait(0.01)

@@ -23,7 +23,8 @@ from memstack.ports.queue import Job
 from memstack.service import MemoryService
 
 from tests.queue.conftest import Aws, aws, sqs_settings  # noqa: F401  (aws: a pytest fixture)
-from tests.reliability.faults import Crash, wait_until
+from tests.reliability.faults import Crash
+from tests.waiting import wait_until
 
 OSAKA = Message(content="I moved to Osaka.")
 
