@@ -37,7 +37,8 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from memstack.adapters.aws_errors import aws_dependency
 from memstack.adapters.batches import size_batches
-from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
+from memstack.adapters.dynamodb.fence import not_erased_since
+from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased
 from memstack.errors import DependencyFailed, SettingsError
 from memstack.models import Message
 from memstack.ports.stm import StmEntry
@@ -262,20 +263,7 @@ class DynamoDbShortTermStore:
         return float(item["erased_at"]["N"]) if item and "erased_at" in item else None
 
     def _not_erased_since(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
-        """The write's condition that the user was not erased after the work writing began (if declared)."""
-        began = work_began()
-        if began is None:
-            return []
-        return [
-            {
-                "ConditionCheck": {
-                    "TableName": self.table,
-                    "Key": self._marker_key(tenant, user_id),
-                    "ConditionExpression": "attribute_not_exists(pk) OR erased_at < :began",
-                    "ExpressionAttributeValues": {":began": {"N": repr(began)}},
-                }
-            }
-        ]
+        return not_erased_since(self.table, self._marker_key(tenant, user_id))
 
     @aws_dependency(STM)
     def append(self, entries: list[StmEntry]) -> list[str]:

@@ -42,9 +42,10 @@ import numpy as np
 from botocore.exceptions import ClientError
 
 from memstack.adapters.dynamodb import calls, items
+from memstack.adapters.dynamodb.fence import not_erased_since
 from memstack.adapters.dynamodb.snapshot import Snapshot
 from memstack.domain.cursors import decode_position, encode_position
-from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
+from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict, DependencyFailed, SettingsError
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
@@ -123,20 +124,7 @@ class DynamoDBMemoryStore:
         return {"pk": {"S": ERASED_PREFIX + erasure_key(tenant, user_id)}, "sk": {"S": "ERASED"}}
 
     def _not_erased_since(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
-        """The write's condition that the user was not erased after the work writing began (if declared)."""
-        began = work_began()
-        if began is None:
-            return []
-        return [
-            {
-                "ConditionCheck": {
-                    "TableName": self.table,
-                    "Key": self._erasure_key(tenant, user_id),
-                    "ConditionExpression": "attribute_not_exists(pk) OR erased_at < :began",
-                    "ExpressionAttributeValues": {":began": {"N": repr(began)}},
-                }
-            }
-        ]
+        return not_erased_since(self.table, self._erasure_key(tenant, user_id))
 
     def _transact(self, actions: list[dict[str, Any]]) -> list[str]:
         """Run one transaction; returns [] on success or the cancellation codes, one per action.

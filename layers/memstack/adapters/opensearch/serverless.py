@@ -198,16 +198,7 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
             self._bulk(ops)
 
     # ---------------------------------------------------------------- writes
-    def put(self, records: builtins.list[MemoryRecord]) -> None:
-        if not records:
-            return
-        keys = [(r.tenant, r.user_id, r.id) for r in records]
-        if len(set(keys)) != len(keys):
-            raise Conflict("the same memory id appears twice in one write")
-        self._ensure()
-        self._fenced_write(records, lambda: self._put_copies(records))
-
-    def _put_copies(self, records: builtins.list[MemoryRecord]) -> builtins.list[Op]:
+    def _put(self, records: builtins.list[MemoryRecord]) -> builtins.list[Op]:
         for tenant, user_id in {(r.tenant, r.user_id) for r in records}:
             mine = [r.id for r in records if (r.tenant, r.user_id) == (tenant, user_id)]
             taken = self._copies(tenant, user_id, mine, vectors=False)

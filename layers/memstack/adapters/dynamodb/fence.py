@@ -1,0 +1,28 @@
+"""The erase fence as a DynamoDB transaction item, shared by the memory and STM tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memstack.domain.erasure import work_began
+
+
+def not_erased_since(table: str, marker_key: dict[str, Any]) -> list[dict[str, Any]]:
+    """The write's condition that the user was not erased after the work writing began (if declared).
+
+    One ``ConditionCheck`` on the user's erasure marker, to put in the write's own
+    transaction; none when the work declared no start (a direct API write).
+    """
+    began = work_began()
+    if began is None:
+        return []
+    return [
+        {
+            "ConditionCheck": {
+                "TableName": table,
+                "Key": marker_key,
+                "ConditionExpression": "attribute_not_exists(pk) OR erased_at < :began",
+                "ExpressionAttributeValues": {":began": {"N": repr(began)}},
+            }
+        }
+    ]
