@@ -37,6 +37,18 @@ def parse_ks(value: str) -> list[int]:
     return ks
 
 
+def progress_bar(*, transient: bool) -> Progress:
+    """A bar on stderr (stdout keeps the report): description, bar, n of m, elapsed time."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=transient,
+    )
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -131,14 +143,7 @@ def locomo(
     # One log line per search would bury the progress bar; the figures are in the report.
     logging.getLogger("memstack").setLevel(logging.WARNING)
     started = time.perf_counter()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=as_json,
-    ) as bar:
+    with progress_bar(transient=as_json) as bar:
         ingest_task = bar.add_task("ingest turns", total=turns)
         search_task = bar.add_task("search questions", total=questions)
         tasks = {"ingest": ingest_task, "search": search_task}
@@ -237,14 +242,7 @@ def extraction(
     if limit is not None:
         scenarios = scenarios[: max(limit, 1)]
     logging.getLogger("memstack").setLevel(logging.ERROR)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
+    with progress_bar(transient=True) as bar:
         task = bar.add_task("scenarios", total=len(scenarios))
         report = evaluate_extraction(scenarios, settings, progress=lambda n: bar.advance(task, n))
     if as_json:

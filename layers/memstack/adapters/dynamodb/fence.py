@@ -1,10 +1,25 @@
-"""The erase fence as a DynamoDB transaction item, shared by the memory and STM tables."""
+"""The erase fence on DynamoDB (the marker and the condition on it), shared by the memory and STM tables."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from memstack.domain.erasure import work_began
+from memstack.domain.erasure import RETENTION_SECONDS, work_began
+
+
+def mark_erased(client: Any, table: str, marker_key: dict[str, Any]) -> float:
+    """Write the user's erasure marker (kept ``RETENTION_SECONDS``, then TTL); returns its time."""
+    now = time.time()
+    client.put_item(
+        TableName=table,
+        Item={
+            **marker_key,
+            "erased_at": {"N": repr(now)},
+            "expires_at": {"N": str(int(now + RETENTION_SECONDS))},
+        },
+    )
+    return now
 
 
 def not_erased_since(table: str, marker_key: dict[str, Any]) -> list[dict[str, Any]]:

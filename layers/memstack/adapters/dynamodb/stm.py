@@ -37,8 +37,8 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from memstack.adapters.aws_errors import aws_dependency
 from memstack.adapters.batches import size_batches
-from memstack.adapters.dynamodb.fence import not_erased_since
-from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased
+from memstack.adapters.dynamodb.fence import mark_erased, not_erased_since
+from memstack.domain.erasure import erasure_key, refuse_if_erased
 from memstack.errors import DependencyFailed, SettingsError
 from memstack.models import Message
 from memstack.ports.stm import StmEntry
@@ -420,15 +420,7 @@ class DynamoDbShortTermStore:
     @aws_dependency(STM)
     def erase_user(self, tenant: str, user_id: str) -> int:
         # First the marker: an add that began before it stores nothing from now on.
-        now = time.time()
-        self.client.put_item(
-            TableName=self.table,
-            Item={
-                **self._marker_key(tenant, user_id),
-                "erased_at": {"N": repr(now)},
-                "expires_at": {"N": str(int(now + RETENTION_SECONDS))},
-            },
-        )
+        mark_erased(self.client, self.table, self._marker_key(tenant, user_id))
         keys = list(
             self._pages(
                 "query",

@@ -42,10 +42,10 @@ import numpy as np
 from botocore.exceptions import ClientError
 
 from memstack.adapters.dynamodb import calls, items
-from memstack.adapters.dynamodb.fence import not_erased_since
+from memstack.adapters.dynamodb.fence import mark_erased, not_erased_since
 from memstack.adapters.dynamodb.snapshot import Snapshot
 from memstack.domain.cursors import decode_position, encode_position
-from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased
+from memstack.domain.erasure import erasure_key, refuse_if_erased
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict, DependencyFailed, SettingsError
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
@@ -252,15 +252,7 @@ class DynamoDBMemoryStore:
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
         # First the marker: a write transaction of work begun before it is refused from now on.
-        now = time.time()
-        self.client.put_item(
-            TableName=self.table,
-            Item={
-                **self._erasure_key(tenant, user_id),
-                "erased_at": {"N": repr(now)},
-                "expires_at": {"N": str(int(now + RETENTION_SECONDS))},
-            },
-        )
+        mark_erased(self.client, self.table, self._erasure_key(tenant, user_id))
         keys = [
             {"pk": row["pk"], "sk": row["sk"]}
             for row in calls.query_partition(
