@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import pytest
 from memstack.api.app import MemstackResolver, close_app, create_app
 from memstack.api.auth import ApiKeyAuthenticator, Authenticator
-from memstack.api.local_server import make_server, stop_server
+from memstack.api.local_server import make_server, running_in_thread
 from memstack.factory import build_service
 from memstack.service import MemoryService
 from memstack.settings import Settings, load_settings
@@ -107,12 +106,10 @@ def live_server(tmp_path: Path) -> Iterator[str]:
     )
     service = build_service(settings)
     server, local_api = make_server(service, settings, host="127.0.0.1", port=0, threads=4)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
     try:
-        yield f"http://127.0.0.1:{server.effective_port}"
+        with running_in_thread(server) as url:
+            yield url
     finally:
-        stop_server(server, thread)
         local_api.close()
         service.close()
 

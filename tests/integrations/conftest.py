@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from memstack.api.local_server import LocalApi, make_server, stop_server
+from memstack.api.local_server import LocalApi, make_server, running_in_thread
 from memstack.client.in_process import in_process_client, local_api
 from memstack.client.sync import MemoryClient
 from memstack.factory import build_service
@@ -38,12 +37,10 @@ def mcp_server(tmp_path: Path) -> Iterator[LiveServer]:
     service = build_service(settings)
     server, api = make_server(service, settings, host="127.0.0.1", port=0, threads=4)
     endpoint = mount_mcp(api, settings)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
     try:
-        yield LiveServer(f"http://127.0.0.1:{server.effective_port}", settings, service, api)
+        with running_in_thread(server) as url:
+            yield LiveServer(url, settings, service, api)
     finally:
-        stop_server(server, thread)
         endpoint.close()
         api.close()
         service.close()

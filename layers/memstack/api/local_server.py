@@ -17,7 +17,8 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs
@@ -265,6 +266,17 @@ def make_server(
     where: dict[str, Any] = {"sockets": [sock]} if sock is not None else {"host": host, "port": port}
     server = create_server(api, threads=threads, ident="memstack", **where)
     return server, api
+
+
+@contextmanager
+def running_in_thread(server: Any, name: str = "memstack-server") -> Iterator[str]:
+    """Run ``server`` (from ``make_server``) on a daemon thread; yields its URL, stops it on exit."""
+    thread = threading.Thread(target=server.run, name=name, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{server.effective_host}:{server.effective_port}"
+    finally:
+        stop_server(server, thread)
 
 
 def stop_server(server: Any, thread: threading.Thread | None = None, timeout: float = 10.0) -> None:

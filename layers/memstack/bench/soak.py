@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from memstack.adapters.queue.local import LocalJobQueue
-from memstack.api.local_server import make_server, stop_server
+from memstack.api.local_server import make_server, running_in_thread
 from memstack.client import MemoryApiError, MemoryClient
 from memstack.domain.extraction.apply import normalise_text
 from memstack.domain.ingest import stm_memory_id
@@ -392,27 +392,26 @@ def run(clients: int, seconds: float, data_dir: Path, embedder: str, seed: int) 
     )
     service = build_service(settings)
     server, api = make_server(service, settings, host="127.0.0.1", port=0, threads=max(4, clients))
-    thread = threading.Thread(target=server.run, name="soak-server", daemon=True)
-    thread.start()
-    assert service.queue is not None and hasattr(service.queue, "start_worker")
-    service.queue.start_worker(poll_seconds=0.2)
-    url = f"http://127.0.0.1:{server.effective_port}"
-    traffic = Traffic()
-    started = time.monotonic()
-    deadline = started + seconds
-    workers = [
-        threading.Thread(target=client_loop, args=(url, traffic, seed + i, deadline, f"c{i}"), daemon=True)
-        for i in range(clients)
-    ]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    elapsed = time.monotonic() - started
-    assert isinstance(service.queue, LocalJobQueue)  # the soak runs on the embedded default
-    service.queue.stop_worker()
-    service.queue.drain(timeout=600)
-    stop_server(server, thread)
+    with running_in_thread(server, name="soak-server") as url:
+        assert service.queue is not None and hasattr(service.queue, "start_worker")
+        service.queue.start_worker(poll_seconds=0.2)
+        traffic = Traffic()
+        started = time.monotonic()
+        deadline = started + seconds
+        workers = [
+            threading.Thread(
+                target=client_loop, args=(url, traffic, seed + i, deadline, f"c{i}"), daemon=True
+            )
+            for i in range(clients)
+        ]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        elapsed = time.monotonic() - started
+        assert isinstance(service.queue, LocalJobQueue)  # the soak runs on the embedded default
+        service.queue.stop_worker()
+        service.queue.drain(timeout=600)
     invariants = check_stores(service, traffic)
     api.close()
     service.close()
