@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from memstack.domain.retrieval import stages
+from memstack.domain.retrieval.stages.vector import vector_search
 from memstack.domain.retrieve import SearchRequest
 from memstack.models import MemoryFilters, ScoredId
 from memstack.ports.store import CandidateVectors
@@ -46,8 +46,8 @@ def test_stage_two_reads_hits_and_vectors_in_one_call_and_ranks_the_same(service
     store = OneRoundTrip(service)
     assert isinstance(store, CandidateVectors)
 
-    one, vectors = stages.vector_search(store, req, MemoryFilters(), query, coarse_dim, 10)  # type: ignore[arg-type]
-    two, _ = stages.vector_search(service.store, req, MemoryFilters(), query, coarse_dim, 10)
+    one, vectors = vector_search(store, req, MemoryFilters(), query, coarse_dim, 10)  # type: ignore[arg-type]
+    two, _ = vector_search(service.store, req, MemoryFilters(), query, coarse_dim, 10)
 
     assert store.calls == 1
     assert [(h.id, round(h.score, 6)) for h in one] == [(h.id, round(h.score, 6)) for h in two]

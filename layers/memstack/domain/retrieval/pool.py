@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from memstack.domain.retrieval import columns as col
 from memstack.domain.retrieval.types import SearchHit
 from memstack.models import MemoryRecord, Tier
 from memstack.ports.store import CandidateReader, Candidates, Derived, MemoryStore, SourcesInOneRead
@@ -119,15 +120,15 @@ class Pool:
 
     def rescore(self, j: int, score: float) -> None:
         self.score[j] = score
-        self.put("score", j, score)
+        self.put(col.SCORE, j, score)
 
     def ranked(self, stage: str, sort: bool = True) -> None:
         """Best first (ties keep their order), each candidate's place after ``stage`` recorded."""
         if sort:
             self.order = sorted(self.order, key=self.score.__getitem__, reverse=True)
-        col = self.column(f"rank_after_{stage}")
+        ranks = self.column(col.rank_after(stage))
         for rank, j in enumerate(self.order, start=1):
-            col[j] = float(rank)
+            ranks[j] = float(rank)
 
     def stages_of(self, j: int) -> dict[str, float]:
         return {name: value for name, col in self._stages.items() if (value := col[j]) is not None}

@@ -20,6 +20,7 @@ first ``window`` hits, filtered by tenant and user like every store read.
 
 from __future__ import annotations
 
+from memstack.domain.retrieval import columns as col
 from memstack.domain.retrieval.pool import Pool, derivations
 from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import MemoryRecord, Tier
@@ -58,7 +59,7 @@ def mark_superseded_turns(
     for j in turns:
         if is_outdated(made.get(sources[j], [])):
             pool.superseded[j] = True
-            pool.put("superseded_turn", j, 1.0)
+            pool.put(col.SUPERSEDED_TURN, j, 1.0)
     stale = [j for j in head if pool.superseded[j]]
     if not demote or not stale:
         return len(stale)
@@ -67,7 +68,7 @@ def mark_superseded_turns(
     for j in stale:
         if floor is not None and pool.score[j] > floor:
             # Keep scores in rank order: the turn scores no better than the last current hit.
-            pool.put("superseded_from", j, pool.score[j])
+            pool.put(col.SUPERSEDED_FROM, j, pool.score[j])
             pool.rescore(j, floor)
     pool.order = current + stale + tail
     return len(stale)

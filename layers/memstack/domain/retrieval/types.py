@@ -10,18 +10,6 @@ from memstack.domain.retrieval.calibration import DEFAULT_SCORE_MODEL, ScoreMode
 from memstack.domain.retrieval.units import FieldWeights
 from memstack.models import MemoryFilters, MemoryRecord
 
-#: the eight stages, in the order every search runs them
-STAGES = (
-    "query_analysis",
-    "vector",
-    "bm25",
-    "fusion",
-    "temporal",
-    "dedup",
-    "rerank",
-    "history",
-)
-
 
 @dataclass(frozen=True)
 class RetrievalConfig:

@@ -1,0 +1,50 @@
+"""The names of the per-stage values ``explain`` shows for each hit (``SearchHit.stages``).
+
+They are the public explain keys (API, CLI ``--explain``, the calibration script,
+the golden file): a stage writes its values under these names, never under a
+string literal of its own, so a rename is one edit here and shows in review.
+"""
+
+from __future__ import annotations
+
+# stage 2 and 3: each ranking's rank and raw score
+VECTOR_RANK = "vector_rank"
+VECTOR = "vector"
+BM25_RANK = "bm25_rank"
+BM25 = "bm25"
+BM25_PRF_RANK = "bm25_prf_rank"
+
+# stage 4: the signals of the calibrated score, and the score it gives
+COSINE = "cosine"
+COVERAGE = "coverage"
+CATEGORY = "category"
+RRF = "rrf"
+RECORD_RRF = "record_rrf"
+UNIT_SIZE = "unit_size"
+RRF_SCALED = "rrf_scaled"
+QUERY_COSINE = "query_cosine"
+QUERY_COVERAGE = "query_coverage"
+FUSED = "fused"
+
+# stage 5
+TEMPORAL = "temporal"
+TEMPORAL_FACTOR = "temporal_factor"
+CONSOLIDATED_WEIGHT = "consolidated_weight"
+#: the score so far (after stage 5, and wherever a later stage rescored a hit)
+SCORE = "score"
+
+# stage 6
+MERGED_TURN_SCORE = "merged_turn_score"
+
+# stage 7
+RERANK = "rerank"
+
+# stage 8
+SUPERSEDED_TURN = "superseded_turn"
+SUPERSEDED_FROM = "superseded_from"
+HISTORY_VERSION = "history_version"
+
+
+def rank_after(stage: str) -> str:
+    """The column of each candidate's place after ``stage`` ("rank_after_fusion", ...)."""
+    return f"rank_after_{stage}"

@@ -1,0 +1,150 @@
+"""Stage 4: weighted RRF over evidence units (``units``) orders the pool; scores are probabilities.
+
+The best candidates by their own fusion are read as columns (``Pool``),
+grouped into units and fused per unit; the score of each is the calibrated
+model's probability of relevance (``calibration.ScoreModel``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from memstack.domain.retrieval import columns as col
+from memstack.domain.retrieval import units
+from memstack.domain.retrieval.calibration import coverage
+from memstack.domain.retrieval.pool import Pool, read_candidates
+from memstack.domain.retrieval.stage import Search
+from memstack.domain.text import index_terms, query_index_terms
+
+#: each ranking fused, with its rank column and its raw-score column (the feedback query shows only its rank)
+RANKINGS = {
+    "vector": (col.VECTOR_RANK, col.VECTOR),
+    "bm25": (col.BM25_RANK, col.BM25),
+    "bm25_prf": (col.BM25_PRF_RANK, None),
+}
+
+
+class Fusion:
+    name = "fusion"
+
+    def run(self, search: Search) -> str:
+        cfg, req = search.config, search.req
+        pool, fusion = _pool(search)
+        search.pool = pool
+        n = len(pool)
+        rankings = {"vector": search.vector, "bm25": search.bm25, "bm25_prf": search.prf}
+        weights = {"vector": cfg.weight_vector, "bm25": cfg.weight_bm25, "bm25_prf": cfg.weight_prf}
+        # First place in the vector and BM25 rankings (and the feedback one, when it ran)
+        # scales to 1. A query no word of which matches anything has no BM25 ranking:
+        # its best result then scales to the vector weight alone, and scores low.
+        ran = {"vector", "bm25", *(("bm25_prf",) if search.prf else ())}
+        top = sum(weights[name] for name in ran) / (cfg.rrf_k + 1)
+        # The columns in the order explain shows them.
+        for name in (col.VECTOR_RANK, col.VECTOR, col.BM25_RANK, col.BM25, col.BM25_PRF_RANK):
+            pool.column(name)
+        row_of = {memory_id: j for j, memory_id in enumerate(pool.ids)}
+        for name, ranking in rankings.items():
+            rank_name, raw_name = RANKINGS[name]
+            rank_col, raw_col = pool.column(rank_name), pool.column(raw_name) if raw_name else None
+            for rank, hit in enumerate(ranking, start=1):
+                j = row_of.get(hit.id)
+                if j is not None:
+                    rank_col[j] = float(rank)
+                    if raw_col is not None:
+                        raw_col[j] = hit.score
+        cosines = (pool.facts.vectors @ search.query_vec if n else np.zeros(0, dtype=np.float32)).tolist()
+        cosines = [c if has else 0.0 for c, has in zip(cosines, pool.has_vector, strict=True)]
+        pool.column(col.COSINE)[:] = cosines
+        # Coverage reads every pooled text: only when it counts, or when explain asks for it.
+        model = cfg.score_model
+        coverages = [0.0] * n
+        if bool(model.coverage or model.result_coverage) or req.explain:
+            query_terms = query_index_terms(req.query)
+            texts = pool.records(search.store, req.tenant, req.user_id, range(n))
+            coverage_col = pool.column(col.COVERAGE)
+            for j, record in texts.items():
+                coverages[j] = coverage_col[j] = coverage(query_terms, index_terms(record.indexed_text))
+        # Computed when it counts, or when explain asks for every signal.
+        category = [0.0] * n
+        with_vectors = np.flatnonzero(pool.facts.has_vector)
+        if (model.category or req.explain) and len(with_vectors):
+            prototypes = search.models.categories
+            p_category = prototypes.query_weights(search.query_vec)
+            values = prototypes.affinity(p_category, pool.facts.vectors[with_vectors])
+            for j, value in zip(with_vectors.tolist(), values.tolist(), strict=True):
+                category[j] = float(value)
+            pool.column(col.CATEGORY)[:] = category
+        rrf = [fusion.fused[key] for key in fusion.unit_of]
+        pool.column(col.RRF)[:] = rrf
+        pool.column(col.RECORD_RRF)[:] = [fusion.own[i] for i in pool.ids]
+        pool.column(col.UNIT_SIZE)[:] = [float(len(fusion.members[key])) for key in fusion.unit_of]
+        scaled = [value / top if top > 0 else 0.0 for value in rrf]
+        pool.column(col.RRF_SCALED)[:] = scaled
+        # What the query found at all: the same for each of its results.
+        best_cosine = max(cosines, default=0.0)
+        best_coverage = max(coverages, default=0.0)
+        pool.column(col.QUERY_COSINE)[:] = [best_cosine] * n
+        pool.column(col.QUERY_COVERAGE)[:] = [best_coverage] * n
+        pool.score = [
+            model.probability(scaled[j], best_cosine, best_coverage, category[j], cosines[j], coverages[j])
+            for j in range(n)
+        ]
+        pool.column(col.FUSED)[:] = pool.score
+        pool.ranked(self.name)
+        return f"ok: {len(fusion.own)} fused, {n} carried on in {len(fusion.members)} units"
+
+
+@dataclass
+class _Units:
+    """The fusion: each candidate's own, its unit (per pool row), each unit's members and fusion."""
+
+    own: dict[str, float]
+    unit_of: list[str]
+    members: dict[str, list[str]]
+    fused: dict[str, float]
+
+
+def _pool(search: Search) -> tuple[Pool, _Units]:
+    """The best candidates by their own fusion, read as columns, grouped into units and fused per unit."""
+    cfg, req = search.config, search.req
+    ranks = units.field_ranks({"vector": search.vector, "bm25": search.bm25, "bm25_prf": search.prf})
+    own = units.record_rrf(ranks, cfg.field_weights, cfg.rrf_k)
+    pool_ids = sorted(own, key=lambda i: own[i], reverse=True)[: max(cfg.candidate_pool, req.top_k)]
+    facts, records = read_candidates(search.store, req.tenant, req.user_id, pool_ids, search.vectors)
+    pool = Pool(facts, records)
+    unit_of = [
+        units.unit_key_of(req.tenant, req.user_id, i, is_turn, newest)
+        for i, is_turn, newest in zip(pool.ids, pool.stm, facts.last_source, strict=True)
+    ]
+    members: dict[str, list[str]] = {}
+    for i, key in zip(pool.ids, unit_of, strict=True):
+        members.setdefault(key, []).append(i)
+    candidate_turns = {i for by_id in ranks.values() for i in by_id if units.field_of(i) == units.TURNS}
+    sources = _source_turns(search, pool, unit_of)
+    fused = units.unit_rrf(members, candidate_turns, ranks, cfg.field_weights, cfg.rrf_k, sources)
+    # Best unit first; within a unit, its records by their own fusion (score ties keep this order).
+    ids = pool.ids
+    pool.order = sorted(range(len(pool)), key=lambda j: (fused[unit_of[j]], own[ids[j]]), reverse=True)
+    return pool, _Units(own=own, unit_of=unit_of, members=members, fused=fused)
+
+
+def _source_turns(search: Search, pool: Pool, unit_of: list[str]) -> dict[str, set[str]]:
+    """Per unit, the turns of every source of its memories (``units.source_turns``).
+
+    The index holds each memory's newest source; a memory made from several
+    turns (an update) is read for the older ones, and kept for the hits.
+    """
+    req = search.req
+    updated = [j for j in range(len(pool)) if not pool.stm[j] and pool.n_sources[j] > 1]
+    records = pool.records(search.store, req.tenant, req.user_id, updated)
+    sources: dict[str, set[str]] = {}
+    for j, key in enumerate(unit_of):
+        newest = pool.facts.last_source[j]
+        if pool.stm[j] or newest is None:
+            continue
+        record = records.get(j)
+        ids = record.source_ids if record is not None else [newest]
+        sources.setdefault(key, set()).update(units.source_turns_of(req.tenant, req.user_id, ids))
+    return sources

@@ -1,0 +1,75 @@
+"""Stage 8: the hits returned, with superseded turns ranked last and, for history queries, version chains.
+
+Raw turns whose memories were all replaced say so and rank below what is
+current (``superseded``); only now are records read, for the hits returned,
+not for the whole pool.
+"""
+
+from __future__ import annotations
+
+from memstack.domain import versions
+from memstack.domain.retrieval import columns as col
+from memstack.domain.retrieval.stage import Search
+from memstack.domain.retrieval.superseded import mark_superseded_turns
+from memstack.domain.retrieval.types import SearchHit, SearchRequest
+from memstack.models import MemoryRecord
+from memstack.ports.store import MemoryStore
+
+
+class History:
+    name = "history"
+
+    def run(self, search: Search) -> str:
+        cfg, req, pool = search.config, search.req, search.pool
+        stale = mark_superseded_turns(
+            search.store,
+            req,
+            pool,
+            window=2 * req.top_k,
+            demote=cfg.superseded_turns_last and not search.history,
+        )
+        rows = pool.order
+        if req.min_score is not None:
+            rows = [j for j in rows if pool.score[j] >= req.min_score]
+        hits = pool.hits(search.store, req.tenant, req.user_id, rows[: req.top_k])
+        if search.history:
+            search.hits = expand_history(search.store, req, hits, cfg.history_max_versions)[: req.top_k]
+            return "ok: version chains expanded"
+        search.hits = hits
+        if stale:
+            return f"ok: {stale} superseded turns ranked below current memories"
+        return "skipped: current versions only"
+
+
+def expand_history(
+    store: MemoryStore, req: SearchRequest, hits: list[SearchHit], max_versions: int
+) -> list[SearchHit]:
+    """Each hit's version chain, oldest first, older versions marked ``superseded``.
+
+    A chain appears once, where its best hit ranked; tombstones are left out
+    (they hold no content), a chain that ends in one (a deleted memory) is left
+    out whole, and so is anything outside the caller's filters' tenant and
+    user (the store reads are scoped by both).
+    """
+    out: list[SearchHit] = []
+    seen: set[str] = set()
+    for hit in hits:
+        if hit.record.id in seen:
+            continue
+        chain: list[MemoryRecord] = versions.history(
+            store, req.tenant, req.user_id, hit.record.id, hit.record
+        )
+        seen.update(r.id for r in chain)
+        if chain[-1].deleted:
+            continue  # a deleted memory: none of its versions is ever a result
+        shown = [r for r in chain if not r.deleted][-max_versions:]
+        if len(shown) <= 1:
+            out.append(hit)
+            continue
+        for record in shown:
+            is_hit = record.id == hit.record.id
+            entry = hit if is_hit else SearchHit(record=record, score=hit.score, stages={})
+            entry.superseded = not record.is_current
+            entry.stages[col.HISTORY_VERSION] = float(record.version)
+            out.append(entry)
+    return out

@@ -1,0 +1,55 @@
+"""Stage 2, Matryoshka two-stage: the coarse prefix picks candidates, full-dim cosine ranks them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memstack.domain.retrieval.pool import full_vectors, stacked
+from memstack.domain.retrieval.stage import Search
+from memstack.domain.retrieval.types import SearchRequest
+from memstack.domain.vectors import coarse_prefix
+from memstack.models import MemoryFilters, ScoredId
+from memstack.ports.store import CandidateVectors, MemoryStore
+
+
+class VectorSearch:
+    name = "vector"
+
+    def run(self, search: Search) -> str:
+        cfg = search.config
+        search.query_vec = search.models.embedder.embed([search.req.query])[0]
+        search.vector, search.vectors = vector_search(
+            search.store, search.req, search.filters, search.query_vec, cfg.coarse_dim, cfg.vector_candidates
+        )
+        return f"ok: {len(search.vector)} candidates"
+
+
+def vector_search(
+    store: MemoryStore,
+    req: SearchRequest,
+    filters: MemoryFilters,
+    query_vec: np.ndarray,
+    coarse_dim: int,
+    candidates: int,
+) -> tuple[list[ScoredId], dict[str, np.ndarray]]:
+    """The rescored ranking, and the full vectors it read by id.
+
+    The pool reuses the vectors; a store that slices them from an index returns none.
+    """
+    coarse = coarse_prefix(query_vec, coarse_dim)
+    if isinstance(store, CandidateVectors):  # a remote store: hits and vectors in one round trip
+        found, full = store.vector_candidates(req.tenant, req.user_id, coarse, candidates, filters)
+        ids, matrix = stacked([c.id for c in found], full)
+    else:
+        found = store.vector_search(req.tenant, req.user_id, coarse, candidates, filters)
+        if not found:
+            return [], {}
+        ids, matrix, full = full_vectors(store, req.tenant, req.user_id, [c.id for c in found])
+    if not ids:
+        return [], full
+    scores = matrix @ np.asarray(query_vec, dtype=np.float32)
+    order = np.argsort(-scores, kind="stable")
+    return [
+        ScoredId(id=ids[i], score=score)
+        for i, score in zip(order.tolist(), scores[order].tolist(), strict=True)
+    ], full
