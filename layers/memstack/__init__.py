@@ -7,4 +7,6 @@ import no AWS SDK; ``ports`` defines one small interface per external part;
 and the Lambda handlers call.
 """
 
-__version__ = "0.1.0"
+# The one place the version is written: pyproject.toml reads it (tool.setuptools.dynamic),
+# `memstack --version`, the OpenAPI document and the MCP server report it.
+__version__ = "0.3.0"

@@ -40,11 +40,12 @@ def build_embedder(settings: Settings, client: Any | None = None) -> Embedder:
     if settings.embedder == "minilm":
         from memstack.adapters.embedders.minilm import MiniLMEmbedder
 
-        return MiniLMEmbedder()
+        # The installed model wheel, or what `memstack models install minilm` unpacked beside the data.
+        return MiniLMEmbedder(cache_dir=settings.data_dir / "models")
     if settings.embedder == "mpnet":
         from memstack.adapters.embedders.mpnet import MPNetEmbedder
 
-        # Extracted once from the installed model packages, beside the data.
+        # `memstack models install mpnet`, or extracted once from the installed parts, beside the data.
         return MPNetEmbedder(cache_dir=settings.data_dir / "models")
     if settings.embedder in ("bedrock-titan", "bedrock-cohere"):
         from memstack.adapters.embedders.bedrock import CohereEmbedder, TitanEmbedder

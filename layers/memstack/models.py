@@ -1,4 +1,4 @@
-"""The data model of DESIGN.md: messages in, memory records stored.
+"""The data model of docs/architecture.md: messages in, memory records stored.
 
 Embeddings travel beside records (``MemoryRecord.embedding_full`` and
 ``embedding_coarse``) but are never part of an API answer: ``public_dict``

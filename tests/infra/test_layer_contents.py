@@ -40,7 +40,7 @@ import memstack.adapters.opensearch.store, memstack.adapters.opensearch.client  
 
 
 def test_the_layer_leaves_out_the_command_line_packages() -> None:
-    names = {p.split("==")[0].lower() for p in layer_requirements(ROOT / "requirements.txt")}
+    names = {p.split("==")[0].lower() for p in layer_requirements(ROOT / "requirements-layer.txt")}
     assert not names & set(CLI_ONLY) and not names & set(NEVER_IMPORTED)
     assert {"pydantic", "numpy", "aws-lambda-powertools", "threadpoolctl"} <= names
 

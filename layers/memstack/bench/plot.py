@@ -1,6 +1,6 @@
 """``--plot FILE.png``: the scale curve of ``memstack bench search`` (matplotlib, laptop only).
 
-matplotlib is a pin of ``requirements-local.txt``: it is not in the Lambda layer.
+matplotlib is the ``plot`` extra: it is not in the Lambda layer.
 """
 
 from __future__ import annotations

@@ -31,12 +31,14 @@ class ServerProcess:
         threads: int = 8,
         workers: int = 1,
         tenant: str = "bench",
+        python: str = sys.executable,
     ) -> None:
         self.data_dir = data_dir
         self.embedder = embedder
         self.threads = threads
         self.workers = workers
         self.tenant = tenant
+        self.python = python  # another venv's interpreter: scripts/check_install.py
         self.port = 0
         self._proc: subprocess.Popen[str] | None = None
         self._output: list[str] = []
@@ -51,7 +53,7 @@ class ServerProcess:
         )
         self._proc = subprocess.Popen(
             [
-                *(sys.executable, "-m", "memstack", "serve", "--host", "127.0.0.1", "--port", "0"),
+                *(self.python, "-m", "memstack", "serve", "--host", "127.0.0.1", "--port", "0"),
                 *("--threads", str(self.threads), "--workers", str(self.workers)),
             ],
             stdout=subprocess.PIPE,

@@ -13,6 +13,7 @@ from memstack.cli import (
     mcp,
     memories,
     migrate,
+    models,
     openapi,
     opensearch,
     search,
@@ -38,6 +39,7 @@ for module in (
     opensearch,
     transfer,
     migrate,
+    models,
     bench,
 ):
     module.register(app)

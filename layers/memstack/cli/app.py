@@ -12,8 +12,11 @@ from typing import Any
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
+from memstack import __version__
 from memstack.errors import MemstackError
+from memstack.extras import missing_module_hint
 from memstack.factory import build_service
 from memstack.service import MemoryService
 from memstack.settings import Settings, load_settings
@@ -29,9 +32,18 @@ app = typer.Typer(
 console = Console()
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"memstack {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global_options(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="log each pipeline step (JSON on stderr)"),
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="print the version and exit"
+    ),
 ) -> None:
     # The library logs one structured line per search and job (what CloudWatch
     # wants); at a terminal that is noise unless asked for.
@@ -106,7 +118,8 @@ def run(args: list[str] | None = None) -> int:
         err_console.print("aborted")
         return 130
     except UserError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        # escape: a message may name an extra, `memstack[integrations]`, which is not markup.
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return 2
     except MemstackError as exc:
         err_console.print(f"[red]error ({exc.code}):[/red] {exc.message}", highlight=False)
@@ -118,6 +131,13 @@ def run(args: list[str] | None = None) -> int:
         return 2
     except OSError as exc:
         err_console.print(f"[red]error:[/red] {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+        return 1
+    except ModuleNotFoundError as exc:
+        # An optional part this install left out (an extra): say which extra brings it.
+        hint = missing_module_hint(exc)
+        if hint is None:
+            raise
+        err_console.print(f"[red]error:[/red] {escape(hint)}", highlight=False)
         return 1
     except Exception as exc:
         # Usage errors come from the click that Typer vendors; match them by

@@ -58,7 +58,7 @@ def mcp(
         from memstack.integrations.toolkit import MemoryToolkit
     except ImportError as exc:
         raise UserError(
-            f"the MCP server needs the MCP SDK ({exc.name}): pip install -r requirements-integrations.txt"
+            f"the MCP server needs the MCP SDK ({exc.name}): pip install 'memstack[integrations]'"
         ) from None
     settings = settings_from_cli(mcp_user_id=user, mcp_agent_id=agent)
     if url:

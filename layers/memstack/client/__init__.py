@@ -2,8 +2,8 @@
 
 Both send the same requests, return the same pydantic models
 (``memstack.api.schemas``), retry the same way (``RetryPolicy``) and raise the
-same ``MemoryApiError``. They need ``httpx`` (requirements-integrations.txt;
-``pip install 'memstack[client]'``), which the Lambda layer does not ship.
+same ``MemoryApiError``. They need only ``httpx`` and pydantic (``pip install 'memstack[client]'``): no
+numpy, no AWS SDK (``aws_region`` signing imports botocore only when used).
 """
 
 from memstack.client.aio import AsyncMemoryClient

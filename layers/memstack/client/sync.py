@@ -48,8 +48,8 @@ class MemoryClient(ClientCore):
     ) -> None:
         """``api_key`` for the local server; ``aws_region`` (optional botocore credentials) for SigV4.
 
-        ``transport`` replaces the network (``httpx.MockTransport`` in tests, or
-        ``memstack.client.local.in_process_transport`` to call a service in this process).
+        ``transport`` replaces the network (``httpx.MockTransport`` in tests;
+        ``memstack.client.in_process.in_process_client`` passes the API of a service in this process).
         """
         super().__init__(base_url, api_key, aws_region, aws_credentials, timeout, retry, headers)
         self._sleep = sleep

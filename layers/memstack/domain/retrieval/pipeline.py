@@ -1,4 +1,4 @@
-"""The retrieval pipeline of DESIGN.md: the stages of ``stages.PIPELINE``, run in order on every search.
+"""The retrieval pipeline of docs/architecture.md: ``stages.PIPELINE``, run in order on every search.
 
 1 query analysis → 2 Matryoshka vector search → 3 BM25 → 4 weighted RRF →
 5 temporal boost → 6 near-duplicate removal → 7 rerank → 8 history.

@@ -18,7 +18,7 @@ from memstack.domain.retrieval.stages.rerank import Rerank
 from memstack.domain.retrieval.stages.temporal import TemporalBoost
 from memstack.domain.retrieval.stages.vector import VectorSearch
 
-#: the eight stages of DESIGN.md, in the order every search runs them
+#: the eight stages of docs/architecture.md, in the order every search runs them
 PIPELINE: tuple[Stage, ...] = (
     AnalyseQuery(),
     VectorSearch(),
