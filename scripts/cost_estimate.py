@@ -47,6 +47,8 @@ PRICES = {
     "xray_trace": 5.00 / 1e6,
     "opensearch_gp3_gb_month": 0.122,
     "aoss_ocu_hour": 0.24,
+    "aurora_acu_hour": 0.12,  # Aurora Serverless v2 (I/O-Standard)
+    "secret_month": 0.40,  # Secrets Manager, per secret
 }
 INSTANCE_HOUR = {"m7g.large.search": 0.136, "r7g.xlarge.search": 0.333}
 #: Bedrock on-demand USD per million tokens (input, output), by model id without a profile prefix
@@ -55,7 +57,9 @@ TOKENS = {
     "anthropic.claude-sonnet-4-5-20250929-v1:0": (3.00, 15.00),
     "amazon.titan-embed-text-v2:0": (0.02, 0.0),
 }
-AOSS_MIN_OCU = 4  # 2 indexing + 2 search with standby replicas
+# The idle floor with redundancy (standby replicas on): 1 OCU for indexing and 1 for search, each
+# 0.5 OCU x 2 (AWS's "Managing capacity limits for OpenSearch Serverless" page); 1 OCU without them.
+AOSS_MIN_OCU = 2
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,13 @@ class Traffic:
     consolidation_seconds: float = 10.0
     log_bytes_per_invocation: int = 2000
 
+
+#: the variants docs/deploy.md prices beside the tiers: (title, tier, context)
+VARIANTS = (
+    ("medium, OpenSearch Serverless", "medium", {"opensearch_serverless": "true"}),
+    ("small, store_backend=postgres", "small", {"store_backend": "postgres"}),
+    ("medium, store_backend=postgres", "medium", {"store_backend": "postgres"}),
+)
 
 TRAFFIC = {
     "small": Traffic(100),
@@ -178,6 +189,18 @@ def fixed_costs(template: dict[str, Any]) -> list[tuple[str, str, float]]:
                 AOSS_MIN_OCU * PRICES["aoss_ocu_hour"] * HOURS,
             )
         )
+    for cluster in _resources(template, "AWS::RDS::DBCluster"):
+        floor = float(cluster["ServerlessV2ScalingConfiguration"]["MinCapacity"])
+        pause = cluster["ServerlessV2ScalingConfiguration"].get("SecondsUntilAutoPause")
+        what = "Aurora Serverless v2 minimum capacity"
+        if floor == 0:
+            qty = f"0 ACU (pauses after {int(pause) // 60} min idle)" if pause else "0 ACU"
+        else:
+            qty = f"{floor:g} ACU"
+        rows.append((what, qty, floor * PRICES["aurora_acu_hour"] * HOURS))
+    secrets = len(_resources(template, "AWS::SecretsManager::Secret"))
+    if secrets:
+        rows.append(("Secrets Manager secret (database)", str(secrets), secrets * PRICES["secret_month"]))
     return rows
 
 
@@ -187,6 +210,13 @@ def _base_model(model_id: str) -> str:
         if model_id.split(".", 1)[0] in ("us", "eu", "apac", "global", "jp", "au", "ca")
         else model_id
     )
+
+
+def setting(env: dict[str, Any], name: str) -> Any:
+    """A function's setting: its variable, or the default it reads when the stack leaves it unset."""
+    from stacks.constructs.environment import default_of
+
+    return env.get(f"MEMSTACK_{name.upper()}", default_of(name))
 
 
 def request_costs(template: dict[str, Any], traffic: Traffic) -> list[tuple[str, str, float]]:
@@ -199,13 +229,13 @@ def request_costs(template: dict[str, Any], traffic: Traffic) -> list[tuple[str,
     jobs = messages / traffic.consolidation_every
 
     def model(name: str) -> tuple[float, float]:
-        return TOKENS[_base_model(env[name])]
+        return TOKENS[_base_model(str(setting(env, name)))]
 
-    ex_in, ex_out = model("MEMSTACK_BEDROCK_EXTRACTION_MODEL")
-    sy_in, sy_out = model("MEMSTACK_BEDROCK_SYNTHESIS_MODEL")
-    em_in, _ = model("MEMSTACK_BEDROCK_EMBEDDING_MODEL")
-    dim = int(env["MEMSTACK_EMBEDDING_DIM"])
-    coarse = int(env["MEMSTACK_COARSE_DIM"])
+    ex_in, ex_out = model("bedrock_extraction_model")
+    sy_in, sy_out = model("bedrock_synthesis_model")
+    em_in, _ = model("bedrock_embedding_model")
+    dim = int(setting(env, "embedding_dim"))
+    coarse = int(setting(env, "coarse_dim"))
     item_kb = (4 * (dim + coarse) + 600) / 1024  # both vectors as float32, plus text and keys
     wru_per_write = -(-item_kb // 1)  # 1 KB units, rounded up
     gb_s = (
@@ -297,9 +327,9 @@ def main() -> int:
                 )
                 + "\n"
             )
-        serverless = synth("medium", Path(tmp), opensearch_serverless="true")
-        print("### medium, OpenSearch Serverless\n")
-        print(table(fixed_costs(serverless), "fixed (no traffic)") + "\n")
+        for title, tier, context in VARIANTS:
+            print(f"### {title}\n")
+            print(table(fixed_costs(synth(tier, Path(tmp), **context)), "fixed (no traffic)") + "\n")
     return 0
 
 

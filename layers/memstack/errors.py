@@ -72,3 +72,11 @@ class DependencyFailed(MemstackError):
 
     code = "dependency_failed"
     status = 503
+
+
+class Throttled(DependencyFailed):
+    """A dependency refused the call for its rate (Bedrock, DynamoDB): the same work succeeds later.
+
+    Still a 503 ``dependency_failed`` to an API caller; a queue worker defers the job with a
+    backoff instead of counting a failed attempt (``workers/sqs.py``).
+    """

@@ -131,8 +131,13 @@ def build_summariser(
 
         return openai_summariser(settings, http_client)
     if settings.llm == "bedrock":
-        from memstack.adapters.llm.bedrock_converse import prompt_cache_enabled
-        from memstack.adapters.llm.bedrock_summariser import BedrockSummariser
+        from memstack.adapters.llm.bedrock_converse import prefix_tokens, prompt_cache_enabled
+        from memstack.adapters.llm.bedrock_summariser import (
+            SUMMARY_TOOL,
+            SYNTHESIS_TOOL,
+            SYSTEM,
+            BedrockSummariser,
+        )
 
         return BedrockSummariser(
             settings.bedrock_synthesis_model,
@@ -140,7 +145,9 @@ def build_summariser(
             region=settings.aws_region,
             temperature=settings.bedrock_temperature,
             prompt_cache=prompt_cache_enabled(
-                settings.bedrock_prompt_cache, settings.bedrock_synthesis_model
+                settings.bedrock_prompt_cache,
+                settings.bedrock_synthesis_model,
+                prefix_tokens(SYSTEM, SUMMARY_TOOL, SYNTHESIS_TOOL),
             ),
         )
     from memstack.adapters.llm.extractive_summariser import ExtractiveSummariser

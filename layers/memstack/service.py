@@ -160,15 +160,23 @@ class MemoryService:
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
         """Erase the user from every store; what was removed, per store.
 
-        The memory store goes last: it sets the erasure marker that refuses the
-        writes of any job still running for the user, and compacts the file.
+        The memory store goes first and last. First: should a later step fail
+        (a queue or table refusing the call), the user's long-term memories are
+        already gone and fenced, not searchable while the STM they came from is
+        gone; the caller's retry runs every step again, and each is idempotent,
+        so retries converge. Last: a job that read the STM before it was
+        deleted began before this second erasure marker, so whatever it wrote
+        is deleted now and whatever it still writes is refused (the marker is
+        the fence, domain/erasure.py); the store also compacts its file here.
         """
-        counts = {"stm": self.stm.erase_user(tenant, user_id)}
+        counts = dict(self.store.erase_user(tenant, user_id))
+        counts["stm"] = self.stm.erase_user(tenant, user_id)
         if self.queue is not None:
             counts["jobs"] = self.queue.erase_user(tenant, user_id)
         if self.consolidator is not None and self.consolidator.leases is not None:
             counts["leases"] = self.consolidator.leases.erase_user(tenant, user_id)
-        counts.update(self.store.erase_user(tenant, user_id))
+        for name, late in self.store.erase_user(tenant, user_id).items():
+            counts[name] = counts.get(name, 0) + late
         return counts
 
     # -------------------------------------------------------------------- jobs

@@ -249,7 +249,8 @@ class Settings(BaseSettings):
     bedrock_max_tokens: int = Field(1024, ge=1)
     bedrock_prompt_cache: Literal["auto", "true", "false"] = Field(
         "auto",
-        description="cache points after the fixed system prompt and tool schema (auto: models taking them)",
+        description="cache points after the fixed system prompt and tool schema (auto: only for a model "
+        "that takes them and caches a prefix that short)",
     )
     bedrock_temperature: float = Field(0.0, ge=0.0, le=1.0)
     # --- OpenAI-compatible LLM server (MEMSTACK_LLM=openai: OpenAI, vLLM, Ollama, llama.cpp, LM Studio)

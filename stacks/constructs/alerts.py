@@ -20,6 +20,12 @@ from stacks.config import StackConfig
 PUBLISHING_SERVICES = ("cloudwatch.amazonaws.com", "budgets.amazonaws.com", "costalerts.amazonaws.com")
 
 
+def alarm_name(config: StackConfig, purpose: str) -> str:
+    """The alarm's name in the console: ``<service>-<tier>-<purpose>``, the purpose as docs/operations.md
+    lists it (a generated name would not say which runbook entry to open)."""
+    return f"{config.service_name}-{config.tier}-{purpose}"
+
+
 class AlertTopic(Construct):
     def __init__(self, scope: Construct, cid: str, *, config: StackConfig) -> None:
         super().__init__(scope, cid)

@@ -32,6 +32,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from stacks.config import StackConfig
+from stacks.constructs.alerts import alarm_name
 from stacks.constructs.functions import retention
 from stacks.nag import ack
 
@@ -161,6 +162,7 @@ class MemoryDatabase(Construct):
             alarm = cw.Alarm(
                 self,
                 cid,
+                alarm_name=alarm_name(config, cid),
                 metric=metric,
                 threshold=threshold,
                 evaluation_periods=periods,

@@ -9,7 +9,7 @@ concurrency so a burst of messages cannot flood Bedrock's quotas.
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Stack
+from aws_cdk import CustomResource, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
@@ -30,6 +30,8 @@ from stacks.constructs.storage import Storage
 API_TIMEOUT = Duration.seconds(26)
 SYNC_BUDGET = Duration.seconds(20)
 SCHEDULER_TIMEOUT = Duration.minutes(5)
+# A paused Aurora cluster takes up to ~15 s to resume; the migrations themselves take seconds.
+MIGRATION_TIMEOUT = Duration.minutes(5)
 COST_REPORT_TIMEOUT = Duration.minutes(1)
 #: each function's Powertools service name is <service_name>-<suffix>; alarms and dashboard read the same
 SERVICE_SUFFIX = {
@@ -38,6 +40,7 @@ SERVICE_SUFFIX = {
     "consolidation_scheduler": "scheduler",
     "consolidation_worker": "consolidation",
     "cost_report": "cost",
+    "schema_migration": "migrate",
 }
 
 
@@ -148,10 +151,21 @@ class Compute(Construct):
         )
 
         self._grant_data(config, storage, queues, search, topic)
+        self.schema_migration: lambda_.Function | None = None
         if database is not None:
-            # Every function that builds the service opens the store (the scheduler too).
-            for fn in (*self.data_plane(), self.consolidation_scheduler):
+            # The functions that read and write memories; the scheduler only reads STM and sends jobs
+            # (its store is never opened: migrations run at deploy time, below).
+            for fn in self.data_plane():
                 database.grant_data_api(fn)
+            self.schema_migration = make(
+                "SchemaMigration",
+                "schema_migration",
+                256,
+                MIGRATION_TIMEOUT,
+                "memstack deploy-time PostgreSQL schema migrations (CloudFormation custom resource)",
+            )
+            database.grant_data_api(self.schema_migration)
+            self._migrate_at_deploy(database, self.schema_migration)
         self._grant_models(config)
         self.extraction_worker.add_event_source(
             sources.SqsEventSource(
@@ -170,6 +184,27 @@ class Compute(Construct):
                 report_batch_item_failures=True,
             )
         )
+
+    def _migrate_at_deploy(self, database: MemoryDatabase, fn: lambda_.Function) -> None:
+        """The custom resource CloudFormation sends Create/Update to: the schema is migrated before traffic.
+
+        Its properties change when a migration is added or the coarse dimension changes, so a
+        deploy that brings either runs the migrations again; the cluster is up before it runs.
+        """
+        from memstack.adapters.postgres.schema import LATEST
+
+        resource = CustomResource(
+            self,
+            "Schema",
+            service_token=fn.function_arn,
+            resource_type="Custom::MemstackSchema",
+            properties={
+                "Schema": self.settings.postgres_schema,
+                "CoarseDim": str(self.settings.coarse_dim),
+                "Migrations": str(LATEST),
+            },
+        )
+        resource.node.add_dependency(database.cluster)
 
     def all(self) -> dict[str, lambda_.Function]:
         return {
@@ -200,12 +235,20 @@ class Compute(Construct):
         # The API enqueues extraction jobs on ingest and consolidation jobs on request.
         queues.extraction.queue.grant_send_messages(self.api)
         queues.consolidation.queue.grant_send_messages(self.api)
+        # DELETE /v1/users/{id} removes the user's dead-lettered jobs: it receives both DLQs, deletes
+        # the user's messages and makes the others visible again (SqsJobQueue.erase_user).
+        for work in queues.all():
+            work.dlq.grant_consume_messages(self.api)
         # The scheduler purges expired STM, finds users with pending STM (sparse index) and fans out
         # one message per user.
         storage.stm_table.grant_read_write_data(self.consolidation_scheduler)
         queues.consolidation.queue.grant_send_messages(self.consolidation_scheduler)
         # ... and re-enqueues extraction owed to messages whose enqueue was lost (the outbox sweep).
         queues.extraction.queue.grant_send_messages(self.consolidation_scheduler)
+        # A worker defers a throttled job by sending it back to its own queue with a delay
+        # (adapters/queue/sqs_backoff.py), so throttling never spends the job's receives.
+        queues.extraction.queue.grant_send_messages(self.extraction_worker)
+        queues.consolidation.queue.grant_send_messages(self.consolidation_worker)
         # Cost report: Cost Explorer has no resource-level permissions, so "*" is the only option.
         self.cost_report.add_to_role_policy(
             iam.PolicyStatement(

@@ -1,21 +1,26 @@
-"""Every ``MEMSTACK_*`` variable a function reads, with its value from the one deployment config.
+"""The ``MEMSTACK_*`` variables of each function: what its handler reads, where it differs from the default.
 
 The values come from one typed ``Settings`` object (layers/memstack/settings.py)
 built from ``StackConfig`` (cdk.json context), the resources the stack
 creates (tables, queues, topic, search endpoint) and ``-c settings='{...}'``
-overrides; anything else is the ``Settings`` default, written out so the
-function never depends on a default that is not visible in its template.
-Building that object at synth validates every value, so a bad override
-stops ``cdk synth`` with the variable's name.
+overrides. Building that object at synth validates every value, so a bad
+override stops ``cdk synth`` with the variable's name.
 
-Which names each function reads is declared here per function
-(``FUNCTION_READS``); tests/infra/test_deployed_flow.py records what each
-handler really reads while it runs and fails when a name is missing, so
-this list cannot drift from the code.
+A function carries only the settings its handler reads (``FUNCTION_READS``)
+whose deployed value differs from the ``Settings`` default: the function's
+layer is built from this same source, so an unset variable reads that very
+default. Writing out every default (77-92 variables) took an environment
+past Lambda's 4 KB limit, which Lambda measures as the compact JSON of the
+``Variables`` map (``environment_bytes``); tests/infra/test_environment_size.py
+keeps every tier, variant and documented option below 3 KB with names as
+CloudFormation generates them. tests/infra/test_deployed_flow.py records
+what each handler really reads while it runs and fails when a name is
+missing from its list, so an override can never be silently dropped.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -155,12 +160,16 @@ COST_REPORT = (
     "tier_tag",
 )
 
+#: the deploy-time migration (plus the postgres store's names, ``function_reads``)
+SCHEMA_MIGRATION = ("store_backend", "aws_region", "coarse_dim", "embedding_dim")
+
 FUNCTION_READS: dict[str, tuple[str, ...]] = {
     "api": SERVICE + API,
     "extraction_worker": SERVICE + QUEUE_WORKER,
     "consolidation_scheduler": SERVICE + SCHEDULER,
     "consolidation_worker": SERVICE + QUEUE_WORKER,
     "cost_report": COST_REPORT,
+    "schema_migration": SCHEMA_MIGRATION,
 }
 
 #: Lambda's only writable path, should anything fall back to local files
@@ -218,6 +227,10 @@ def deployment_settings(config: StackConfig, resources: dict[str, str]) -> Setti
         **config.settings,
         **resources,
     }
+    if config.store_backend == "postgres":
+        # Migrations run at deploy time (the schema custom resource): a cold start, the hourly
+        # scheduler's above all, must not resume a paused Aurora cluster to find nothing to apply.
+        values["postgres_migrate_on_start"] = False
     validate_overrides(config.settings)
     # The stack's own resources cannot be overridden: IAM is granted on them, not on a name from context.
     clash = sorted(set(config.settings) & set(resources))
@@ -243,11 +256,21 @@ def env_value(value: Any) -> str:
     return str(value)
 
 
+def default_of(name: str) -> Any:
+    """What ``Settings`` reads when ``MEMSTACK_<NAME>`` is unset."""
+    return Settings.model_fields[name].get_default(call_default_factory=True)
+
+
 def function_environment(settings: Settings, names: tuple[str, ...]) -> dict[str, str]:
-    """``MEMSTACK_<NAME>`` for each name; a ``None`` stays unset (that is how ``Settings`` reads None)."""
+    """``MEMSTACK_<NAME>`` for each name whose value is not the default (an unset variable reads it)."""
     env = {}
     for name in names:
         value = getattr(settings, name)
-        if value is not None:
+        if value is not None and value != default_of(name):
             env[f"MEMSTACK_{name.upper()}"] = env_value(value)
     return env
+
+
+def environment_bytes(variables: dict[str, str]) -> int:
+    """The size Lambda limits to 4 KB: the ``Variables`` map as compact JSON, in UTF-8 bytes."""
+    return len(json.dumps(variables, separators=(",", ":"), ensure_ascii=False).encode())

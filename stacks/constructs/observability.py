@@ -19,6 +19,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from stacks.config import StackConfig
+from stacks.constructs.alerts import alarm_name
 from stacks.constructs.compute import service_name
 from stacks.constructs.queues import Queues
 from stacks.constructs.search import SearchBackend, SearchCollection, SearchDomain
@@ -106,6 +107,7 @@ class Observability(Construct):
     ) -> None:
         super().__init__(scope, cid)
         self._action = actions.SnsAction(topic)
+        self._config = config
         self.alarms: list[cw.Alarm] = []
         self._latency_alarm(config)
         for name, fn in functions.items():
@@ -162,6 +164,7 @@ class Observability(Construct):
         alarm = cw.Alarm(
             self,
             cid,
+            alarm_name=alarm_name(self._config, cid),
             metric=metric,
             threshold=threshold,
             comparison_operator=comparison,

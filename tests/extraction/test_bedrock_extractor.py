@@ -271,3 +271,30 @@ def test_extraction_and_consolidation_models_are_configured_apart(tmp_path: Any,
     assert build_extractor(cached, client).converse.cache  # type: ignore[attr-defined]
     forced = load_settings(data_dir=tmp_path, llm="bedrock", bedrock_prompt_cache="true")
     assert build_extractor(forced, client).converse.cache  # type: ignore[attr-defined]
+
+
+def test_auto_caches_only_where_the_model_caches_a_prefix_that_long(tmp_path: Any, client: Any) -> None:
+    """Issue 23, item 4: Claude Haiku 4.5 caches a prefix of 4,096 tokens or more; the extraction prefix
+    is about 1,100, so cache points there were never used. auto sends them only where they pay."""
+    from memstack.adapters.llm.bedrock_converse import cache_minimum_tokens, prefix_tokens
+    from memstack.adapters.llm.bedrock_extractor import SYSTEM_PROMPT
+    from memstack.adapters.llm.bedrock_extractor import TOOL as EXTRACTION
+    from memstack.factory import build_summariser
+
+    extraction_prefix = prefix_tokens(SYSTEM_PROMPT, EXTRACTION)
+    assert 1000 <= extraction_prefix < 1300  # the figure the docs quote
+    haiku = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    assert cache_minimum_tokens(haiku) == 4096
+    default = load_settings(data_dir=tmp_path, llm="bedrock")
+    assert default.bedrock_extraction_model == haiku
+    assert not build_extractor(default, client).converse.cache  # type: ignore[attr-defined]
+    # The summary and synthesis prefixes are below even Sonnet's 1,024.
+    assert not build_summariser(default, client).chat.cache  # type: ignore[attr-defined]
+    # Sonnet 4.5 for extraction: 1,024 minimum, the prefix qualifies.
+    sonnet = load_settings(
+        data_dir=tmp_path,
+        llm="bedrock",
+        bedrock_extraction_model="us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    )
+    assert build_extractor(sonnet, client).converse.cache  # type: ignore[attr-defined]
+    assert cache_minimum_tokens("anthropic.claude-3-haiku-20240307-v1:0") is None  # takes no cache points

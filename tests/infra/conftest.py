@@ -85,3 +85,16 @@ def large(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
 def serverless(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The medium tier on an OpenSearch Serverless collection instead of a domain."""
     return synth("medium", layer_dir, tmp_path_factory.mktemp("cdk-aoss"), opensearch_serverless="true")
+
+
+@pytest.fixture(scope="session")
+def postgres_small(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The small tier on Aurora PostgreSQL (``store_backend=postgres``), once per session."""
+    return synth("small", layer_dir, tmp_path_factory.mktemp("cdk-pg-small"), store_backend="postgres")
+
+
+def effective(env: dict[str, Any], name: str) -> Any:
+    """What the function reads for a setting: its variable, else the default (the stack omits defaults)."""
+    from stacks.constructs.environment import default_of, env_value
+
+    return env.get(f"MEMSTACK_{name.upper()}", env_value(default_of(name)))

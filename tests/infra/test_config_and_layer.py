@@ -108,12 +108,14 @@ def test_every_function_setting_comes_from_the_one_config() -> None:
     """Item 4: values derive from StackConfig (+ resources), including the schedule's rate."""
     from stacks.constructs.environment import deployment_settings, function_environment, function_reads
 
-    config = _config(consolidation_rate_minutes="15", settings='{"rrf_k": 7}')
+    config = _config(consolidation_rate_minutes="15", settings='{"rrf_k": 7, "index_date_in_text": false}')
     settings = deployment_settings(config, {"stm_table": "stm", "aws_region": "eu-west-1"})
     env = function_environment(settings, function_reads(config, "consolidation_scheduler"))
     assert env["MEMSTACK_CONSOLIDATION_INTERVAL_SECONDS"] == "900.0"
     assert env["MEMSTACK_RRF_K"] == "7" and env["MEMSTACK_STM_TABLE"] == "stm"
-    assert env["MEMSTACK_INDEX_DATE_IN_TEXT"] == "true"  # how Settings reads a bool back
+    assert env["MEMSTACK_INDEX_DATE_IN_TEXT"] == "false"  # how Settings reads a bool back
+    # A value equal to its default is left out: the function reads that very default (issue 23).
+    assert "MEMSTACK_RRF_K" in env and "MEMSTACK_BM25_CANDIDATES" not in env
 
 
 def test_function_settings_ignore_the_synth_machines_environment(monkeypatch: pytest.MonkeyPatch) -> None:

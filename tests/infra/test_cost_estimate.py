@@ -22,6 +22,31 @@ def test_the_small_tiers_fixed_cost_in_the_docs_matches_its_template(small: Synt
     )
 
 
+@pytest.mark.parametrize("variant", ["serverless", "postgres_small"])
+def test_the_variants_fixed_costs_in_the_docs_match_their_templates(
+    variant: str, request: pytest.FixtureRequest
+) -> None:
+    """Issue 23, item 7: OpenSearch Serverless' floor is 2 OCU with redundancy (was priced as 4), and
+    the Aurora floor and its secret are counted from the template."""
+    synth: Synth = request.getfixturevalue(variant)
+    rendered = table(fixed_costs(synth.raw), "fixed (no traffic)")
+    assert rendered in DEPLOY_MD.read_text(), (
+        "docs/deploy.md no longer matches the template: run scripts/cost_estimate.py and paste its tables\n"
+        + rendered
+    )
+
+
+def test_the_aoss_floor_is_two_ocu_at_list_price() -> None:
+    from scripts.cost_estimate import AOSS_MIN_OCU, HOURS, PRICES
+
+    # 1 OCU indexing + 1 OCU search, each 0.5 OCU x 2 with standby replicas (AWS's capacity page).
+    assert AOSS_MIN_OCU == 2
+    assert round(AOSS_MIN_OCU * PRICES["aoss_ocu_hour"] * HOURS, 2) == 350.40
+    backends = (DEPLOY_MD.parent / "backends.md").read_text()
+    one_acu = round(1 * PRICES["aurora_acu_hour"] * HOURS)
+    assert f"≈ ${one_acu} with a 1-ACU floor" in backends  # $87.60, docs once said $120
+
+
 def test_alarm_metrics_count_every_metric_a_math_alarm_reads(small: Synth) -> None:
     alarms, metrics = alarm_metrics(small.raw)
     assert alarms == len(small.props("AWS::CloudWatch::Alarm"))

@@ -1,29 +1,27 @@
-"""The small tier as deployed: its tables and queues in moto, its handlers with their exact environments.
+"""The tier as deployed: stood up by CloudFormation (moto), every handler driven, every AWS call IAM-checked.
 
-One message goes in through an API Gateway proxy event and comes out the
-other end: API -> extraction worker (fed by the queue the template maps to
-it) -> search -> consolidation scheduler (the rule's target) -> consolidation
-worker -> cost report. Each handler is the file the template ships (its code
-asset), imported cold with nothing but the template's environment, so a
-variable the stack forgets, a table key or index the code does not expect,
-or a queue wired to the wrong consumer fails here. Bedrock is answered at
-the wire (``fake_bedrock``), Cost Explorer through ``Stubber``.
+Each handler is the file the template ships (its code asset), imported cold
+with the environment CloudFormation gave the function. The drive covers
+every route (add sync and async, search, list, get, patch, history, delete,
+keyed memories, consolidation sync and async, erase) and every job type
+(extraction, consolidation via the scheduler's fan-out, the outbox sweep,
+the cost report), plus the operator's dead-letter list and redrive.
+Bedrock is answered at the wire (``fake_bedrock``), the RDS Data API from
+the test PostgreSQL (``data_api_wire``), Cost Explorer through ``Stubber``.
 
-Every ``MEMSTACK_*`` setting each handler reads on the way (recorded by
-``settings_reads``) must be in that function's environment.
+moto does not enforce IAM, so every call the functions made is recorded on
+botocore's events (``aws_calls``) and evaluated against the function's own
+role in the synthesised template (``iam``): a call the role does not allow
+fails the test, as it would fail in an account. The same recording,
+evaluated against the API role as it was before issue 23 (no access to the
+dead-letter queues), refuses exactly the erase's dead-letter calls.
 """
 
 from __future__ import annotations
 
-import copy
-import importlib
-import importlib.util
 import json
-import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from types import ModuleType
 from typing import Any
 
 import boto3
@@ -32,161 +30,98 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from stacks.constructs.compute import service_name
+from stacks.constructs.environment import function_reads
 from stacks.constructs.observability import EMITTED_METRICS
-from tests.api.conftest import EVENT_TEMPLATE
+from tests.infra.aws_calls import CallRecorder
+from tests.infra.cloudformation import ACCOUNT, REGION
 from tests.infra.conftest import Synth
-from tests.infra.deployed import REGION, DeployedStack
+from tests.infra.deployed import DeployedStack
 from tests.infra.fake_bedrock import FakeBedrock, install
-from tests.infra.settings_reads import recording
+from tests.infra.flow import CALLER, Deployment, api_event, emitted_series
 
 pytestmark = pytest.mark.slow
 
-CALLER = "arn:aws:sts::123456789012:assumed-role/Agent/session-1"
+HANDLERS = {
+    "api": "api",
+    "extraction_worker": "extraction_worker",
+    "consolidation_scheduler": "consolidation_scheduler",
+    "consolidation_worker": "consolidation_worker",
+    "cost_report": "cost_report",
+}
 
 
-class Context:
-    """The parts of a Lambda context Powertools reads."""
-
-    def __init__(self, name: str) -> None:
-        self.function_name = name
-        self.memory_limit_in_mb = 1024
-        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:123456789012:function:{name}"
-        self.aws_request_id = f"req-{name}"
-        self.log_group_name = f"/aws/lambda/{name}"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
-
-
-@dataclass
-class Deployment:
-    stack: DeployedStack
-    bedrock: FakeBedrock
-    monkeypatch: pytest.MonkeyPatch
-    reads: dict[str, set[str]] = field(default_factory=dict)  # function logical id -> MEMSTACK_* read
-
-    def invoke(self, handler_dir: str, event: dict[str, Any], **kwargs: Any) -> Any:
-        """A cold start: the shipped handler.py imported afresh with exactly the function's environment."""
-        lid = self.stack.function_id(handler_dir)
-        read: set[str] = set()
-        try:
-            with self.monkeypatch.context() as patch, recording(patch) as read:
-                for name in [n for n in os.environ if n.startswith(("MEMSTACK_", "POWERTOOLS_"))]:
-                    patch.delenv(name)
-                for name, value in self.stack.environment(lid).items():
-                    patch.setenv(name, value)
-                patch.setenv("AWS_REGION", REGION)  # the Lambda runtime sets this
-                patch.setenv("POWERTOOLS_TRACE_DISABLED", "true")  # no X-Ray daemon here
-                return _cold_start(self.stack, lid, handler_dir, event, **kwargs)
-        finally:
-            self.reads.setdefault(lid, set()).update(read)
-
-    def deliver(self, handler_dir: str) -> dict[str, Any]:
-        """What Lambda's event source mapping does: receive from the mapped queue, invoke, delete the rest."""
-        lid = self.stack.function_id(handler_dir)
-        mapping = self.stack.event_source(lid)
-        url = self.stack.queue_feeding(lid)
-        sqs = self.stack.clients["sqs"]
-        messages = sqs.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=min(10, mapping.get("BatchSize", 10)), AttributeNames=["All"]
-        ).get("Messages", [])
-        assert messages, f"nothing on the queue that feeds {handler_dir}"
-        arn = self.stack.arns[next(k for k, v in self.stack.refs.items() if v == url)]
-        event = {"Records": [_sqs_record(m, arn) for m in messages]}
-        response = self.invoke(handler_dir, event)
-        failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
-        for m in messages:
-            if m["MessageId"] not in failed:
-                sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
-        return {"received": len(messages), "failed": sorted(failed)}
-
-
-def _cold_start(
-    stack: DeployedStack, lid: str, handler_dir: str, event: dict[str, Any], **kwargs: Any
-) -> Any:
-    from memstack.workers import lambda_entry
-
-    importlib.reload(lambda_entry)  # its module-level Powertools objects read the environment
-    module = _load(stack, lid, handler_dir)
-    try:
-        return module.handler(event, Context(lid), **kwargs)
-    finally:
-        resolver = getattr(module, "_resolver", None)
-        if resolver is not None:
-            resolver.deps.service.close()
-        lambda_entry.service_from_environment.cache_clear()
-        lambda_entry.worker_for.cache_clear()
-
-
-def _load(stack: DeployedStack, lid: str, handler_dir: str) -> ModuleType:
-    asset = stack.asset_dir(lid)
-    assert asset is not None
-    spec = importlib.util.spec_from_file_location(f"deployed_{handler_dir}_handler", asset / "handler.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _sqs_record(message: dict[str, Any], queue_arn: str) -> dict[str, Any]:
-    return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": message.get("Attributes", {}),
-        "messageAttributes": {},
-        "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs",
-        "eventSourceARN": queue_arn,
-        "awsRegion": REGION,
-    }
-
-
-def api_event(stage: str, method: str, path: str, body: Any) -> dict[str, Any]:
-    """The REST proxy event API Gateway sends for ``/v1/{proxy+}`` after IAM authorization."""
-    event = copy.deepcopy(EVENT_TEMPLATE)
-    proxy = path.removeprefix("/v1/")
-    event.update(
-        httpMethod=method,
-        path=path,
-        resource="/v1/{proxy+}",
-        pathParameters={"proxy": proxy},
-        queryStringParameters=None,
-        multiValueQueryStringParameters=None,
-        body=json.dumps(body),
-    )
-    headers = {"Content-Type": "application/json", "Host": "abc123.execute-api.us-east-1.amazonaws.com"}
-    event["headers"], event["multiValueHeaders"] = headers, {k: [v] for k, v in headers.items()}
-    context = event["requestContext"]
-    context.update(httpMethod=method, path=f"/{stage}{path}", resourcePath="/v1/{proxy+}", stage=stage)
-    context["identity"]["userArn"] = CALLER
-    context["identity"].pop("apiKey", None)
-    return event
+@pytest.fixture(params=["small", "postgres_small"])
+def variant(request: pytest.FixtureRequest) -> tuple[str, Synth]:
+    return request.param, request.getfixturevalue(request.param)
 
 
 @pytest.fixture
-def deployment(small: Synth, monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployment]:
-    # moto would answer Bedrock too (badly): let those calls through to the fake at the wire.
-    with mock_aws(config={"core": {"passthrough": {"services": ["bedrockruntime"]}}}):
+def deployment(
+    variant: tuple[str, Synth], monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[Deployment]:
+    name, synth = variant
+    # moto would answer Bedrock and the Data API too (badly): those are answered at the wire.
+    passthrough = {"services": ["bedrockruntime", "bedrock-agent-runtime", "rds-data"]}
+    with mock_aws(config={"core": {"passthrough": passthrough}}):
         session = boto3.setup_default_session(region_name=REGION) or boto3.DEFAULT_SESSION
         bedrock = FakeBedrock()
         install(session, bedrock)
-        clients = {name: boto3.client(name, region_name=REGION) for name in ("dynamodb", "sqs", "sns")}
-        stack = DeployedStack(small.raw, small.outdir, clients).create()
+        recorder = CallRecorder(REGION, ACCOUNT)
+        recorder.install(session)
+        stack = DeployedStack(synth.raw, synth.outdir, session, name=f"memstack-{name.replace('_', '-')}")
+        stack.create()
+        closers = []
+        if synth.stack.config.uses_postgres:
+            closers.append(_data_api(stack, session, request))
+        deployment = Deployment(stack, recorder, monkeypatch)
+        deployment.bedrock = bedrock  # type: ignore[attr-defined]
         try:
-            yield Deployment(stack, bedrock, monkeypatch)
+            yield deployment
         finally:
+            for close in closers:
+                close()
             boto3.DEFAULT_SESSION = None
 
 
-def _stage(small: Synth) -> str:
-    [stage] = small.props("AWS::ApiGateway::Stage")
+def _data_api(stack: DeployedStack, session: Any, request: pytest.FixtureRequest) -> Any:
+    """The Data API answered from the test PostgreSQL, on the schema the functions are configured with."""
+    import psycopg
+
+    from tests.data_api_emulator import DataApiEmulator
+    from tests.infra.data_api_wire import DataApiWire
+    from tests.infra.data_api_wire import install as install_wire
+
+    server = request.getfixturevalue("postgres_server")
+    env = stack.environment(stack.function_id("api"))
+    schema = env.get("MEMSTACK_POSTGRES_SCHEMA", "memstack")
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    emulator = DataApiEmulator(server.dsn)
+    wire = DataApiWire(emulator, env["MEMSTACK_POSTGRES_CLUSTER_ARN"], env["MEMSTACK_POSTGRES_SECRET_ARN"])
+    install_wire(session, wire)
+
+    def close() -> None:
+        emulator.close()
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+    return close
+
+
+def _stage(synth: Synth) -> str:
+    [stage] = synth.props("AWS::ApiGateway::Stage")
     return str(stage["StageName"])
 
 
-def _post(deployment: Deployment, stage: str, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-    answer = deployment.invoke("api", api_event(stage, "POST", path, body))
-    return answer["statusCode"], json.loads(answer["body"])
+class Api:
+    def __init__(self, deployment: Deployment, stage: str) -> None:
+        self.deployment, self.stage = deployment, stage
+
+    def __call__(
+        self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None
+    ) -> tuple[int, Any]:
+        answer = self.deployment.invoke("api", api_event(self.stage, method, path, body, query))
+        return answer["statusCode"], json.loads(answer["body"] or "null")
 
 
 def _cost_explorer(day: datetime) -> tuple[Any, Stubber]:
@@ -214,60 +149,82 @@ def _cost_explorer(day: datetime) -> tuple[Any, Stubber]:
     return ce, stub
 
 
-def emitted_series(stdout: str) -> set[tuple[str, str, tuple[tuple[str, str], ...]]]:
-    """(service, metric, other dimensions) of every EMF line the handlers printed."""
-    series = set()
-    for line in stdout.splitlines():
-        if not (line.startswith("{") and '"_aws"' in line):
-            continue
-        blob = json.loads(line)
-        for directive in blob["_aws"]["CloudWatchMetrics"]:
-            dims = tuple(sorted((d, str(blob[d])) for group in directive["Dimensions"] for d in group))
-            extra = tuple((d, v) for d, v in dims if d != "service")
-            for metric in directive["Metrics"]:
-                series.add((str(blob["service"]), metric["Name"], extra))
-    return series
+def _migrate_as_cloudformation_does(deployment: Deployment) -> None:
+    """CloudFormation's Create request to the schema custom resource, answered on its ResponseURL."""
+    [(lid, resource)] = [
+        (lid, r)
+        for lid, r in deployment.stack.template["Resources"].items()
+        if r["Type"] == "Custom::MemstackSchema"
+    ]
+    event = {
+        "RequestType": "Create",
+        "ResponseURL": "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/x",
+        "StackId": f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/{deployment.stack.name}/1",
+        "RequestId": "request-1",
+        "ResourceType": "Custom::MemstackSchema",
+        "LogicalResourceId": lid,
+        "ResourceProperties": deployment.stack.resolve(resource["Properties"]),
+    }
+    answers: list[tuple[str, dict[str, Any]]] = []
+    deployment.invoke("schema_migration", event, respond=lambda url, body: answers.append((url, body)))
+    [(url, body)] = answers
+    assert url == event["ResponseURL"] and body["Status"] == "SUCCESS", body
+    assert body["Data"]["Version"] == body["Data"]["Latest"] == int(event["ResourceProperties"]["Migrations"])
 
 
-def test_a_message_travels_the_deployed_small_tier(
-    deployment: Deployment, small: Synth, capsys: pytest.CaptureFixture[str]
-) -> None:
-    stage = _stage(small)
+def _drive(deployment: Deployment, api: Api) -> None:
+    """Every route and job type, on two users: Maya (kept) and Ann (erased at the end)."""
     turn = {"id": "turn-1", "role": "user", "speaker": "Maya", "content": "I moved to Lisbon in March."}
-    status, added = _post(deployment, stage, "/v1/memories", {"user_id": "maya", "messages": [turn]})
+    status, added = api("POST", "/v1/memories", {"user_id": "maya", "messages": [turn]})
     assert (status, added["queued"]) == (202, 1), added
-
     # The extraction worker gets the job from the queue the template maps to it.
     assert deployment.deliver("extraction_worker") == {"received": 1, "failed": []}
 
-    status, found = _post(
-        deployment, stage, "/v1/memories/search", {"user_id": "maya", "query": "where does Maya live"}
-    )
+    status, found = api("POST", "/v1/memories/search", {"user_id": "maya", "query": "where does Maya live"})
     assert status == 200, found
     [memory] = [r for r in found["results"] if r["tier"] == "ltm"]
     assert "Lisbon" in memory["content"] and memory["source_ids"] == ["turn-1"]
+    mid = memory["id"]
+
+    # sync with extraction would wait (up to the sync budget) for the worker; without, it answers now.
+    sync = {"id": "turn-2", "role": "user", "content": "My sister Ines lives in Porto."}
+    body = {"user_id": "maya", "sync": True, "infer": False, "messages": [sync]}
+    status, answer = api("POST", "/v1/memories", body)
+    assert (status, answer["status"], answer["queued"]) == (202, "stored", 0), answer
+    status, listed = api("GET", "/v1/memories", query={"user_id": "maya"})
+    assert status == 200 and listed["memories"], listed
+    assert api("GET", f"/v1/memories/{mid}", query={"user_id": "maya"})[0] == 200
+    patch = {"user_id": "maya", "content": "I moved to Lisbon in March 2024."}
+    status, patched = api("PATCH", f"/v1/memories/{mid}", patch)
+    assert status == 200, patched
+    status, history = api("GET", f"/v1/memories/{patched['id']}/history", query={"user_id": "maya"})
+    assert status == 200 and len(history["memories"]) >= 2, history
+    keyed = {"user_id": "maya", "content": "Maya prefers tea."}
+    assert api("PUT", "/v1/memories/keys/drink", keyed)[0] in (200, 201)
+    status, got = api("GET", "/v1/memories/keys/drink", query={"user_id": "maya"})
+    assert status == 200 and got["content"] == "Maya prefers tea.", got
+    assert api("DELETE", "/v1/memories/keys/drink", query={"user_id": "maya"})[0] in (200, 204)
+    assert api("DELETE", f"/v1/memories/{patched['id']}", query={"user_id": "maya"})[0] in (200, 204)
+    assert api("GET", "/v1/health")[0] == 200
 
     # Enough short-term turns (the default threshold is 10) make Maya due for consolidation.
     more = [{"role": "user", "content": f"Note {i}: I walk by the Tagus every morning."} for i in range(9)]
-    status, _ = _post(
-        deployment, stage, "/v1/memories", {"user_id": "maya", "infer": False, "messages": more}
-    )
-    assert status in (200, 201, 202)
-
+    assert api("POST", "/v1/memories", {"user_id": "maya", "infer": False, "messages": more})[0] in (200, 202)
     scheduler = deployment.stack.function_id("consolidation_scheduler")
     assert deployment.stack.scheduled(scheduler) == ["rate(1 hour)"]
     scheduled = deployment.invoke(
         "consolidation_scheduler", {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
     )
     assert scheduled["jobs"] == 1 and scheduled["users"][0]["user_id"] == "maya", scheduled
-
     assert deployment.deliver("consolidation_worker") == {"received": 1, "failed": []}
-    status, found = _post(
-        deployment, stage, "/v1/memories/search", {"user_id": "maya", "query": "Tagus morning walk"}
-    )
+    status, found = api("POST", "/v1/memories/search", {"user_id": "maya", "query": "Tagus morning walk"})
     assert status == 200
-    summaries = [r for r in found["results"] if r["tier"] == "ltm" and "Tagus" in r["content"]]
-    assert summaries, found["results"]  # the consolidation summary is long-term memory now
+    assert [r for r in found["results"] if r["tier"] == "ltm" and "Tagus" in r["content"]], found["results"]
+
+    # Consolidation on request: now, and queued for the worker.
+    assert api("POST", "/v1/consolidations", {"user_id": "maya", "sync": True})[0] == 200
+    assert api("POST", "/v1/consolidations", {"user_id": "maya", "sync": False})[0] == 202
+    assert deployment.deliver("consolidation_worker") == {"received": 1, "failed": []}
 
     ce, stub = _cost_explorer(datetime.now(UTC) - timedelta(days=1))
     with stub:
@@ -276,22 +233,124 @@ def test_a_message_travels_the_deployed_small_tier(
     assert report["total"] == 12.5 and report["over_threshold"] is True
     assert report["published"] is True  # to the template's alert topic
 
-    calls = set(deployment.bedrock.operations())
-    assert calls == {"InvokeModel", "Converse", "Rerank"}
+    _erase_with_a_dead_letter(deployment, api)
 
-    # Every metric series the handlers emitted is one the stack knows of (and bills, docs/deploy.md),
-    # under the service name its alarms and dashboard read.
+
+def _erase_with_a_dead_letter(deployment: Deployment, api: Api) -> None:
+    """Ann has memories and a dead-lettered job; the operator lists and redrives, then Ann is erased."""
+    from memstack.adapters.queue.sqs import SqsJobQueue
+    from memstack.api.auth import principal_tenant
+    from memstack.ports.queue import Job
+
+    words = {"id": "ann-1", "role": "user", "content": "I keep a quetzalbyte in my garden."}
+    assert api("POST", "/v1/memories", {"user_id": "ann", "messages": [words]})[0] == 202
+    assert deployment.deliver("extraction_worker") == {"received": 1, "failed": []}
+    env = deployment.stack.environment(deployment.stack.function_id("api"))
+    urls = {
+        "extract": env["MEMSTACK_EXTRACTION_QUEUE_URL"],
+        "consolidate": env["MEMSTACK_CONSOLIDATION_QUEUE_URL"],
+    }
+    dlqs = {
+        "extract": env["MEMSTACK_EXTRACTION_DLQ_URL"],
+        "consolidate": env["MEMSTACK_CONSOLIDATION_DLQ_URL"],
+    }
+    sqs = deployment.stack.clients["sqs"]
+    # The operator's `memstack dlq list` / `redrive` (their own credentials: no function role).
+    operator = SqsJobQueue(urls, dlq_urls=dlqs, client=sqs)
+    dead = Job(type="extract", tenant=principal_tenant(CALLER), user_id="ann", payload={"message_id": "gone"})
+    sqs.send_message(QueueUrl=dlqs["extract"], MessageBody=dead.model_dump_json())
+    assert [d["id"] for d in operator.dead_letters()] == [dead.id]
+    assert operator.redrive() == 1
+    sqs.purge_queue(QueueUrl=urls["extract"])
+    sqs.send_message(QueueUrl=dlqs["extract"], MessageBody=dead.model_dump_json())
+
+    status, erased = api("DELETE", "/v1/users/ann")
+    assert status == 200, erased
+    assert erased["erased"]["jobs"] == 1 and erased["erased"]["stm"] >= 1, erased
+    search = {"user_id": "ann", "query": "what does Ann keep in the garden"}
+    assert api("POST", "/v1/memories/search", search)[1]["results"] == []
+    assert operator.dead_letters() == []
+
+
+def test_every_call_of_every_handler_on_the_deployed_stack_is_allowed_by_its_role(
+    deployment: Deployment, variant: tuple[str, Synth], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, synth = variant
+    assert len(deployment.stack.resources("AWS::Lambda::Function")) >= 5
+    postgres = synth.stack.config.uses_postgres
+    if postgres:
+        _migrate_as_cloudformation_does(deployment)
+    _drive(deployment, Api(deployment, _stage(synth)))
+
+    refused = deployment.refused()
+    assert not refused, "calls IAM would refuse:\n" + "\n".join(
+        f"{fn}: {r.action} on {r.resource} ({why})" for fn, _, r, why in refused
+    )
+    services = {c.service for c in deployment.recorder.calls}
+    assert {"dynamodb", "sqs", "sns", "bedrock-runtime", "ce"} <= services, services
+    if synth.stack.config.uses_postgres:
+        assert "rds-data" in services
+    assert set(deployment.bedrock.operations()) >= {"InvokeModel", "Converse"}  # type: ignore[attr-defined]
+
+    # Before issue 23 the API role had nothing on the dead-letter queues: the same calls, evaluated
+    # against that policy, are refused exactly where the erase reads and cleans them.
+    dlqs = {deployment.stack.attribute(lid, "Arn") for lid in _dlqs(deployment.stack)}
+    api_fn = deployment.stack.function_id("api")
+
+    def before_issue_23(lid: str) -> list[dict[str, Any]]:
+        statements = deployment.statements(lid)
+        if lid != api_fn:
+            return statements
+        return [s for s in statements if not dlqs & set(_as_list(s.get("Resource", [])))]
+
+    old = {(fn, r.action) for fn, _, r, _ in deployment.refused(before_issue_23)}
+    assert old == {
+        (api_fn, "sqs:ReceiveMessage"),
+        (api_fn, "sqs:DeleteMessage"),
+    } or old == {
+        (api_fn, "sqs:ReceiveMessage"),
+        (api_fn, "sqs:DeleteMessage"),
+        (api_fn, "sqs:ChangeMessageVisibility"),
+    }, old
+
+    # Every metric series the handlers emitted is one the stack declares, under its service name.
     declared = {
-        (service_name(small.stack.config, fn), name, extra)
+        (service_name(synth.stack.config, fn), metric, extra)
         for fn, metrics in EMITTED_METRICS.items()
-        for name, extra in metrics
+        for metric, extra in metrics
     }
     emitted = emitted_series(capsys.readouterr().out)
     assert emitted and emitted <= declared, emitted - declared
-    assert ("memstack-api", "RetrievalLatency", ()) in emitted  # what the latency alarm watches
 
-    # Item 4: every MEMSTACK_* setting a function read on the way is in its environment.
-    assert len(deployment.reads) == 5
-    for lid, read in deployment.reads.items():
-        missing = read - set(deployment.stack.environment(lid))
-        assert not missing, f"{lid} reads {sorted(missing)} but the stack does not set them"
+    # Issue 23, item 6: the scheduler (hourly, nobody due or not) never touches the database, so it
+    # never resumes a paused Aurora cluster; no function migrates when it starts.
+    scheduler = deployment.stack.function_id("consolidation_scheduler")
+    assert not [c for c in deployment.recorder.calls if c.caller == scheduler and c.service == "rds-data"]
+    if postgres:
+        migration = deployment.stack.function_id("schema_migration")
+        migrating = {
+            c.caller for c in deployment.recorder.calls if "CREATE TABLE" in str(c.params.get("sql"))
+        }
+        assert migrating == {migration}, migrating
+
+    # Every MEMSTACK_* setting a handler read is one the stack declares for that function, so a
+    # value given at synth (context, -c settings) reaches it; the rest are their defaults.
+    handlers = [*HANDLERS, "schema_migration"] if postgres else list(HANDLERS)
+    assert len(deployment.reads) == len(handlers)
+    for handler_dir in handlers:
+        lid = deployment.stack.function_id(handler_dir)
+        declared_reads = {f"MEMSTACK_{n.upper()}" for n in function_reads(synth.stack.config, handler_dir)}
+        undeclared = deployment.reads[lid] - declared_reads
+        assert not undeclared, f"{handler_dir} reads {sorted(undeclared)}, which the stack never sets"
+
+
+def _dlqs(stack: DeployedStack) -> list[str]:
+    sources = [r["Properties"] for r in stack.resources("AWS::SQS::Queue").values()]
+    targets = {
+        p["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0] for p in sources if "RedrivePolicy" in p
+    }
+    return sorted(targets)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.infra.conftest import Synth, synth
+from tests.infra.conftest import Synth, effective, synth
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +65,9 @@ def test_functions_use_the_data_api_with_granted_access(aurora: Synth) -> None:
     env = _env(aurora, "memstack-api")
     assert env["MEMSTACK_STORE_BACKEND"] == "postgres"
     assert env["MEMSTACK_POSTGRES_EXECUTOR"] == "data-api"
-    assert env["MEMSTACK_POSTGRES_DATABASE"] == "memstack"
+    assert effective(env, "postgres_database") == "memstack"
+    # Issue 23, item 6: migrations run at deploy time (the schema custom resource), never on a cold start.
+    assert env["MEMSTACK_POSTGRES_MIGRATE_ON_START"] == "false"
     assert {"MEMSTACK_POSTGRES_CLUSTER_ARN", "MEMSTACK_POSTGRES_SECRET_ARN"} <= set(env)
     assert "MEMSTACK_OPENSEARCH_ENDPOINT" not in env and "MEMSTACK_MEMORIES_TABLE" not in env
     names = {f"MEMSTACK_{name.upper()}" for name in Settings.model_fields}
@@ -78,9 +80,10 @@ def test_functions_use_the_data_api_with_granted_access(aurora: Synth) -> None:
     statements = [s for stmts in policies for s in stmts]
     data_api = [s for s in statements if "rds-data:ExecuteStatement" in _as_list(s["Action"])]
     secret_reads = [s for s in statements if "secretsmanager:GetSecretValue" in _as_list(s["Action"])]
-    # The functions that open the store: the API, both workers, and the scheduler (it builds the
-    # service); not the cost report.
+    # The functions that open the store: the API, both workers, and the deploy-time migration; not
+    # the scheduler (it never opens the store: item 6) nor the cost report.
     assert len(data_api) == 4 and len(secret_reads) == 4
+    assert len(aurora.resources("Custom::MemstackSchema")) == 1
     assert "MEMSTACK_STORE_BACKEND" not in _env(aurora, "memstack-cost")
 
 
@@ -140,3 +143,17 @@ def test_every_aurora_alarm_has_its_runbook_entry(aurora: Synth) -> None:
     alarms = [a.node.id for a in aurora.stack.database.alarms]
     assert len(alarms) == 3
     assert all(f"`{a}`" in runbook for a in alarms), alarms
+
+
+def test_the_documented_migrate_command_uses_the_functions_dimensions(aurora: Synth) -> None:
+    """Issue 23, item 3: docs/deploy.md once ran ``MEMSTACK_COARSE_DIM=256 memstack migrate`` against
+    functions configured with 1024, and the store refuses a schema of another coarse dimension."""
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
+    commands = [c for c in re.findall(r"```bash\n(.*?)```", text, re.S) if "memstack migrate" in c]
+    assert commands
+    settings = aurora.stack.compute.settings
+    for command in commands:
+        given = dict(re.findall(r"MEMSTACK_(EMBEDDING_DIM|COARSE_DIM)=(\d+)", command))
+        assert given == {"EMBEDDING_DIM": str(settings.embedding_dim), "COARSE_DIM": str(settings.coarse_dim)}

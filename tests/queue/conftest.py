@@ -86,7 +86,10 @@ def sqs_event(messages: list[dict[str, Any]], arn: str) -> dict[str, Any]:
                 "receiptHandle": m["ReceiptHandle"],
                 "body": m["Body"],
                 "attributes": m.get("Attributes", {}),
-                "messageAttributes": {},
+                "messageAttributes": {
+                    name: {"stringValue": v["StringValue"], "dataType": v["DataType"]}
+                    for name, v in m.get("MessageAttributes", {}).items()
+                },
                 "md5OfBody": m["MD5OfBody"],
                 "eventSource": "aws:sqs",
                 "eventSourceARN": arn,

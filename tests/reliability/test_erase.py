@@ -200,3 +200,39 @@ def test_dynamodb_refuses_a_write_of_work_begun_before_the_erase(ddb: Any) -> No
     with began(datetime.now(UTC) + timedelta(seconds=1)):  # work begun after it is fine
         store.put([MemoryRecord(tenant=T, user_id="ann", content="Ann is back.")])
     assert [r.content for r in store.list(T, "ann", MemoryFilters(), 10, None)[0]] == ["Ann is back."]
+
+
+def test_an_erase_that_fails_midway_leaves_no_searchable_memory_and_its_retry_converges(
+    tmp_path: Path,
+) -> None:
+    """Issue 23, item 1: a queue refusing its part of the erase (as IAM once did) answers 503, but the
+    user's long-term memories are already gone, not searchable while their STM is; the retry finishes."""
+    from memstack.errors import DependencyFailed
+
+    settings = load_settings(data_dir=tmp_path / "data", embedder="hashing")
+    service = build_service(settings)
+    api = build_api(service, settings)
+    turns = [{"id": "ann-1", "role": "user", "content": f"I keep a {SECRET_WORDS[0]} in the garden."}]
+    assert api("POST", "/v1/memories", body={"user_id": "ann", "sync": True, "messages": turns})[0] == 200
+    search = {"user_id": "ann", "query": f"what does Ann keep {SECRET_WORDS[0]}"}
+    assert api("POST", "/v1/memories/search", body=search)[1]["results"]
+    assert service.queue is not None
+    real_erase, refusals = service.queue.erase_user, []
+
+    def refused_once(tenant: str, user_id: str) -> int:
+        if not refusals:
+            refusals.append(user_id)
+            raise DependencyFailed("SQS: AccessDenied on the dead-letter queue")
+        return real_erase(tenant, user_id)
+
+    service.queue.erase_user = refused_once  # type: ignore[method-assign]
+    status, _ = api("DELETE", "/v1/users/ann")
+    assert status == 503 and refusals == ["ann"]
+    assert api("POST", "/v1/memories/search", body=search)[1]["results"] == []
+    assert service.store.list(T, "ann", MemoryFilters(include_superseded=True), 100, None)[0] == []
+
+    status, answer = api("DELETE", "/v1/users/ann")
+    assert status == 200, answer
+    assert api("POST", "/v1/memories/search", body=search)[1]["results"] == []
+    assert api("GET", "/v1/memories", query={"user_id": "ann"})[1]["memories"] == []
+    service.close()

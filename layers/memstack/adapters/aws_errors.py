@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from memstack.errors import DependencyFailed
+from memstack.errors import DependencyFailed, Throttled
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,7 +38,7 @@ def as_dependency_failure(service: str, exc: BaseException) -> DependencyFailed 
     if isinstance(exc, ClientError):
         code = str(exc.response.get("Error", {}).get("Code") or "error")
         if code in THROTTLING_CODES:
-            return DependencyFailed(f"{service} is throttling requests ({code}); retry shortly")
+            return Throttled(f"{service} is throttling requests ({code}); retry shortly")
         return DependencyFailed(f"{service} failed ({code}); retry shortly")
     if isinstance(exc, BotoCoreError):
         return DependencyFailed(f"{service} is unreachable ({type(exc).__name__}); retry shortly")

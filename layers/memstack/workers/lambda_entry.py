@@ -14,6 +14,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from memstack.adapters.queue.sqs_backoff import SqsThrottleBackoff
 from memstack.adapters.queue.sqs_visibility import SqsVisibilityHeartbeat
 from memstack.errors import SettingsError
 from memstack.factory import build_service
@@ -76,6 +77,7 @@ def build_worker(job_type: str, service: MemoryService, persistence: Any, sqs: A
         visibility=SqsVisibilityHeartbeat(
             sqs, lease_seconds=round(settings.queue_lease_seconds), region=settings.aws_region
         ),
+        backoff=SqsThrottleBackoff(sqs, region=settings.aws_region),
     )
 
 

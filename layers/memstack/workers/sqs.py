@@ -8,7 +8,11 @@ so a redelivered message, or the same job sent twice, does its work once and
 the second time returns the stored result. While the batch runs, its
 messages are kept hidden by short renewed leases (``visibility``,
 ``adapters/queue/sqs_visibility.py``): a long job keeps its message, and the
-batch of a worker that died is delivered again within seconds.
+batch of a worker that died is delivered again within seconds. A job a
+dependency throttled (``Throttled``) is not a failed attempt: ``backoff``
+sends it back to its queue with an exponential delay and the record
+succeeds (``adapters/queue/sqs_backoff.py``), so throttling never
+dead-letters a healthy job; a poisoned one still fails each receive.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
+from memstack.adapters.queue.sqs_backoff import SqsThrottleBackoff
 from memstack.adapters.queue.sqs_visibility import SqsVisibilityHeartbeat
+from memstack.errors import Throttled
 from memstack.ports.queue import Job
 
 logger = Logger(service="memstack")
@@ -43,6 +49,7 @@ class JobWorker:
         expires_after_seconds: int = 345_600,
         metrics: Any = None,
         visibility: SqsVisibilityHeartbeat | None = None,
+        backoff: SqsThrottleBackoff | None = None,
     ) -> None:
         """``process`` runs one job; ``persistence`` is None only where idempotency is not wanted (a test).
 
@@ -51,7 +58,9 @@ class JobWorker:
         """
         self.process = process
         self.visibility = visibility
+        self.backoff = backoff
         self.metrics = metrics
+        self.deferred = 0
         self.accepts = frozenset(accepts)
         # A batch where every record failed is still answered record by record (not raised), so the
         # invocation never counts as an error and only the failed records are received again.
@@ -91,6 +100,13 @@ class JobWorker:
         logger.append_keys(job_id=job.id, job_type=job.type)
         try:
             return self._run(job=job.model_dump(mode="json"))
+        except Throttled:
+            delay = self.backoff.defer(record.raw_event) if self.backoff is not None else None
+            if delay is None:
+                raise  # no backoff, or its deferrals are spent: an attempt like any other
+            self.deferred += 1
+            logger.warning("job throttled: deferred", extra={"delay_seconds": delay})
+            return {"job_id": job.id, "type": job.type, "status": "deferred", "delay_seconds": delay}
         finally:
             logger.remove_keys(["job_id", "job_type"])
 
@@ -103,11 +119,16 @@ class JobWorker:
                 event=event, record_handler=self.record_handler, processor=self.processor, context=context
             )
         failed = len(response["batchItemFailures"])
+        deferred, self.deferred = self.deferred, 0
         if self.metrics is not None:
             self.metrics.add_metric(name="JobsFailed", unit=MetricUnit.Count, value=failed)
             self.metrics.add_metric(
-                name="JobsSucceeded", unit=MetricUnit.Count, value=len(event.get("Records", [])) - failed
+                name="JobsSucceeded",
+                unit=MetricUnit.Count,
+                value=len(event.get("Records", [])) - failed - deferred,
             )
+        if deferred:
+            logger.info("jobs deferred (throttled)", extra={"deferred": deferred})
         if failed:
             logger.warning("jobs failed", extra={"failed": failed, "records": len(event.get("Records", []))})
         return dict(response)

@@ -31,7 +31,7 @@ import numpy as np
 from botocore.exceptions import BotoCoreError, ClientError
 
 from memstack.domain.vectors import normalise
-from memstack.errors import DependencyFailed, SettingsError
+from memstack.errors import DependencyFailed, SettingsError, Throttled
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def _error(model: str, exc: Exception) -> DependencyFailed:
     if isinstance(exc, ClientError):
         code = exc.response.get("Error", {}).get("Code", "")
         if code in ("ThrottlingException", "TooManyRequestsException", "ServiceQuotaExceededException"):
-            return DependencyFailed(f"Bedrock throttled {model} after retries; try again shortly")
+            return Throttled(f"Bedrock throttled {model} after retries; try again shortly")
         return DependencyFailed(f"Bedrock {model} failed: {code or exc}")
     return DependencyFailed(f"Bedrock {model} failed: {exc}")
 

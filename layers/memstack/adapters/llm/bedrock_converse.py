@@ -11,8 +11,10 @@ consolidation calls read that prefix from Bedrock's cache (billed at a
 fraction of input tokens) instead of paying for it on every message; the
 usage's ``cacheReadInputTokens`` / ``cacheWriteInputTokens`` become the
 ``...CachedInputTokens`` / ``...CacheWriteInputTokens`` metrics. Not every
-model supports cache points (Bedrock rejects such a request), so they are a
-setting (``MEMSTACK_BEDROCK_PROMPT_CACHE``, on by default).
+model supports cache points (Bedrock rejects such a request), and each
+model caches only a prefix of at least its minimum (``CACHE_MINIMUM_TOKENS``),
+so ``MEMSTACK_BEDROCK_PROMPT_CACHE=auto`` (the default) sends them only where
+both hold (``prompt_cache_enabled``).
 
 Throttling: the default client retries in adaptive mode (client-side rate
 limiting, botocore config). Throttling that outlasts those retries is tried
@@ -41,9 +43,10 @@ from memstack.adapters.llm.tools import (
     default_metrics,
     record_usage,
 )
-from memstack.errors import DependencyFailed
+from memstack.errors import DependencyFailed, Throttled
 
 __all__ = [
+    "CACHE_MINIMUM_TOKENS",
     "CACHING_MODELS",
     "NAMESPACE",
     "THROTTLING_CODES",
@@ -51,9 +54,11 @@ __all__ = [
     "Tool",
     "ToolCall",
     "bedrock_runtime_client",
+    "cache_minimum_tokens",
     "converse_tool",
     "converse_tool_call",
     "default_metrics",
+    "prefix_tokens",
     "prompt_cache_enabled",
 ]
 
@@ -67,25 +72,60 @@ THROTTLING_CODES = frozenset(
 )
 #: the answer of one call (kept under its first name for callers of ``converse_tool_call``)
 ToolCall = ToolAnswer
-# Model families that take Converse cache points (Bedrock's prompt-caching list); others reject them.
-CACHING_MODELS = (
-    "anthropic.claude-3-5-haiku",
-    "anthropic.claude-3-7-sonnet",
-    "anthropic.claude-sonnet-4",
-    "anthropic.claude-opus-4",
-    "anthropic.claude-haiku-4",
-    "amazon.nova-",
-)
+#: Bedrock's minimum prefix, in tokens, for a cache checkpoint to be written, by model family (the
+#: "Prompt caching" supported-models table of the Bedrock user guide; longest match first). A shorter
+#: prefix is silently not cached: the request is accepted and billed in full, the cache point is noise.
+CACHE_MINIMUM_TOKENS = {
+    "anthropic.claude-3-5-haiku": 2048,
+    "anthropic.claude-3-7-sonnet": 1024,
+    "anthropic.claude-sonnet-4": 1024,  # Sonnet 4 and 4.5
+    "anthropic.claude-opus-4-5": 4096,
+    "anthropic.claude-opus-4": 1024,  # Opus 4 and 4.1
+    "anthropic.claude-haiku-4-5": 4096,
+    "amazon.nova-": 1000,
+}
+#: the model families that take Converse cache points at all (others reject a request carrying one)
+CACHING_MODELS = tuple(CACHE_MINIMUM_TOKENS)
 
 
-def prompt_cache_enabled(setting: str, model_id: str) -> bool:
-    """``MEMSTACK_BEDROCK_PROMPT_CACHE``: true, false, or auto (on for the model families that take it)."""
+def _base_model(model_id: str) -> str:
+    base = model_id.split("/")[-1]
+    for region in ("us.", "eu.", "apac.", "global.", "jp.", "au.", "ca.", "us-gov."):
+        base = base.removeprefix(region)  # cross-region inference profiles name the model after a prefix
+    return base
+
+
+def cache_minimum_tokens(model_id: str) -> int | None:
+    """The model's minimum cacheable prefix, or None when it takes no cache points."""
+    base = _base_model(model_id)
+    matches = [family for family in CACHE_MINIMUM_TOKENS if base.startswith(family)]
+    return CACHE_MINIMUM_TOKENS[max(matches, key=len)] if matches else None
+
+
+def prefix_tokens(system: str, *tools: Tool) -> int:
+    """A low estimate of the fixed prefix's tokens (a tool's schema, then the system prompt).
+
+    With several tools (one per kind of call), the shortest prefix: every call must qualify.
+    Four characters a token, fewer than Claude's tokenizer makes of English and JSON, so a prefix
+    judged long enough is long enough; a borderline one goes uncached rather than claimed.
+    """
+    import json
+
+    schema = min((len(json.dumps(t.config(cache=False))) for t in tools), default=0)
+    return (len(system) + schema) // 4
+
+
+def prompt_cache_enabled(setting: str, model_id: str, fixed_prefix_tokens: int) -> bool:
+    """``MEMSTACK_BEDROCK_PROMPT_CACHE``: true, false, or auto.
+
+    auto: on only where it pays, for a model that takes cache points and a fixed prefix at or
+    above that model's minimum (Claude Haiku 4.5's is 4,096 tokens: the ~1,100-token extraction
+    prefix is never cached there, so auto sends no cache points to it).
+    """
     if setting != "auto":
         return setting == "true"
-    base = model_id.split("/")[-1]
-    for region in ("us.", "eu.", "apac.", "global.", "jp.", "au."):
-        base = base.removeprefix(region)  # cross-region inference profiles name the model after a prefix
-    return base.startswith(CACHING_MODELS)
+    minimum = cache_minimum_tokens(model_id)
+    return minimum is not None and fixed_prefix_tokens >= minimum
 
 
 def bedrock_runtime_client(region: str | None = None) -> Any:
@@ -134,9 +174,7 @@ def converse_tool_call(
                 sleep(backoff_seconds * (2**attempt))
                 continue
             if code in THROTTLING_CODES:
-                raise DependencyFailed(
-                    f"Bedrock throttled {model_id} after retries; try again shortly"
-                ) from exc
+                raise Throttled(f"Bedrock throttled {model_id} after retries; try again shortly") from exc
             raise DependencyFailed(f"Bedrock {model_id} failed: {code or exc}") from exc
         except BotoCoreError as exc:
             raise DependencyFailed(f"Bedrock {model_id} failed: {exc}") from exc

@@ -3,7 +3,8 @@
 The prompt, tool schema, validation, corrected retry and fallback are
 ``structured.StructuredExtractor``'s (shared with the OpenAI-compatible
 provider); this module only connects it to Bedrock Converse, with cache
-points after the fixed system prompt and tool schema.
+points after the fixed system prompt and tool schema where the model caches
+a prefix that long (``bedrock_converse.prompt_cache_enabled``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from aws_lambda_powertools import Metrics
 
-from memstack.adapters.llm.bedrock_converse import ConverseChat, prompt_cache_enabled
+from memstack.adapters.llm.bedrock_converse import ConverseChat, prefix_tokens, prompt_cache_enabled
 from memstack.adapters.llm.structured import EXTRACTION_PROMPT, EXTRACTION_TOOL, StructuredExtractor
 from memstack.settings import Settings
 
@@ -57,7 +58,9 @@ class BedrockExtractor(StructuredExtractor):
             max_tokens=settings.bedrock_max_tokens,
             temperature=settings.bedrock_temperature,
             prompt_cache=prompt_cache_enabled(
-                settings.bedrock_prompt_cache, settings.bedrock_extraction_model
+                settings.bedrock_prompt_cache,
+                settings.bedrock_extraction_model,
+                prefix_tokens(SYSTEM_PROMPT, TOOL),
             ),
         )
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from memstack.adapters.queue.sqs_arns import SqsByArn
 from memstack.domain.heartbeat import LeaseKeeper
 
 log = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 _BATCH = 10
 
 
-class SqsVisibilityHeartbeat:
+class SqsVisibilityHeartbeat(SqsByArn):
     def __init__(
         self,
         client: Any = None,
@@ -37,29 +38,10 @@ class SqsVisibilityHeartbeat:
         renew_every: float | None = None,
     ) -> None:
         """``renew_every``: seconds between renewals (default a third of the lease, so two may fail)."""
-        self._client = client
-        self._region = region
+        super().__init__(client, region)
         self.lease_seconds = max(2, int(lease_seconds))
         interval = renew_every if renew_every is not None else self.lease_seconds / 3
         self._keeper = LeaseKeeper(interval, name="memstack-sqs-visibility")
-        self._urls: dict[str, str] = {}
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:  # created on first use: importing a handler costs no AWS call
-            import boto3
-
-            self._client = boto3.client("sqs", region_name=self._region)
-        return self._client
-
-    def queue_url(self, arn: str) -> str:
-        """The URL of the queue ``arn:aws:sqs:<region>:<account>:<name>`` (asked once per container)."""
-        if arn not in self._urls:
-            _, _, _, _, account, name = arn.split(":", 5)
-            self._urls[arn] = self.client.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)[
-                "QueueUrl"
-            ]
-        return self._urls[arn]
 
     def lease(self, records: list[dict[str, Any]]) -> None:
         """Hide every record for ``lease_seconds`` from now (the cut at the start and each renewal)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from memstack.errors import DependencyFailed, SettingsError
+from memstack.errors import DependencyFailed, SettingsError, Throttled
 
 MAX_SOURCES = 1000
 #: the Rerank API refuses empty texts; a blank passage is sent as this and scored as such
@@ -82,7 +82,7 @@ class BedrockReranker:
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("ThrottlingException", "ServiceQuotaExceededException"):
-                raise DependencyFailed("Bedrock Rerank throttled the request after retries") from exc
+                raise Throttled("Bedrock Rerank throttled the request after retries") from exc
             raise DependencyFailed(f"Bedrock Rerank failed: {code or exc}") from exc
         except BotoCoreError as exc:
             raise DependencyFailed(f"Bedrock Rerank failed: {exc}") from exc

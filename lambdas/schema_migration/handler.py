@@ -1,0 +1,22 @@
+"""CloudFormation custom resource (store_backend=postgres): apply the schema migrations at deploy time.
+
+Thin: the logic is memstack.workers.schema_migration; ``respond`` is
+injectable (a test answers CloudFormation itself).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from memstack.settings import load_settings
+from memstack.workers.schema_migration import Respond, on_event, put_response
+
+logger = Logger()
+
+
+@logger.inject_lambda_context(log_event=False)
+def handler(event: dict[str, Any], context: Any, respond: Respond = put_response) -> dict[str, Any]:
+    answer = on_event(event, load_settings(), respond)
+    logger.info("schema migration", extra={"status": answer["Status"], "request": event["RequestType"]})
+    return answer
