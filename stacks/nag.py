@@ -37,6 +37,8 @@ def acknowledge_findings(stack: MemstackStack) -> None:
     config = stack.config
     for fn in stack.compute.all().values():
         _function(stack, fn)
+    if stack.compute.schema_migration is not None:
+        _function(stack, stack.compute.schema_migration)
     # The STM table's sparse `pending` index is read by name; CDK's grant covers the table's indexes.
     stm_index = f"Resource::{_arn_token(stack, stack.storage.stm_table)}/index/*"
     for fn in (*stack.compute.data_plane(), stack.compute.consolidation_scheduler):

@@ -20,8 +20,9 @@ adapted, and ``adaptations`` says exactly how:
   responses, the budget and anomaly monitors, queue and topic policies
   (their statements are still evaluated from the original template, see
   ``resource_statements``), subscriptions, and for postgres the Aurora
-  cluster, its secret and the VPC endpoint (the Data API is answered by
-  ``data_api_wire``);
+  cluster (moto's CloudFormation has no ``AWS::RDS::DBCluster``) with its
+  writer instance, and its secret (no ``AWS::SecretsManager::Secret``):
+  the Data API is answered by ``data_api_wire``;
 - custom resources (``Custom::MemstackSchema``, the deploy-time migration)
   are left out too: moto would run their function in Docker. The test
   sends the function CloudFormation's Create request itself;
@@ -97,6 +98,12 @@ def adapt(template: dict[str, Any], stack: str) -> Adapted:
     left_out = {
         lid: r["Type"] for lid, r in resources.items() if r["Type"] not in supported or _custom(r["Type"])
     }
+    # An Aurora cluster's instances go with it (moto would create them in a cluster it does not have).
+    for lid, r in resources.items():
+        cluster = r.get("Properties", {}).get("DBClusterIdentifier")
+        in_left_out = isinstance(cluster, dict) and cluster.get("Ref") in left_out
+        if r["Type"] == "AWS::RDS::DBInstance" and in_left_out:
+            left_out[lid] = r["Type"]
     # Secrets' stand-ins first: an attachment's Ref is its secret's ARN.
     stand_ins: dict[str, StandIn] = {}
     for lid, type_ in sorted(left_out.items(), key=lambda kv: kv[1] != "AWS::SecretsManager::Secret"):

@@ -81,6 +81,8 @@ class Namer:
         if type_ == "AWS::SecretsManager::Secret":
             name = _generated(self.stack, lid, 512)
             return f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:{name}-AbCdEf"
+        if type_ == "AWS::SecretsManager::SecretTargetAttachment":
+            return self.ref(props["SecretId"]["Ref"])  # the attached secret's ARN
         if type_ == "AWS::OpenSearchService::Domain":
             return props.get("DomainName") or _generated(self.stack, lid, 28).lower()
         if type_ == "AWS::OpenSearchServerless::Collection":

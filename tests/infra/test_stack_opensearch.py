@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from memstack.adapters.opensearch.permissions import collection_rules, domain_role
 
-from tests.infra.conftest import Synth
+from tests.infra.conftest import Synth, effective
 
 pytestmark = pytest.mark.slow
 
@@ -68,10 +68,10 @@ def test_large_is_three_zones_with_dedicated_masters(large: Synth) -> None:
 def test_functions_use_opensearch_and_no_memories_table(medium: Synth) -> None:
     env = _env(medium, "memstack-api")
     assert env["MEMSTACK_STORE_BACKEND"] == "opensearch"
-    assert env["MEMSTACK_OPENSEARCH_SERVICE"] == "es"
+    assert effective(env, "opensearch_service") == "es"
     assert "MEMSTACK_OPENSEARCH_ENDPOINT" in env
     assert "MEMSTACK_MEMORIES_TABLE" not in env
-    assert env["MEMSTACK_RERANKER"] == "none"  # no rerank model ARN in context
+    assert effective(env, "reranker") == "none"  # no rerank model ARN in context
     keys = [t["KeySchema"][0]["AttributeName"] for t in medium.props("AWS::DynamoDB::Table")]
     assert sorted(keys) == ["id", "pk"]  # STM + idempotency only
 
