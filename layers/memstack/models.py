@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from memstack.domain.filter_expr import Node
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -138,7 +140,7 @@ class MemoryRecord(BaseModel):
 class MemoryFilters(BaseModel):
     """Filters every listing and search accepts; tenant and user are never optional."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     kind: Kind | None = None
     category: Category | None = None
@@ -152,6 +154,9 @@ class MemoryFilters(BaseModel):
     # key -> the values its metadata may hold there (one: equality, several: any of them);
     # every key must match. The meaning is ``domain.metadata_filter``'s, on every backend.
     metadata: dict[str, tuple[str | int | float | bool, ...]] | None = None
+    # AND / OR / NOT over comparisons on metadata and record fields (``domain.filter_expr``),
+    # ANDed with everything above; each backend translates it.
+    where: Node | None = None
 
 
 @dataclass(slots=True)

@@ -22,6 +22,7 @@ from memstack.settings import load_settings
 
 from . import opensearch_recorded as rec
 from .opensearch_fake import Recorder, Request, recording_client
+from .test_opensearch_store import METADATA_VALUES_FIELD
 
 INDEX = "memstack-memories"
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -274,6 +275,7 @@ def test_mark_rewrites_metadata_as_a_new_revision(recorder: Recorder) -> None:
     write = recorder.requests[-1]
     assert write.lines[1]["metadata"] == {"consolidated": True} and write.lines[1]["revision"] == 1000
     assert write.lines[1]["metadata_terms"] == ["consolidated=b:true"]  # what metadata filters read
+    assert write.lines[1]["metadata_values"] == [{"key": "consolidated", "b": True}]  # and expressions
     assert write.lines[2] == {"delete": {"_index": INDEX, "_id": "aoss-1"}}
 
 
@@ -284,7 +286,9 @@ def test_an_index_made_before_metadata_terms_gets_the_field_added(recorder: Reco
     store.ensure_index()
     _head, put_mapping = recorder.requests
     assert (put_mapping.method, put_mapping.path) == ("PUT", f"/{INDEX}/_mapping")
-    assert put_mapping.body == {"properties": {"metadata_terms": {"type": "keyword"}}}
+    assert put_mapping.body == {
+        "properties": {"metadata_terms": {"type": "keyword"}, "metadata_values": METADATA_VALUES_FIELD}
+    }
     assert_serverless_safe(recorder.requests)
 
 

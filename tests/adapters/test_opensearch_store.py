@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from memstack.adapters.opensearch import mapping
 from memstack.adapters.opensearch.store import OpenSearchMemoryStore
+from memstack.domain import filter_expr
 from memstack.domain.erasure import Erased, began, erasure_key
 from memstack.errors import Conflict, DependencyFailed
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
@@ -22,6 +23,16 @@ from .opensearch_fake import Recorder, recording_client
 ALIAS = "memstack-memories"
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 OWNER = [{"term": {"tenant": "t1"}}, {"term": {"user_id": "u1"}}]
+
+METADATA_VALUES_FIELD = {
+    "type": "nested",
+    "properties": {
+        "key": {"type": "keyword"},
+        "s": {"type": "keyword"},
+        "n": {"type": "double"},
+        "b": {"type": "boolean"},
+    },
+}
 
 
 @pytest.fixture
@@ -123,6 +134,7 @@ def test_first_use_creates_the_template_and_the_aliased_index(recorder: Recorder
                     "revision": {"type": "long"},
                     "metadata": {"type": "object", "enabled": False},
                     "metadata_terms": keyword,
+                    "metadata_values": METADATA_VALUES_FIELD,
                     "embedding_full": knn(4),
                     "embedding_coarse": knn(2),
                 },
@@ -233,6 +245,7 @@ def test_put_sends_one_bulk_of_create_actions_with_the_refresh_policy(
             "source_ids": ["msg-1"],
             "metadata": {"role": "user"},
             "metadata_terms": ["role=s:user"],
+            "metadata_values": [{"key": "role", "s": "user"}],
             "embedding_full": [0.5, 0.5, 0.5, 0.5],
             "embedding_coarse": [0.6, 0.8],
         },
@@ -351,6 +364,7 @@ def test_mark_updates_only_records_that_change(store: OpenSearchMemoryStore, rec
             "doc": {
                 "metadata": {"role": "user", "consolidated": True},
                 "metadata_terms": ["consolidated=b:true", "role=s:user"],
+                "metadata_values": [{"key": "consolidated", "b": True}, {"key": "role", "s": "user"}],
             }
         },
     ]
@@ -594,7 +608,94 @@ def test_an_index_made_before_metadata_terms_gets_the_field_added(recorder: Reco
     _, check_alias, put_mapping = recorder.requests
     assert (check_alias.method, check_alias.path) == ("HEAD", "/_alias/memstack-memories")
     assert (put_mapping.method, put_mapping.path) == ("PUT", "/memstack-memories/_mapping")
-    assert put_mapping.body == {"properties": {"metadata_terms": {"type": "keyword"}}}
+    assert put_mapping.body == {
+        "properties": {"metadata_terms": {"type": "keyword"}, "metadata_values": METADATA_VALUES_FIELD}
+    }
+
+
+def test_filter_expressions_are_bool_queries_on_record_fields_terms_and_nested_values(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    expr = filter_expr.parse(
+        {
+            "OR": [
+                {
+                    "AND": [
+                        {"metadata": {"n": {"gt": 1, "lte": 7}}},
+                        {"category": {"in": ["travel", "dietary"]}},
+                    ]
+                },
+                {"NOT": {"metadata": {"topic": {"contains": "a*b"}}}},
+                {"created_at": {"gte": "2026-01-01T00:00:00+00:00"}},
+                {"event_time": "2026-01-02T00:00:00+00:00"},
+                {"agent_id": {"ne": "chef"}},
+                {"metadata.level": {"lt": "c"}},
+            ]
+        }
+    )
+
+    def nested(clause: dict[str, object], key: str) -> dict[str, object]:
+        return {
+            "nested": {
+                "path": "metadata_values",
+                "query": {"bool": {"filter": [{"term": {"metadata_values.key": key}}, clause]}},
+            }
+        }
+
+    wanted = {
+        "bool": {
+            "should": [
+                {
+                    "bool": {
+                        "filter": [
+                            # two operators on one key: both must hold
+                            {
+                                "bool": {
+                                    "filter": [
+                                        nested({"range": {"metadata_values.n": {"gt": 1}}}, "n"),
+                                        nested({"range": {"metadata_values.n": {"lte": 7}}}, "n"),
+                                    ]
+                                }
+                            },
+                            {"terms": {"category": ["travel", "dietary"]}},
+                        ]
+                    }
+                },
+                {
+                    "bool": {
+                        "must_not": [
+                            nested({"wildcard": {"metadata_values.s": {"value": "*a\\*b*"}}}, "topic")
+                        ]
+                    }
+                },
+                {"range": {"created_at": {"gte": "2026-01-01T00:00:00+00:00"}}},
+                {
+                    "range": {
+                        "event_time": {"gte": "2026-01-02T00:00:00+00:00", "lte": "2026-01-02T00:00:00+00:00"}
+                    }
+                },
+                {"bool": {"must_not": [{"term": {"metadata_terms": "agent_id=s:chef"}}]}},
+                nested({"range": {"metadata_values.s": {"lt": "c"}}}, "level"),
+            ],
+            "minimum_should_match": 1,
+        }
+    }
+    recorder.reply(200, {"took": 1, "responses": [rec.search_answer([]), rec.search_answer([])]})
+    store.hybrid_candidates("t1", "u1", "dinner plans", np.array([0.6, 0.8]), 5, 5, MemoryFilters(where=expr))
+    bm25_body, knn_body = recorder.requests[0].lines[1], recorder.requests[0].lines[3]
+    searched = [
+        *OWNER,
+        {"term": {"deleted": False}},
+        {"term": {"is_current": True}},
+        wanted,
+        {"term": {"scope": "USER"}},
+    ]
+    assert bm25_body["query"]["bool"]["filter"] == searched
+    assert knn_body["query"]["knn"]["embedding_coarse"]["filter"] == {"bool": {"filter": searched}}
+    recorder.reply(200, rec.search_answer([]))
+    store.list("t1", "u1", MemoryFilters(where=expr), 10)
+    listed = recorder.requests[1].body["query"]["bool"]["filter"]
+    assert listed == [*OWNER, {"term": {"deleted": False}}, {"term": {"is_current": True}}, wanted]
 
 
 def test_a_query_without_words_sends_only_the_knn_search(

@@ -123,7 +123,9 @@ def test_search_and_list_filter_on_agent_and_metadata(api: Api) -> None:
     [
         ({"topic": None}, "null matches nothing"),
         ({"topic": ["a", "b"]}, 'written {"in": [values]}'),
-        ({"topic": {"eq": "a"}}, "unknown operator 'eq'"),
+        ({"topic": {"between": "a"}}, "unknown operator 'between'"),
+        ({"topic": {"gt": True}}, "compares numbers or strings, not booleans"),
+        ({"topic": {}}, "a condition is a value"),
         ({"topic": {"in": []}}, '"in" takes a list of 1 to 100 values'),
         ({"topic": {"in": ["x"] * 101}}, '"in" takes a list of 1 to 100 values'),
         ({"topic": {"in": [{"a": 1}]}}, "must be a string, number, boolean"),
@@ -154,3 +156,65 @@ def test_list_metadata_that_is_not_json_and_agent_given_twice_are_422(api: Api) 
     assert status == 422 and "agent_id is given twice" in err["error"]["message"]
     status, err = _search(api, agent_id="not an id!")
     assert status == 422 and err["error"]["details"][0]["field"] == "agent_id"
+
+
+# ------------------------------------------------------------- logic and comparisons (filters.where)
+def test_search_and_list_take_logic_and_comparisons_in_mem0s_shape(api: Api) -> None:
+    _seed(api)
+    _add(api, "I booked a concert ticket", metadata={"topic": "music", "n": 5, "priority": 3})
+    porto, ramen, osaka, concert = (
+        "I booked the train to Porto",
+        "I booked a table for ramen",
+        "I booked a flight to Osaka",
+        "I booked a concert ticket",
+    )
+    cases: list[tuple[dict[str, Any], set[str]]] = [
+        # metadata with operators: once answered "unknown operator"
+        ({"metadata": {"n": {"gt": 1}}}, {concert}),  # "1" is a string: never greater than a number
+        ({"metadata": {"n": {"gte": 1, "lt": 5}}}, {porto}),
+        ({"metadata": {"topic": {"ne": "travel"}}}, {ramen, concert}),
+        ({"metadata": {"topic": {"nin": ["travel", "music"]}}}, {ramen}),
+        ({"metadata": {"topic": {"contains": "av"}}}, {porto, osaka}),
+        # Mem0's top-level AND / OR / NOT, on metadata and on the record's fields
+        ({"OR": [{"agent_id": "food-bot"}, {"metadata": {"priority": {"gte": 3}}}]}, {ramen, concert}),
+        ({"AND": [{"NOT": {"agent_id": "travel-bot"}}, {"metadata.topic": "travel"}]}, {osaka}),
+        ({"where": {"created_at": {"lt": "2000-01-01T00:00:00Z"}}}, set()),
+        ({"where": {"kind": "fact", "metadata": {"urgent": True}}, "tier": "stm"}, {osaka}),  # raw turns
+        ({"NOT": {"created_at": {"lt": "2000-01-01T00:00:00Z"}}, "metadata": {"topic": "food"}}, {ramen}),
+    ]
+    for filters, want in cases:
+        status, found = _search(api, filters=filters)
+        assert status == 200, found
+        assert _contents(found) == want, filters
+        query = {"user_id": "ann"}
+        plain = {k: v for k, v in filters.items() if k not in ("AND", "OR", "NOT", "where")}
+        logic = filters.get("where") or {k: v for k, v in filters.items() if k in ("AND", "OR", "NOT")}
+        for name, value in plain.items():
+            query[name] = json.dumps(value) if isinstance(value, dict) else value
+        if logic:
+            query["where"] = json.dumps(logic)
+        status, page = api("GET", "/v1/memories", query=query)
+        assert status == 200, page
+        assert _contents(page, "memories") == want, query
+
+
+@pytest.mark.parametrize(
+    ("where", "message", "field"),
+    [
+        ({"colour": "red"}, "unknown field 'colour'", "filters.where"),
+        ({"created_at": {"gt": "soon"}}, "'soon' is not an ISO 8601 time", "filters.where"),
+        ({"OR": "x"}, "takes a non-empty list of filters", "filters.where"),
+        ({"kind": {"lt": "fact"}}, "kind takes eq, ne, in, nin, contains", "filters.where"),
+    ],
+)
+def test_a_bad_expression_is_422_saying_what_is_wrong(api: Api, where: Any, message: str, field: str) -> None:
+    status, err = _search(api, filters={"where": where})
+    assert status == 422 and err["error"]["code"] == "validation_error", err
+    assert message in err["error"]["message"] and err["error"]["details"][0]["field"] == field
+    status, err = _search(api, filters=where if "OR" in where else {"AND": [where]})
+    assert status == 422 and message in err["error"]["message"]
+    status, err = api("GET", "/v1/memories", query={"user_id": "ann", "where": json.dumps(where)})
+    assert status == 422 and message in err["error"]["message"], err
+    assert err["error"]["details"][0]["location"] == "query"
+    status, err = api("GET", "/v1/memories", query={"user_id": "ann", "where": "{"})
+    assert status == 422 and "where: not JSON" in err["error"]["message"]

@@ -79,7 +79,7 @@ async def check_errors(session: ClientSession, user: dict[str, str]) -> None:
 
 
 async def check_filters(session: ClientSession, user: dict[str, str]) -> None:
-    """search_memories and list_memories filter on the agent and on metadata (equality and ``in``)."""
+    """search_memories and list_memories filter on the agent, metadata (equality, ``in``) and ``where``."""
     for content, agent, topic in [
         ("I cook risotto on Fridays.", "chef", "food"),
         ("I bake sourdough bread.", "chef", "baking"),
@@ -113,6 +113,15 @@ async def check_filters(session: ClientSession, user: dict[str, str]) -> None:
     assert topics(page, "memories") == {"food", "baking"}
     page = ok(await session.call_tool("list_memories", {"metadata": {"topic": "sport"}, **user}))
     assert {m["agent_id"] for m in page["memories"]} == {"coach"}
+    # where: logic and comparisons on metadata and the record's own fields
+    either = {"OR": [{"agent_id": "coach"}, {"metadata.topic": {"contains": "bak"}}]}
+    found = ok(await session.call_tool("search_memories", {"query": "I", "where": either, **user}))
+    assert topics(found) == {"baking", "sport"}
+    page = ok(await session.call_tool("list_memories", {"where": {"NOT": {"agent_id": "chef"}}, **user}))
+    assert topics(page, "memories") & {"food", "baking", "sport"} == {"sport"}  # (earlier steps' have none)
+    assert "unknown field 'colour'" in failed(
+        await session.call_tool("list_memories", {"where": {"colour": "red"}, **user})
+    )
     # min_score (a calibrated probability): 1.0 keeps nothing a search can be sure of; the bound is checked.
     found = ok(await session.call_tool("search_memories", {"query": "cook", "min_score": 1.0, **user}))
     assert all(r["score"] >= 1.0 for r in found["results"])

@@ -452,7 +452,10 @@ export interface components {
          * @enum {string}
          */
         Scope: "USER" | "CONTEXT";
-        /** SearchFilters */
+        /**
+         * SearchFilters
+         * @description Every given filter must hold; ``AND`` / ``OR`` / ``NOT`` at this level are ``where`` (Mem0's shape).
+         */
         SearchFilters: {
             kind?: components["schemas"]["Kind"] | null;
             category?: components["schemas"]["Category"] | null;
@@ -464,8 +467,37 @@ export interface components {
             before?: string | null;
             /** Metadata */
             metadata?: {
-                [key: string]: string | number | boolean | components["schemas"]["MetadataIn"];
+                [key: string]: string | number | boolean | components["schemas"]["MetadataIn"] | {
+                    [key: string]: unknown;
+                };
             } | null;
+            /** Where */
+            where?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * And
+             * @description read as where: all of these hold
+             */
+            AND?: {
+                [key: string]: unknown;
+            }[] | null;
+            /**
+             * Or
+             * @description read as where: any of these holds
+             */
+            OR?: {
+                [key: string]: unknown;
+            }[] | null;
+            /**
+             * Not
+             * @description read as where: this does not hold
+             */
+            NOT?: {
+                [key: string]: unknown;
+            } | {
+                [key: string]: unknown;
+            }[] | null;
         };
         /** SearchMemoriesRequest */
         SearchMemoriesRequest: {
@@ -1120,8 +1152,10 @@ export interface operations {
                 run_id?: string | null;
                 /** @description only memories of this agent (from messages added with this agent_id) */
                 agent_id?: string | null;
-                /** @description a metadata filter as JSON, as in search: {"topic":"food"} (equality), {"topic":{"in":["food","travel"]}} (any of them); every key must match */
+                /** @description a metadata filter as JSON, as in search: {"topic":"food"} (equality), {"topic":{"in":["food","travel"]}} (any of them), {"n":{"gt":3}} (any operator); every key must match */
                 metadata?: string | null;
+                /** @description a filter expression as JSON, as filters.where in search: {"OR":[{"kind":"event"},{"created_at":{"gte":"2026-01-01T00:00:00Z"}}]} */
+                where?: string | null;
             };
             header?: never;
             path?: never;

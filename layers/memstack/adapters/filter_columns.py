@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from memstack.domain.filter_expr import Node
 from memstack.domain.metadata_filter import MetadataConditions, wanted_terms
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
 
@@ -33,6 +34,8 @@ NONE = -1
 
 #: the rows (positions) holding any of the given metadata terms
 RowsWithTerms = Callable[[list[str]], np.ndarray]
+#: the rows (positions) satisfying a filter expression (``domain.filter_expr``), by the store's own means
+RowsWhere = Callable[[Node], np.ndarray]
 
 
 def _codes(values: Sequence[str | None], vocabulary: Sequence[str]) -> np.ndarray:
@@ -116,12 +119,17 @@ class FilterColumns:
         return len(self.current)
 
     def mask(
-        self, filters: MemoryFilters, *, search: bool = True, rows_with: RowsWithTerms | None = None
+        self,
+        filters: MemoryFilters,
+        *,
+        search: bool = True,
+        rows_with: RowsWithTerms | None = None,
+        rows_where: RowsWhere | None = None,
     ) -> np.ndarray:
         """True for every row ``filters`` lets through (``filter_sql``'s rule, all rows at once).
 
-        A filter on metadata needs ``rows_with``, the store's term lookup; without one
-        it is an error, never silently ignored.
+        A filter on metadata needs ``rows_with``, the store's term lookup, and an
+        expression ``rows_where``; without them it is an error, never silently ignored.
         """
         keep = ~self.deleted
         if not filters.include_superseded:
@@ -148,6 +156,12 @@ class FilterColumns:
             if rows_with is None:
                 raise ValueError("a metadata filter needs the store's term lookup (rows_with)")
             keep &= metadata_mask(len(self), filters.metadata, rows_with)
+        if filters.where is not None:
+            if rows_where is None:
+                raise ValueError("a filter expression needs the store's evaluation of it (rows_where)")
+            hit = np.zeros(len(self), dtype=bool)
+            hit[rows_where(filters.where)] = True
+            keep &= hit
         return keep
 
 

@@ -15,45 +15,66 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from memstack.api.errors import validation_details
-from memstack.api.schemas import MetadataFilter
+from memstack.api.schemas import FilterExpression, MetadataFilter, MetadataOps
+from memstack.domain import filter_expr
+from memstack.domain.filter_expr import Node
 from memstack.errors import ValidationFailed
 
 AGENT_KEY = "agent_id"
 _METADATA = TypeAdapter(MetadataFilter)
+_EXPRESSION = TypeAdapter(FilterExpression)
 
 
 def conditions(
-    metadata: Mapping[str, tuple[Any, ...]] | None, agent_id: str | None, *, field: str
-) -> dict[str, tuple[Any, ...]] | None:
-    """The metadata conditions with the agent's; ``None`` when there are none."""
-    out = dict(metadata or {})
+    metadata: Mapping[str, tuple[Any, ...] | MetadataOps] | None, agent_id: str | None, *, field: str
+) -> tuple[dict[str, tuple[Any, ...]] | None, Node | None]:
+    """The plain metadata conditions with the agent's, and the keys with operators as an expression."""
+    plain = {k: v for k, v in (metadata or {}).items() if not isinstance(v, MetadataOps)}
+    ops = [
+        filter_expr.metadata_condition(k, v.condition, f"{field}.{k}")
+        for k, v in (metadata or {}).items()
+        if isinstance(v, MetadataOps)
+    ]
     if agent_id is not None:
-        if AGENT_KEY in out:
+        if AGENT_KEY in (metadata or {}):
             raise ValidationFailed(
                 f"agent_id is given twice (as agent_id and in {field}): give it once",
                 [_problem(f"{field}.{AGENT_KEY}", "also given as agent_id", "body")],
             )
-        out[AGENT_KEY] = (agent_id,)
-    return out or None
+        plain[AGENT_KEY] = (agent_id,)
+    expression = None if not ops else ops[0] if len(ops) == 1 else filter_expr.AllOf(tuple(ops))
+    return plain or None, expression
 
 
-def metadata_query(raw: str | None) -> dict[str, tuple[Any, ...]] | None:
-    """The ``metadata`` query parameter of a listing (JSON text), validated as a search's filter is."""
+def _json_query(name: str, raw: str, example: str) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ValidationFailed(
+            f"{name}: not JSON; send e.g. {name}={example} (URL-encoded)",
+            [_problem(name, "not JSON", "query", "json_invalid")],
+        ) from None
+
+
+def _validated(adapter: TypeAdapter[Any], name: str, raw: str | None, example: str) -> Any:
     if raw is None:
         return None
     try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise ValidationFailed(
-            'metadata: not JSON; send e.g. metadata={"topic":"food"} (URL-encoded)',
-            [_problem("metadata", "not JSON", "query", "json_invalid")],
-        ) from None
-    try:
-        return _METADATA.validate_python(value)
+        return adapter.validate_python(_json_query(name, raw, example))
     except ValidationError as exc:
-        details = validation_details([{**e, "loc": ("query", "metadata", *e["loc"])} for e in exc.errors()])
+        details = validation_details([{**e, "loc": ("query", name, *e["loc"])} for e in exc.errors()])
         first = details[0]
         raise ValidationFailed(f"{first['field']}: {first['message']}", details) from None
+
+
+def metadata_query(raw: str | None) -> dict[str, tuple[Any, ...] | MetadataOps] | None:
+    """The ``metadata`` query parameter of a listing (JSON text), validated as a search's filter is."""
+    return _validated(_METADATA, "metadata", raw, '{"topic":"food"}')
+
+
+def where_query(raw: str | None) -> Node | None:
+    """The ``where`` query parameter of a listing (JSON text), validated as a search's ``filters.where``."""
+    return _validated(_EXPRESSION, "where", raw, '{"kind":"event"}')
 
 
 def _problem(field: str, message: str, location: str, kind: str = "value_error") -> dict[str, Any]:

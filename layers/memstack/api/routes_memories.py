@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Pat
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memstack.api.errors import error_responses
-from memstack.api.filters import conditions, metadata_query
+from memstack.api.filters import conditions, metadata_query, where_query
 from memstack.api.idempotency import make_idempotent
 from memstack.api.limits import check_add, check_times, check_update
 from memstack.api.responses import json_response as _json
@@ -30,6 +30,7 @@ from memstack.api.schemas import (
     MemoryList,
     UpdateMemoryRequest,
 )
+from memstack.domain import filter_expr
 from memstack.errors import ValidationFailed
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Message, Scope, Tier
 
@@ -53,6 +54,7 @@ LIST_PARAMS = frozenset(
         "run_id",
         "agent_id",
         "metadata",
+        "where",
     }
 )
 MAX_LIST_LIMIT = 1000
@@ -201,7 +203,16 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             Query(
                 max_length=8192,
                 description='a metadata filter as JSON, as in search: {"topic":"food"} (equality), '
-                '{"topic":{"in":["food","travel"]}} (any of them); every key must match',
+                '{"topic":{"in":["food","travel"]}} (any of them), {"n":{"gt":3}} (any operator); '
+                "every key must match",
+            ),
+        ] = None,
+        where: Annotated[
+            str | None,
+            Query(
+                max_length=8192,
+                description="a filter expression as JSON, as filters.where in search: "
+                '{"OR":[{"kind":"event"},{"created_at":{"gte":"2026-01-01T00:00:00Z"}}]}',
             ),
         ] = None,
     ):
@@ -210,6 +221,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         if session_id and run_id and session_id != run_id:
             raise ValidationFailed("run_id is an alias of session_id: send one of them (or the same value)")
         session_id = session_id or run_id
+        plain_metadata, metadata_ops = conditions(metadata_query(metadata), agent_id, field="metadata")
         filters = MemoryFilters(
             kind=kind,
             category=category,
@@ -218,7 +230,8 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             session_id=session_id,
             after=aware(after, settings.timezone),
             before=aware(before, settings.timezone),
-            metadata=conditions(metadata_query(metadata), agent_id, field="metadata"),
+            metadata=plain_metadata,
+            where=filter_expr.both(where_query(where), metadata_ops),
         )
         records, next_cursor = service.list(app.tenant(), user_id, filters, limit, cursor or None)
         return _json(200, {"memories": [memory_out(r) for r in records], "next_cursor": next_cursor})

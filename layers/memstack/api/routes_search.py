@@ -14,6 +14,7 @@ from memstack.api.limits import check_search
 from memstack.api.responses import json_response
 from memstack.api.routes_memories import aware, memory_out
 from memstack.api.schemas import SearchMemoriesRequest, SearchMemoriesResponse
+from memstack.domain import filter_expr
 from memstack.domain.retrieve import SearchRequest
 from memstack.models import MemoryFilters
 
@@ -40,9 +41,13 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         check_search(body, settings)
         tz = settings.timezone
         f = body.filters
+        metadata, metadata_ops = conditions(
+            f.metadata if f else None, body.agent_id, field="filters.metadata"
+        )
         filters = MemoryFilters(
             session_id=body.session_id,
-            metadata=conditions(f.metadata if f else None, body.agent_id, field="filters.metadata"),
+            metadata=metadata,
+            where=filter_expr.both(f.where if f else None, metadata_ops),
             **(
                 {}
                 if f is None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -30,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from memstack.domain import filter_expr
 from memstack.models import Category, Kind, Role, Scope, Tier
 
 # Any C0 control character or DEL. Free text may keep tab, newline and carriage return.
@@ -84,7 +86,9 @@ MetadataValue = Annotated[
 #: how many keys one metadata filter may test, and how many values one ``in`` may list
 MAX_FILTER_KEYS = 20
 MAX_IN_VALUES = 100
-_CONDITION_SHAPE = 'a condition is a value (equality) or {"in": [values]} (any of them)'
+_CONDITION_SHAPE = "a condition is a value (equality) or {operator: value} with operator one of " + ", ".join(
+    filter_expr.OPERATORS
+)
 
 
 def _filter_value(value: Any) -> str | int | float | bool:
@@ -95,14 +99,28 @@ def _filter_value(value: Any) -> str | int | float | bool:
     return out
 
 
-def _metadata_condition(value: Any) -> tuple[str | int | float | bool, ...]:
+@dataclass(frozen=True)
+class MetadataOps:
+    """A key's condition written with operators other than ``in`` (``{"gt": 3}``), already checked.
+
+    It joins the filter expression (``domain.filter_expr``); plain values and ``in``
+    keep the metadata term index's fast path.
+    """
+
+    condition: dict[str, Any]
+
+
+def _metadata_condition(value: Any) -> tuple[str | int | float | bool, ...] | MetadataOps:
     """One key's condition as the values it may hold: ``v`` is ``(v,)``, ``{"in": [a, b]}`` is ``(a, b)``."""
     if isinstance(value, dict):
+        if not value:
+            raise ValueError(_CONDITION_SHAPE)
         if set(value) != {"in"}:
-            unknown = sorted(set(value) - {"in"})
-            raise ValueError(
-                f"unknown operator {unknown[0]!r}: {_CONDITION_SHAPE}" if unknown else _CONDITION_SHAPE
-            )
+            try:
+                filter_expr.metadata_condition("key", value, "value")
+            except filter_expr.FilterError as exc:
+                raise ValueError(re.sub(r"^value[^:]*: ", "", str(exc))) from None
+            return MetadataOps(dict(value))
         values = value["in"]
         if not isinstance(values, list) or not 1 <= len(values) <= MAX_IN_VALUES:
             raise ValueError(f'"in" takes a list of 1 to {MAX_IN_VALUES} values')
@@ -127,16 +145,54 @@ MetadataFilter = Annotated[
     dict[
         MetadataKey,
         Annotated[
-            tuple[str | int | float | bool, ...],
-            PlainValidator(_metadata_condition, json_schema_input_type=str | int | float | bool | MetadataIn),
+            # tuple[scalar, ...] (equality, in) | MetadataOps (other operators); Any keeps the
+            # internal class out of the OpenAPI document (the input schema says what is sent).
+            Any,
+            PlainValidator(
+                _metadata_condition,
+                json_schema_input_type=str | int | float | bool | MetadataIn | dict[str, Any],
+            ),
         ],
     ],
     Field(
         max_length=MAX_FILTER_KEYS,
         description='memories whose metadata holds these values: {"topic": "food"} (equality), '
-        '{"topic": {"in": ["food", "travel"]}} (any of them); every key must match',
+        '{"topic": {"in": ["food", "travel"]}} (any of them), {"priority": {"gte": 2, "lt": 5}} (operators '
+        + ", ".join(filter_expr.OPERATORS)
+        + "); every key must match",
     ),
 ]
+
+
+def _expression(value: Any) -> filter_expr.Node:
+    try:
+        return filter_expr.parse(value)
+    except filter_expr.FilterError as exc:
+        raise ValueError(str(exc)) from None
+
+
+#: AND / OR / NOT over conditions on metadata and the record's fields (``domain.filter_expr``)
+FilterExpression = Annotated[
+    filter_expr.Node,
+    PlainValidator(_expression, json_schema_input_type=dict[str, Any]),
+    Field(
+        description='{"AND": [filters]}, {"OR": [filters]}, {"NOT": filter}, or {field: condition}; fields: '
+        "created_at, event_time, category, kind, agent_id, metadata.<key> "
+        '(or {"metadata": {key: condition}}); a condition is a value (equality) or {operator: value}, '
+        "operators eq, ne, gt, gte, lt, lte, in, nin, "
+        'contains; e.g. {"AND": [{"created_at": {"gte": "2026-01-01T00:00:00Z"}}, '
+        '{"metadata": {"priority": {"gt": 2}}}]}',
+        examples=[{"OR": [{"category": "travel"}, {"metadata": {"priority": {"gte": 3}}}]}],
+    ),
+]
+
+
+def merged_expression(*parts: Any) -> Any:
+    """The JSON of the AND of the given expressions (``None`` ones left out)."""
+    given = [p for p in parts if p is not None]
+    if not given:
+        return None
+    return given[0] if len(given) == 1 else {"AND": given}
 
 
 # Keys the system itself writes into a record's metadata; a caller may not forge them.
@@ -200,6 +256,8 @@ class AddMemoriesRequest(RunIdAlias):
 
 
 class SearchFilters(Strict):
+    """Every given filter must hold; ``AND`` / ``OR`` / ``NOT`` at this level are ``where`` (Mem0's shape)."""
+
     kind: Kind | None = None
     category: Category | None = None
     scope: Scope | None = None
@@ -207,6 +265,25 @@ class SearchFilters(Strict):
     after: datetime | None = None
     before: datetime | None = None
     metadata: MetadataFilter | None = None
+    where: FilterExpression | None = None
+    # Mem0's shape: read as ``where`` (by the validator below), never kept here.
+    AND: list[dict[str, Any]] | None = Field(None, description="read as where: all of these hold")
+    OR: list[dict[str, Any]] | None = Field(None, description="read as where: any of these holds")
+    NOT: dict[str, Any] | list[dict[str, Any]] | None = Field(
+        None, description="read as where: this does not hold"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _logic_and_operators(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        out = {k: v for k, v in value.items() if k not in filter_expr.LOGIC}
+        logic = {k: value[k] for k in filter_expr.LOGIC if k in value}
+        where = merged_expression(out.get("where"), logic or None)
+        if where is not None:
+            out["where"] = where
+        return out
 
 
 AGENT_FILTER = "only memories of this agent (from messages added with this agent_id)"

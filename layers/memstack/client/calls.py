@@ -162,12 +162,18 @@ def search(
     agent_id: str | None = None,
     filters: Mapping[str, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
+    where: Mapping[str, Any] | None = None,
     reference_time: datetime | None = None,
     explain: bool | None = None,
     include_history: bool | None = None,
     min_score: float | None = None,
 ) -> ApiCall[SearchMemoriesResponse]:
-    """``metadata`` is ``filters["metadata"]``: ``{"topic": "food"}`` or ``{"topic": {"in": [...]}}``."""
+    """``metadata`` is ``filters["metadata"]``: ``{"topic": "food"}``, ``{"topic": {"in": [...]}}``,
+    ``{"n": {"gt": 3}}``; ``where`` is ``filters["where"]``: ``{"OR": [{"kind": "event"}, ...]}``."""
+    if where is not None:
+        if filters and filters.get("where") is not None and filters["where"] != where:
+            raise ValueError("where is given twice (as where= and in filters): pass it once")
+        filters = {**(filters or {}), "where": where}
     body = {
         "user_id": user_id,
         "query": query,
@@ -192,9 +198,10 @@ def list_memories(
     run_id: str | None = None,
     agent_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    where: Mapping[str, Any] | None = None,
     **filters: Any,
 ) -> ApiCall[MemoryList]:
-    """``filters``: kind, category, scope, tier, after, before; ``metadata`` as in ``search``."""
+    """``filters``: kind, category, scope, tier, after, before; ``metadata``, ``where`` as in ``search``."""
     query = {
         "user_id": user_id,
         "limit": limit,
@@ -202,6 +209,7 @@ def list_memories(
         "session_id": session_of(session_id, run_id),
         "agent_id": agent_id,
         "metadata": metadata_filter(metadata),  # sent as JSON text (query_params)
+        "where": where,
         **filters,
     }
     return ApiCall("GET", "/v1/memories", _model(MemoryList), query=query)

@@ -73,6 +73,15 @@ MetadataFilterArg = Annotated[
         '{"topic": {"in": ["food", "travel"]}} for any of several; every label must match'
     ),
 ]
+WhereArg = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description='a filter with logic and comparisons: {"AND": [...]}, {"OR": [...]}, {"NOT": {...}}, '
+        "or {field: condition} with field created_at, event_time, category, kind, agent_id or "
+        "metadata.<label>, and condition a value or {op: value}, op one of eq, ne, gt, gte, lt, lte, in, "
+        'nin, contains. Example: {"OR": [{"category": "travel"}, {"metadata.priority": {"gte": 3}}]}'
+    ),
+]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -157,6 +166,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         before: Annotated[datetime | None, Field(description="only memories of events before this")] = None,
         agent_id: AgentFilterArg = None,
         metadata: MetadataFilterArg = None,
+        where: WhereArg = None,
         min_score: Annotated[
             float | None,
             Field(
@@ -178,6 +188,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             agent_id=kit.agent(agent_id),
             filters={k: v for k, v in filters.items() if v is not None} or None,
             metadata=metadata,
+            where=where,
             min_score=min_score,
         )
         return kit.run(call, headers(ctx))
@@ -196,6 +207,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         session_id: SessionArg = None,
         agent_id: AgentFilterArg = None,
         metadata: MetadataFilterArg = None,
+        where: WhereArg = None,
     ) -> MemoryList:
         """List the user's current memories, newest first, one page at a time."""
         call = calls.list_memories(
@@ -207,6 +219,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             session_id=session_id or kit.session_id,
             agent_id=kit.agent(agent_id),
             metadata=metadata,
+            where=where,
         )
         return kit.run(call, headers(ctx))
 

@@ -13,7 +13,7 @@ from typing import Any
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 
 from memstack.adapters.stored_fields import FIELD_NAMES, record_from_fields, stored_fields
-from memstack.domain import metadata_filter
+from memstack.domain import filter_expr, metadata_filter
 from memstack.domain.vectors import to_blob
 from memstack.models import MemoryFilters, MemoryRecord, Scope
 
@@ -97,6 +97,8 @@ def matches(record: MemoryRecord, filters: MemoryFilters, *, search: bool) -> bo
     if filters.before is not None and when >= filters.before:
         return False
     if not metadata_filter.matches(record.metadata, filters.metadata):
+        return False
+    if filters.where is not None and not filter_expr.evaluate(filters.where, record):
         return False
     if filters.session_id is not None:
         return record.scope == Scope.USER or record.session_id == filters.session_id

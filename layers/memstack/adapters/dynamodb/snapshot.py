@@ -20,7 +20,7 @@ import numpy as np
 
 from memstack.adapters.dynamodb import items
 from memstack.adapters.filter_columns import FilterColumns
-from memstack.domain import metadata_filter
+from memstack.domain import filter_expr, metadata_filter
 from memstack.domain.bm25 import Bm25Index
 from memstack.domain.text import bm25_document
 from memstack.domain.vectors import from_blob
@@ -56,7 +56,11 @@ class Snapshot:
 
     def mask(self, filters: MemoryFilters, *, search: bool = True) -> np.ndarray:
         """``items.matches`` for every record at once."""
-        return self.columns.mask(filters, search=search, rows_with=self.rows_with)
+        return self.columns.mask(filters, search=search, rows_with=self.rows_with, rows_where=self.rows_where)
+
+    def rows_where(self, expr: filter_expr.Node) -> np.ndarray:
+        """The records satisfying a filter expression (evaluated here: there is no query engine)."""
+        return np.flatnonzero(np.fromiter((filter_expr.evaluate(expr, r) for r in self.records), dtype=bool))
 
     def rows_with(self, terms: list[str]) -> np.ndarray:
         """The records holding any of the metadata ``terms`` (``domain.metadata_filter``)."""

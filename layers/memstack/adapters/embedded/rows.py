@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memstack.adapters.embedded import metadata_terms
+from memstack.adapters.embedded.where import where_sql
 from memstack.domain.vectors import to_blob
 from memstack.models import MemoryFilters, MemoryRecord
 
@@ -118,6 +119,10 @@ def filter_sql(filters: MemoryFilters, *, search: bool, uid: int | None = None) 
         params.append(filters.session_id)
     elif search:
         clauses.append("m.scope = 'USER'")
+    if filters.where is not None:
+        expression, expression_params = where_sql(filters.where)
+        clauses.append(expression)
+        params += expression_params
     where = (" AND " + " AND ".join(clauses)) if clauses else ""
     if filters.metadata:
         if uid is None:

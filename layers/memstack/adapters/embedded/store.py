@@ -23,9 +23,11 @@ from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.index_cache import IndexCache
 from memstack.adapters.embedded.rows import COLUMNS, INSERT, M_COLUMNS, filter_sql, insert_values, to_record
 from memstack.adapters.embedded.user_index import IndexView
-from memstack.adapters.filter_columns import TIERS, RowsWithTerms
+from memstack.adapters.embedded.where import where_sql
+from memstack.adapters.filter_columns import TIERS, RowsWhere, RowsWithTerms
 from memstack.domain.cursors import decode_row_position, encode_position
 from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
+from memstack.domain.filter_expr import Node
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier
@@ -354,13 +356,33 @@ class EmbeddedMemoryStore:
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
     ) -> builtins.list[ScoredId]:
         view = self.index(tenant, user_id)
-        return vector_on(view, query_coarse, k, filters, self.rows_with(view))
+        return vector_on(view, query_coarse, k, filters, self.rows_with(view), self.rows_where(view))
 
     def rows_with(self, view: IndexView) -> RowsWithTerms:
         """The view's rows holding metadata terms (rows written after the view are not in it)."""
 
         def lookup(terms: list[str]) -> np.ndarray:
             pos = view.positions(metadata_terms.rids(self.db.read(), view.uid, terms))
+            return pos[pos >= 0]
+
+        return lookup
+
+    def rows_where(self, view: IndexView) -> RowsWhere:
+        """The view's rows satisfying a filter expression, read by SQL over the user's rows."""
+
+        def lookup(expr: Node) -> np.ndarray:
+            condition, params = where_sql(expr)
+            cur = self.db.read().cursor()
+            cur.row_factory = None
+            try:
+                found = cur.execute(
+                    "SELECT m.rid FROM memories m WHERE (m.tenant, m.user_id) = "
+                    f"(SELECT tenant, user_id FROM store_users WHERE uid = ?) AND {condition}",
+                    (view.uid, *params),
+                ).fetchall()
+            finally:
+                cur.close()
+            pos = view.positions(np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found)))
             return pos[pos >= 0]
 
         return lookup
@@ -372,7 +394,7 @@ class EmbeddedMemoryStore:
         match = fts.match_expression(fts.owner_prefix(view.uid), query)
         if match is None:
             return []
-        seen = view.searchable(filters, self.rows_with(view))
+        seen = view.searchable(filters, self.rows_with(view), self.rows_where(view))
         allowed = seen.allowed
         # The FTS index holds exactly the current, live rows. If the filters drop none of
         # them, FTS5's own top-k is the answer. Otherwise hits are read until k pass, and
@@ -484,11 +506,12 @@ def vector_on(
     k: int,
     filters: MemoryFilters,
     rows_with: RowsWithTerms | None = None,
+    rows_where: RowsWhere | None = None,
 ) -> list[ScoredId]:
     """Exact cosine top-k (rows are unit vectors) among the rows of ``view`` the filters allow."""
     if not view.size or k <= 0:
         return []
-    rows = view.searchable(filters, rows_with).vector_rows
+    rows = view.searchable(filters, rows_with, rows_where).vector_rows
     if not len(rows):
         return []
     q = np.asarray(query_coarse, dtype=np.float32)

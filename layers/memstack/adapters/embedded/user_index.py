@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from memstack.adapters.filter_columns import TIERS, FilterColumns, RowsWithTerms
+from memstack.adapters.filter_columns import TIERS, FilterColumns, RowsWhere, RowsWithTerms
 from memstack.models import MemoryFilters, Tier
 
 # The columns of a row the index keeps (deleted rows are left out when first read), and
@@ -102,7 +102,12 @@ class IndexView:
     #: what ``searchable`` worked out for each filters this view was searched with
     _searches: dict[tuple[Any, ...], Searchable] = field(default_factory=dict, compare=False, repr=False)
 
-    def searchable(self, filters: MemoryFilters, rows_with: RowsWithTerms | None = None) -> Searchable:
+    def searchable(
+        self,
+        filters: MemoryFilters,
+        rows_with: RowsWithTerms | None = None,
+        rows_where: RowsWhere | None = None,
+    ) -> Searchable:
         """The rows ``filters`` let a search see, worked out once per view and filters.
 
         A view never changes, so the masks of the filters it was searched with
@@ -120,9 +125,11 @@ class IndexView:
             filters.session_id,
             filters.include_superseded,
         )
-        found = None if filters.metadata else self._searches.get(key)
+        # Metadata and expression filters read the store (rows written since, values changed since).
+        fresh = bool(filters.metadata) or filters.where is not None
+        found = None if fresh else self._searches.get(key)
         if found is None:
-            allowed = self.columns.mask(filters, rows_with=rows_with)
+            allowed = self.columns.mask(filters, rows_with=rows_with, rows_where=rows_where)
             with_vector = allowed & self.has_vector
             indexed = self.columns.current & ~self.columns.deleted
             found = Searchable(
@@ -131,7 +138,7 @@ class IndexView:
                 indexed=int(indexed.sum()),
                 indexed_allowed=int((indexed & allowed).sum()),
             )
-            if filters.metadata:
+            if fresh:
                 return found
             if len(self._searches) >= _SEARCHES_KEPT:
                 self._searches.clear()

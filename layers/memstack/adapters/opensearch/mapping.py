@@ -18,6 +18,17 @@ from memstack.models import MemoryRecord
 VECTOR_FIELDS = ("embedding_full", "embedding_coarse")
 #: the keyword field holding a document's metadata as typed terms
 METADATA_TERMS = "metadata_terms"
+#: the nested field holding each metadata scalar as {key, s | n | b}: what comparisons and contains read
+METADATA_VALUES = "metadata_values"
+_METADATA_VALUES_FIELD = {
+    "type": "nested",
+    "properties": {
+        "key": {"type": "keyword"},
+        "s": {"type": "keyword"},
+        "n": {"type": "double"},
+        "b": {"type": "boolean"},
+    },
+}
 
 _KEYWORDS = (
     "memory_id",
@@ -83,6 +94,8 @@ def mappings(
             # ... and filtered through its values as typed terms in one keyword field
             # (``domain.metadata_filter``: "topic=s:food"), so any key can be filtered on.
             METADATA_TERMS: {"type": "keyword"},
+            # ... and as typed values, for ranges and substrings (``domain.filter_expr``).
+            METADATA_VALUES: _METADATA_VALUES_FIELD,
             "embedding_full": _knn_field(embedding_dim, engine, m, ef_construction),
             "embedding_coarse": _knn_field(coarse_dim, engine, m, ef_construction),
         }
@@ -92,7 +105,28 @@ def mappings(
 
 def added_fields() -> dict[str, Any]:
     """Fields this mapping has that an index made from an older template may lack (``PUT _mapping``)."""
-    return {"properties": {METADATA_TERMS: {"type": "keyword"}}}
+    return {"properties": {METADATA_TERMS: {"type": "keyword"}, METADATA_VALUES: _METADATA_VALUES_FIELD}}
+
+
+def metadata_values(metadata: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Each scalar of the metadata as one nested value, typed (a bool is not a number here either)."""
+    out: list[dict[str, Any]] = []
+    for key, value in sorted(metadata.items()):
+        if isinstance(value, bool):
+            out.append({"key": key, "b": value})
+        elif isinstance(value, int | float):
+            out.append({"key": key, "n": value})
+        elif isinstance(value, str):
+            out.append({"key": key, "s": value})
+    return out or None
+
+
+def metadata_fields(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The indexed copies of a document's metadata (written with it, rewritten when it changes)."""
+    return {
+        METADATA_TERMS: metadata_filter.record_terms(metadata) or None,
+        METADATA_VALUES: metadata_values(metadata),
+    }
 
 
 def index_body(
@@ -130,7 +164,7 @@ def to_doc(record: MemoryRecord) -> dict[str, Any]:
         # event_time when known, else created_at: what the after/before filters compare.
         "effective_time": iso(record.event_time or record.created_at),
         "metadata": record.metadata,
-        METADATA_TERMS: metadata_filter.record_terms(record.metadata) or None,
+        **metadata_fields(record.metadata),
     }
     if record.embedding_full is not None:
         doc["embedding_full"] = list(record.embedding_full)

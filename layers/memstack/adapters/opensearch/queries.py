@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from memstack.adapters.opensearch.mapping import METADATA_TERMS
+from memstack.adapters.opensearch.where import where_clause
 from memstack.domain.metadata_filter import wanted_terms
 from memstack.domain.text import query_terms
 from memstack.models import MemoryFilters
@@ -51,6 +52,8 @@ def filter_clauses(
     for key, values in (filters.metadata or {}).items():
         # One clause per key (AND), any of its values (OR): ``domain.metadata_filter``.
         clauses.append({"terms": {METADATA_TERMS: wanted_terms(key, values)}})
+    if filters.where is not None:
+        clauses.append(where_clause(filters.where))
     if filters.session_id is not None:
         clauses.append(
             {

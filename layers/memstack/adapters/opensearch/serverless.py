@@ -59,7 +59,6 @@ import numpy as np
 from memstack.adapters.opensearch import mapping, queries
 from memstack.adapters.opensearch.index import Op
 from memstack.adapters.opensearch.store import _OK, OpenSearchMemoryStore
-from memstack.domain import metadata_filter
 from memstack.errors import BadRequest, Conflict, DependencyFailed
 from memstack.models import MemoryFilters, MemoryRecord
 
@@ -249,9 +248,8 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
                 continue
             revision = self._revision(int(source.get("revision", 0)))
             metadata.update(fields)
-            terms = metadata_filter.record_terms(metadata)
             sources.append(
-                {**source, "metadata": metadata, mapping.METADATA_TERMS: terms, "revision": revision}
+                {**source, "metadata": metadata, **mapping.metadata_fields(metadata), "revision": revision}
             )
             retire.append(copy_id)
         if not sources:

@@ -38,7 +38,6 @@ import numpy as np
 
 from memstack.adapters.opensearch import mapping, queries
 from memstack.adapters.opensearch.index import Op, OpenSearchIndex, status_of
-from memstack.domain import metadata_filter
 from memstack.domain.erasure import RETENTION_SECONDS, Erased, erasure_key, refuse_if_erased, work_began
 from memstack.errors import BadRequest, Conflict, DependencyFailed
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
@@ -211,11 +210,10 @@ class OpenSearchMemoryStore(OpenSearchIndex):
                 continue
             did = mapping.doc_id(tenant, user_id, memory_id)
             metadata = {**record.metadata, **fields}
-            terms = metadata_filter.record_terms(metadata)
             ops.append(
                 (
                     {"update": {"_index": self.alias, "_id": did}},
-                    {"doc": {"metadata": metadata, mapping.METADATA_TERMS: terms}},
+                    {"doc": {"metadata": metadata, **mapping.metadata_fields(metadata)}},
                 )
             )
         if not ops:

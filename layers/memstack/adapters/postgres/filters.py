@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memstack.adapters.postgres.records import micros, micros_sql
+from memstack.adapters.postgres.where import where_sql
 from memstack.models import MemoryFilters
 
 #: the owner condition every statement carries
@@ -54,6 +55,10 @@ def filter_sql(filters: MemoryFilters, *, search: bool) -> tuple[str, dict[str, 
         more, more_params = metadata_sql(filters.metadata)
         clauses += more
         params.update(more_params)
+    if filters.where is not None:
+        expression, expression_params = where_sql(filters.where)
+        clauses.append(expression)
+        params.update(expression_params)
     return ("".join(f" AND {c}" for c in clauses), params)
 
 
