@@ -21,7 +21,9 @@ from memstack.settings import get_settings
 
 # Service name from POWERTOOLS_SERVICE_NAME, which the stack sets to the name its alarms watch.
 logger = Logger()
-tracer = Tracer()
+# Only botocore: every AWS call the function makes goes through it. Patching every library X-Ray
+# knows would import the ones the function never uses (httpx alone is ~10% of a cold import).
+tracer = Tracer(patch_modules=("botocore",))
 metrics = Metrics(namespace="memstack")
 
 _resolver: MemstackResolver | None = None

@@ -56,8 +56,16 @@ _RESOURCES = {
 
 
 def _runtime(function: str) -> dict[str, str]:
-    """What the Lambda runtime and the stack's Powertools settings add."""
+    """What the Lambda runtime and the stack's Powertools settings add.
+
+    ``LAMBDA_TASK_ROOT`` (the function's code directory, always set by the runtime) matters:
+    without it the X-Ray SDK behind Powertools' Tracer thinks it runs outside Lambda and
+    builds a botocore X-Ray client for centralised sampling at import (~30% of the API
+    handler's import on this machine), which no Lambda container ever does.
+    """
     return {
+        "LAMBDA_TASK_ROOT": str(repository_root() / "lambdas" / function),
+        "_HANDLER": "handler.handler",
         "AWS_REGION": "us-east-1",
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_LAMBDA_FUNCTION_NAME": f"memstack-{function}",
