@@ -75,10 +75,12 @@ def _no_metadata(f: MemoryFilters) -> MemoryFilters:
     return f.model_copy(update={"metadata": None})
 
 
-def _brute_vector(db: Database, tenant: str, user: str, q: np.ndarray, k: int, f: MemoryFilters) -> list[Any]:
+def _brute_vector(
+    db: Database, tenant: str, user: str, q: np.ndarray, k: int, f: MemoryFilters, column: str = "emb_coarse"
+) -> list[Any]:
     where, params = filter_sql(_no_metadata(f), search=True)
     rows = db.read().execute(
-        f"SELECT m.id, m.emb_coarse, m.metadata FROM memories m WHERE m.tenant = ? AND m.user_id = ?{where}",
+        f"SELECT m.id, m.{column}, m.metadata FROM memories m WHERE m.tenant = ? AND m.user_id = ?{where}",
         (tenant, user, *params),
     )
     scored = [
@@ -98,10 +100,12 @@ def _brute_bm25(db: Database, tenant: str, user: str, query: str, k: int, f: Mem
     if match is None:
         return []
     where, params = filter_sql(_no_metadata(f), search=True)
+    # A search of LTM only ranks among LTM rows (their own FTS table, ``fts.LTM``).
+    table = "memories_ltm_fts" if f.tier == Tier.LTM else "memories_fts"
     rows = conn.execute(
-        "SELECT m.id, bm25(memories_fts), m.metadata FROM memories_fts "
-        "JOIN memories m ON m.rid = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND m.tenant = ? AND m.user_id = ?{where} ORDER BY 2",
+        f"SELECT m.id, bm25({table}), m.metadata FROM {table} "
+        f"JOIN memories m ON m.rid = {table}.rowid "
+        f"WHERE {table} MATCH ? AND m.tenant = ? AND m.user_id = ?{where} ORDER BY 2",
         (match, tenant, user, *params),
     )
     kept = [
@@ -412,5 +416,25 @@ def test_a_narrow_filter_is_pushed_into_the_match_and_stays_exact(
     conn.set_trace_callback(traced.append)
     got = store.bm25_search("t1", "u1", "tea garden puppy jazz", 8, filters)
     conn.set_trace_callback(None)
-    assert any("tags :" in sql for sql in traced)  # the filters narrowed the MATCH itself
+    if filters.tier == Tier.LTM:  # LTM rows have an FTS table of their own: no raw turn is read
+        assert any("FROM memories_ltm_fts WHERE" in sql for sql in traced)
+    else:
+        assert any("tags :" in sql for sql in traced)  # the filters narrowed the MATCH itself
     assert_same_top_k(got, _brute_bm25(store.db, "t1", "u1", "tea garden puppy jazz", 8, filters))
+
+
+def test_full_vector_ranking_is_exact_and_only_below_its_size(store: EmbeddedMemoryStore) -> None:
+    """``ExactVectors``: the full-vector top-k = brute force over the rows' full vectors."""
+    rng = np.random.default_rng(21)
+    records = []
+    for i in range(120):
+        r = _record(rng, "t1", "u1", i)
+        full = _vector(rng)  # the coarse vector says something else: only the full one may rank
+        records.append(r.model_copy(update={"embedding_full": full}))
+    store.put(records + [_record(rng, "t1", "u2", i) for i in range(20)])
+    q = np.asarray(_vector(rng), dtype=np.float32)
+    for f in (MemoryFilters(), MemoryFilters(tier=Tier.LTM, session_id="s1")):
+        got = store.exact_vector_search("t1", "u1", q, 7, f, below=1000)
+        assert got is not None
+        assert_same_top_k(got, _brute_vector(store.db, "t1", "u1", q, 7, f, column="emb_full"))
+    assert store.exact_vector_search("t1", "u1", q, 7, MemoryFilters(), below=120) is None

@@ -28,6 +28,7 @@ from memstack.models import Message
 
 INFER = ("off", "queued", "inline")
 BATCHES = (1, 50)
+PATHS = ("service", "http")
 
 
 @dataclass
@@ -41,6 +42,9 @@ class IngestCell:
     msg_per_s: float
     #: queued cells: how fast the worker then ran the extraction jobs
     extraction_jobs_per_s: float | None = None
+    #: queued service cells: this process's CPU per extraction job (the worker runs here),
+    #: which the load of a shared machine moves far less than jobs per second
+    extraction_cpu_ms_per_job: float | None = None
 
 
 @dataclass
@@ -73,9 +77,20 @@ class _Cells:
             self.bench.corpus.messages(n, offset=50_000_000 + 100_000 * next(self.serial), prefix="ingest-")
         )
 
-    def record(self, path: str, batch: int, infer: str, n: int, seconds: float, jobs_s: float | None) -> None:
+    def record(
+        self,
+        path: str,
+        batch: int,
+        infer: str,
+        n: int,
+        seconds: float,
+        jobs_s: float | None,
+        cpu_ms: float | None = None,
+    ) -> None:
         self.cells.append(
-            IngestCell(self.existing, path, batch, infer, n, round(seconds, 3), round(n / seconds, 1), jobs_s)
+            IngestCell(
+                self.existing, path, batch, infer, n, round(seconds, 3), round(n / seconds, 1), jobs_s, cpu_ms
+            )
         )
 
     def through_service(self, batch: int, infer: str, n: int) -> None:
@@ -87,13 +102,14 @@ class _Cells:
                 TENANT, user_name(0), messages[i : i + batch], infer=infer != "off", sync=infer == "inline"
             )
         seconds = time.perf_counter() - started
-        jobs_s = None
+        jobs_s = cpu_ms = None
         if infer == "queued" and service.queue is not None:
             # No worker runs in this process: every one of the n jobs is still queued.
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.process_time()
             service.queue.drain()
+            cpu_ms = round(1000 * (time.process_time() - cpu) / n, 2)
             jobs_s = round(n / (time.perf_counter() - began), 1)
-        self.record("service", batch, infer, n, seconds, jobs_s)
+        self.record("service", batch, infer, n, seconds, jobs_s, cpu_ms)
 
     def over_http(self, port: int, queue: LocalJobQueue, batch: int, infer: str, n: int) -> None:
         conn = HTTPConnection("127.0.0.1", port, timeout=600)
@@ -125,6 +141,7 @@ def run_ingest_bench(
     messages: int = 300,
     inline_messages: int = 60,
     embedder: str = "hashing",
+    paths: Sequence[str] = PATHS,
     progress: Any = lambda _: None,
 ) -> IngestReport:
     cells: list[IngestCell] = []
@@ -137,20 +154,27 @@ def run_ingest_bench(
                 SearchRequest(tenant=TENANT, user_id=user_name(0), query="what did we talk about")
             )
             run = _Cells(bench, size)
-            for batch in BATCHES:
+            for batch in BATCHES if "service" in paths else ():
                 for infer in INFER:
                     n = inline_messages if infer == "inline" else messages
                     progress(f"{size:,}: service, batch {batch}, infer {infer} ({n} messages)")
                     run.through_service(batch, infer, n)
-            queue = LocalJobQueue(Database(bench.settings.db_path))
-            with ServerProcess(bench.data_dir, embedder=embedder, tenant=TENANT) as server:
-                for batch in BATCHES:
-                    for infer in INFER:
-                        n = inline_messages if infer == "inline" else messages
-                        progress(f"{size:,}: http, batch {batch}, infer {infer} ({n} messages)")
-                        run.over_http(server.port, queue, batch, infer, n)
-            queue.db.close()
+            if "http" in paths:
+                queue = LocalJobQueue(Database(bench.settings.db_path))
+                with ServerProcess(bench.data_dir, embedder=embedder, tenant=TENANT) as server:
+                    for batch in BATCHES:
+                        for infer in INFER:
+                            n = inline_messages if infer == "inline" else messages
+                            progress(f"{size:,}: http, batch {batch}, infer {infer} ({n} messages)")
+                            run.over_http(server.port, queue, batch, infer, n)
+                queue.db.close()
             cells += run.cells
     return IngestReport(
-        cells, config={"existing": sorted(existing), "messages": messages, "inline_messages": inline_messages}
+        cells,
+        config={
+            "existing": sorted(existing),
+            "messages": messages,
+            "inline_messages": inline_messages,
+            "paths": list(paths),
+        },
     )

@@ -22,6 +22,7 @@ from typing import Any
 
 from memstack.bench.fixture import TENANT, BenchStore, user_name
 from memstack.bench.floor import Floor
+from memstack.bench.recall import vector_recall
 from memstack.bench.stats import machine, median, percentiles, rss_mb
 from memstack.domain.retrieve import SearchRequest
 from memstack.domain.vectors import coarse_prefix
@@ -29,6 +30,8 @@ from memstack.service import MemoryService
 from memstack.settings import load_settings
 
 Progress = Callable[[str], None]
+#: queries whose vector-stage recall is measured (a full scan each, outside the timings)
+_RECALL_QUERIES = 50
 
 
 @dataclass
@@ -49,6 +52,8 @@ class SearchPoint:
     #: users > 1: the same user's search in a store holding only that user
     alone_latency_ms: dict[str, float] | None = None
     shared_over_alone_p50: float | None = None
+    #: median share of the exact full-dimension top 10 the vector stage found (embedded store)
+    vector_recall_at_10: float | None = None
 
 
 @dataclass
@@ -193,6 +198,9 @@ def _run(
             match_fraction_p50=round(median(run.matched), 4),
             fill_msg_per_s=round(added / seconds, 1) if seconds else float("nan"),
             rss_mb=rss_mb(),
+        )
+        point.vector_recall_at_10 = vector_recall(
+            shared.service, TENANT, user_name(0), texts[:_RECALL_QUERIES]
         )
         if solo:
             point.alone_latency_ms = percentiles(solo[0].latencies)

@@ -44,7 +44,7 @@ def _load_line(machine: dict[str, Any]) -> str:
 def search(
     memories: Annotated[str, typer.Option(help="memories per user, comma-separated")] = "1000,10000,100000",
     users: Annotated[int, typer.Option(min=1, max=1000, help="users in the store (user 0 is searched)")] = 1,
-    embedder: Annotated[str, typer.Option(help="hashing | minilm")] = "hashing",
+    embedder: Annotated[str, typer.Option(help="hashing | minilm | mpnet")] = "hashing",
     queries: Annotated[int, typer.Option(min=2, max=10_000, help="searches per size")] = 200,
     backend: Annotated[
         str,
@@ -58,8 +58,8 @@ def search(
     """Search latency (p50/p95/p99, per stage) per store size, and its ratio to the floor."""
     from memstack.bench.search import run_search_bench
 
-    if embedder not in ("hashing", "minilm"):
-        raise UserError("--embedder must be hashing or minilm")
+    if embedder not in ("hashing", "minilm", "mpnet"):
+        raise UserError("--embedder must be hashing, minilm or mpnet")
     if backend not in ("embedded", "postgres"):
         raise UserError("--backend must be embedded or postgres")
     sizes = parse_counts(memories, "--memories", largest=10_000_000)
@@ -101,9 +101,14 @@ def search(
     out.print(table)
     for p in report.points:
         stages = ", ".join(f"{s} {ms:.2f}" for s, ms in p.stages_p50_ms.items() if s != "total")
+        recall = (
+            f"; vector stage finds {p.vector_recall_at_10:.2f} of the exact full-dim top 10 (median)"
+            if p.vector_recall_at_10 is not None
+            else ""
+        )
         out.print(
             f"{p.memories:,}: per-stage p50 ms: {stages}; a query matches {p.match_fraction_p50:.1%} "
-            f"of the memories (median); filled at {p.fill_msg_per_s:,.0f} msg/s"
+            f"of the memories (median); filled at {p.fill_msg_per_s:,.0f} msg/s{recall}"
         )
     out.print(_load_line(report.machine))
     if plot is not None:
@@ -120,26 +125,53 @@ def ingest(
         int, typer.Option(min=1, max=10_000, help="messages per cell with inline extraction")
     ] = 60,
     embedder: Annotated[str, typer.Option(help="hashing | minilm")] = "hashing",
+    paths: Annotated[str, typer.Option(help="service and/or http, comma-separated")] = "service,http",
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Messages per second through the service and over HTTP, batch 1 and 50, extraction off/queued/inline."""
-    from memstack.bench.ingest import run_ingest_bench
+    from memstack.bench.ingest import PATHS, run_ingest_bench
 
     sizes = parse_counts(existing, "--existing", largest=10_000_000)
+    chosen = [p.strip() for p in paths.split(",") if p.strip()]
+    if not chosen or any(p not in PATHS for p in chosen):
+        raise UserError(f"--paths takes {' and/or '.join(PATHS)}, got {paths!r}")
     _quiet()
     report = run_ingest_bench(
-        sizes, messages=messages, inline_messages=inline_messages, embedder=embedder, progress=_err.print
+        sizes,
+        messages=messages,
+        inline_messages=inline_messages,
+        embedder=embedder,
+        paths=chosen,
+        progress=_err.print,
     )
     if as_json:
         print_json(report.as_dict())
         return
     table = Table(title=f"ingest, {embedder} embedder", title_justify="left")
-    for column in ("existing", "path", "batch", "extraction", "messages", "msg/s", "extraction jobs/s"):
+    columns = (
+        "existing",
+        "path",
+        "batch",
+        "extraction",
+        "messages",
+        "msg/s",
+        "extraction jobs/s",
+        "CPU ms/job",
+    )
+    for column in columns:
         table.add_column(column, justify="right")
     for c in report.cells:
         jobs = f"{c.extraction_jobs_per_s:,.1f}" if c.extraction_jobs_per_s is not None else "-"
+        cpu = f"{c.extraction_cpu_ms_per_job:.2f}" if c.extraction_cpu_ms_per_job is not None else "-"
         table.add_row(
-            f"{c.existing:,}", c.path, str(c.batch), c.infer, str(c.messages), f"{c.msg_per_s:,.0f}", jobs
+            f"{c.existing:,}",
+            c.path,
+            str(c.batch),
+            c.infer,
+            str(c.messages),
+            f"{c.msg_per_s:,.0f}",
+            jobs,
+            cpu,
         )
     out = Console(width=max(console.width, 110))
     out.print(table)

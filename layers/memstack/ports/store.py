@@ -124,6 +124,30 @@ class CandidateVectors(Protocol):
 
 
 @runtime_checkable
+class ExactVectors(Protocol):
+    """Optional extra of a store: the full-vector top-k over every memory, when that is cheap.
+
+    A store holding the user's full vectors in memory (embedded) ranks them all
+    by cosine with the full query vector: the exact answer the coarse pass plus
+    rescoring approximates. It answers None when the user has ``below`` memories
+    or more, and the pipeline then takes the two-stage path.
+    """
+
+    def exact_vector_search(
+        self,
+        tenant: str,
+        user_id: str,
+        query_full: np.ndarray,
+        k: int,
+        filters: MemoryFilters,
+        *,
+        below: int,
+    ) -> builtins.list[ScoredId] | None:
+        """The top ``k`` by full-vector cosine, best first; None at ``below`` memories or more."""
+        ...
+
+
+@runtime_checkable
 class SourcesInOneRead(Protocol):
     """Optional extra of a store: ``find_by_source`` for several message ids in one read.
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from memstack.adapters.embedded import fts, metadata_terms
 
 #: PRAGMA user_version of a file laid out as below (round one's files are 0)
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = (
     """
@@ -63,6 +63,10 @@ CREATE TABLE IF NOT EXISTS memory_sources (
 )""",
     # Current, live rows only; every token carries its user's prefix (see fts.py).
     "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (text, tags, tokenize = 'porter unicode61')",
+    # The same, for LTM rows only: a search of LTM memories (extraction's neighbours) reads
+    # postings of memories alone, not of every raw turn sharing a word (see fts.py).
+    "CREATE VIRTUAL TABLE IF NOT EXISTS memories_ltm_fts USING fts5 "
+    "(text, tags, tokenize = 'porter unicode61')",
     # One row per user with memories: ``uid`` names the user's FTS prefix and is never
     # reused (AUTOINCREMENT), ``generation`` is bumped by every write transaction, so
     # (uid, generation) tells a cache whether what it holds is still the user's state.
@@ -135,14 +139,16 @@ def _fill_fts(conn: sqlite3.Connection) -> None:
         "m.session_id FROM memories m JOIN store_users u ON u.tenant = m.tenant AND u.user_id = m.user_id "
         "WHERE m.is_current = 1 AND m.deleted = 0"
     ).fetchall()
-    values = []
     for rid, uid, text, tier, kind, category, scope, session_id in rows:
         prefix = fts.owner_prefix(uid)
         tags = fts.row_tags(
             prefix, tier=tier, kind=kind, category=category, scope=scope, session_id=session_id
         )
-        values.append((rid, fts.indexed_text(prefix, text), tags))
-    conn.executemany("INSERT INTO memories_fts (rowid, text, tags) VALUES (?, ?, ?)", values)
+        for table in fts.tables_of(tier):
+            conn.execute(
+                f"INSERT INTO {table} (rowid, text, tags) VALUES (?, ?, ?)",
+                (rid, fts.indexed_text(prefix, text), tags),
+            )
 
 
 def create_or_upgrade(conn: sqlite3.Connection) -> None:
@@ -154,7 +160,8 @@ def create_or_upgrade(conn: sqlite3.Connection) -> None:
     try:
         if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
             _add_round_one_columns(conn)
-            conn.execute("DROP TABLE IF EXISTS memories_fts")
+            for table in fts.TABLES:
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
             for statement in SCHEMA:
                 conn.execute(statement)
             _number_round_one_users(conn)

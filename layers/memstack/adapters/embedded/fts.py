@@ -25,6 +25,15 @@ LTM memories among 100,000 raw turns), they are ANDed into the MATCH so FTS5
 ranks only those rows; the column has weight 0 in ``bm25``, so scores are
 the same as without it. The user's row index still filters every hit.
 
+LTM rows are also in a second table of the same layout, ``memories_ltm_fts``,
+and a search asking for LTM only (extraction's neighbours, for every queued
+turn) matches there: a turn's words match nearly every raw turn of a long
+history, and FTS5 reads a term's whole doclist before any tag narrows it, so
+in the one table the neighbours query grew with the raw turns (~72% of an
+extraction job at 100,000 memories). BM25's collection statistics are then
+those of the LTM rows: an LTM-only search ranks among memories as if raw
+turns were not there.
+
 Isolation does not rest on this alone: every hit is checked against the
 user's own row index before it is returned.
 """
@@ -36,7 +45,7 @@ import re
 
 from memstack.adapters.filter_columns import CATEGORIES, KINDS, TIERS
 from memstack.domain.text import query_terms
-from memstack.models import MemoryFilters, Scope
+from memstack.models import MemoryFilters, Scope, Tier
 
 #: letters the porter stemmer always treats as consonants ('y' is not one of them)
 _ALPHABET = "bcdfghjklmnpqrstvwxz"
@@ -47,8 +56,19 @@ MAX_UID = len(_ALPHABET) ** PREFIX_WIDTH - 1
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-#: ``bm25()`` weights of the two columns: the tags never add to a score
-RANK = "bm25(memories_fts, 1.0, 0.0)"
+#: every row that is current and live / LTM rows among them
+MAIN, LTM = "memories_fts", "memories_ltm_fts"
+TABLES = (MAIN, LTM)
+
+
+def tables_of(tier: str) -> tuple[str, ...]:
+    """The FTS tables a current, live row of ``tier`` is indexed in."""
+    return TABLES if tier == Tier.LTM.value else (MAIN,)
+
+
+def rank(table: str) -> str:
+    """``bm25()`` of ``table`` with the tags column weighted 0: tags never add to a score."""
+    return f"bm25({table}, 1.0, 0.0)"
 
 
 def _letters(number: int, width: int) -> str:
@@ -86,6 +106,11 @@ def row_tags(
     return " ".join(prefix + t for t in tokens)
 
 
+def table_for(filters: MemoryFilters) -> str:
+    """The FTS table a search with ``filters`` matches in (the LTM one when it asks for LTM only)."""
+    return LTM if filters.tier is not None and str(filters.tier) == Tier.LTM.value else MAIN
+
+
 def filter_expression(prefix: str, filters: MemoryFilters) -> str:
     """The search filters that tags can express (with the scope rule), as conditions on ``tags``.
 
@@ -95,7 +120,7 @@ def filter_expression(prefix: str, filters: MemoryFilters) -> str:
     of a neighbours search at 100k memories, for no narrowing at all).
     """
     clauses = []
-    if filters.tier is not None:
+    if filters.tier is not None and table_for(filters) == MAIN:  # the LTM table holds one tier
         clauses.append(f'"{prefix}t{TIERS.index(str(filters.tier))}"')
     if filters.kind is not None:
         clauses.append(f'"{prefix}k{KINDS.index(str(filters.kind))}"')

@@ -104,10 +104,11 @@ class EmbeddedMemoryStore:
                 scope=str(r.scope),
                 session_id=r.session_id,
             )
-            conn.execute(
-                "INSERT INTO memories_fts (rowid, text, tags) VALUES (?, ?, ?)",
-                (cur.lastrowid, fts.indexed_text(prefix, r.indexed_text), tags),
-            )
+            for table in fts.tables_of(str(r.tier)):
+                conn.execute(
+                    f"INSERT INTO {table} (rowid, text, tags) VALUES (?, ?, ?)",
+                    (cur.lastrowid, fts.indexed_text(prefix, r.indexed_text), tags),
+                )
             if r.metadata and cur.lastrowid is not None:
                 metadata_terms.add(conn, uid, cur.lastrowid, r.metadata)
         conn.executemany(
@@ -143,7 +144,8 @@ class EmbeddedMemoryStore:
                 (new.created_at.timestamp(), generation, row["rid"]),
             )
             # Superseded text leaves the BM25 index; history reads it from the row.
-            conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (row["rid"],))
+            for table in fts.TABLES:
+                conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (row["rid"],))
             self._insert(conn, new, uid, generation)
 
     def mark(self, tenant: str, user_id: str, ids: list[str], **fields: object) -> int:
@@ -190,7 +192,8 @@ class EmbeddedMemoryStore:
                     "SELECT rid FROM memories WHERE tenant = ? AND user_id = ?", (tenant, user_id)
                 )
             ]
-            conn.executemany("DELETE FROM memories_fts WHERE rowid = ?", [(rid,) for rid in rids])
+            for table in fts.TABLES:
+                conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(rid,) for rid in rids])
             uid = self._uid(tenant, user_id, conn)
             if uid is not None:
                 metadata_terms.erase(conn, uid)
@@ -214,7 +217,8 @@ class EmbeddedMemoryStore:
         that, so it is tried a few times. True when the WAL was emptied.
         """
         with self.db.write() as conn:
-            conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+            for table in fts.TABLES:
+                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
         conn = self.db.connection()
         for attempt in range(attempts):
             busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
@@ -358,6 +362,22 @@ class EmbeddedMemoryStore:
         view = self.index(tenant, user_id)
         return vector_on(view, query_coarse, k, filters, self.rows_with(view), self.rows_where(view))
 
+    def exact_vector_search(
+        self,
+        tenant: str,
+        user_id: str,
+        query_full: np.ndarray,
+        k: int,
+        filters: MemoryFilters,
+        *,
+        below: int,
+    ) -> builtins.list[ScoredId] | None:
+        """Full-vector top-k over the user's index (``ports.store.ExactVectors``)."""
+        view = self.index(tenant, user_id)
+        if view.size >= below:
+            return None
+        return vector_on(view, query_full, k, filters, self.rows_with(view), self.rows_where(view), full=True)
+
     def rows_with(self, view: IndexView) -> RowsWithTerms:
         """The view's rows holding metadata terms (rows written after the view are not in it)."""
 
@@ -396,17 +416,18 @@ class EmbeddedMemoryStore:
             return []
         seen = view.searchable(filters, self.rows_with(view), self.rows_where(view))
         allowed = seen.allowed
-        # The FTS index holds exactly the current, live rows. If the filters drop none of
-        # them, FTS5's own top-k is the answer. Otherwise hits are read until k pass, and
-        # when most rows are filtered out, the filters' tags narrow the MATCH first
-        # (metadata is not a tag: the row mask applies it).
+        # The FTS table holds exactly the current, live rows (LTM ones, for an LTM search). If
+        # the filters drop none of them, FTS5's own top-k is the answer. Otherwise hits are
+        # read until k pass, and when most rows are filtered out, the filters' tags narrow
+        # the MATCH first (metadata is not a tag: the row mask applies it).
         searchable, passing = seen.indexed, seen.indexed_allowed
         if not passing:
             return []
         every_hit_allowed = passing == searchable
         if 2 * passing < searchable:
             match = f"{match} AND {fts.filter_expression(fts.owner_prefix(view.uid), filters)}"
-        sql = f"SELECT rowid, {fts.RANK} FROM memories_fts WHERE memories_fts MATCH ? ORDER BY 2"
+        table = fts.table_for(filters)
+        sql = f"SELECT rowid, {fts.rank(table)} FROM {table} WHERE {table} MATCH ? ORDER BY 2"
         params: tuple[object, ...] = (match,)
         if every_hit_allowed:
             sql, params = sql + " LIMIT ?", (match, k)
@@ -502,25 +523,33 @@ class EmbeddedMemoryStore:
 
 def vector_on(
     view: IndexView,
-    query_coarse: np.ndarray,
+    query: np.ndarray,
     k: int,
     filters: MemoryFilters,
     rows_with: RowsWithTerms | None = None,
     rows_where: RowsWhere | None = None,
+    *,
+    full: bool = False,
 ) -> list[ScoredId]:
-    """Exact cosine top-k (rows are unit vectors) among the rows of ``view`` the filters allow."""
+    """Exact cosine top-k (rows are unit vectors) among the rows of ``view`` the filters allow.
+
+    ``query`` is the coarse prefix, or with ``full`` the whole vector, ranked against the
+    rows' full vectors (``ExactVectors``).
+    """
     if not view.size or k <= 0:
         return []
-    rows = view.searchable(filters, rows_with, rows_where).vector_rows
+    seen = view.searchable(filters, rows_with, rows_where)
+    rows = seen.vector_rows if not full else np.flatnonzero(seen.allowed & view.has_full)
     if not len(rows):
         return []
-    q = np.asarray(query_coarse, dtype=np.float32)
+    q = np.asarray(query, dtype=np.float32)
+    matrix = view.full if full else view.coarse
     if len(rows) == view.size:
-        scores = view.coarse @ q
+        scores = matrix @ q
     elif 4 * len(rows) < view.size:
-        scores = view.coarse[rows] @ q  # few rows pass: score only those
+        scores = matrix[rows] @ q  # few rows pass: score only those
     else:
-        scores = (view.coarse @ q)[rows]
+        scores = (matrix @ q)[rows]
     n = min(k, len(rows))
     top = np.argpartition(scores, len(scores) - n)[len(scores) - n :]
     top = top[np.argsort(-scores[top], kind="stable")]

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from memstack.adapters.embedded import fts
 from memstack.adapters.filter_columns import TIERS, FilterColumns, RowsWhere, RowsWithTerms
 from memstack.models import MemoryFilters, Tier
 
@@ -72,7 +73,8 @@ class Searchable:
     allowed: np.ndarray  # bool per row
     #: rows allowed that have a vector (the vector search ranks these)
     vector_rows: np.ndarray
-    #: rows in the FTS index (current and live), and how many of them are allowed
+    #: rows in the FTS table the filters search (current and live; LTM only for an LTM
+    #: search, ``fts.table_for``), and how many of them are allowed
     indexed: int
     indexed_allowed: int
 
@@ -132,6 +134,8 @@ class IndexView:
             allowed = self.columns.mask(filters, rows_with=rows_with, rows_where=rows_where)
             with_vector = allowed & self.has_vector
             indexed = self.columns.current & ~self.columns.deleted
+            if fts.table_for(filters) == fts.LTM:
+                indexed &= self.columns.tier == TIERS.index(Tier.LTM.value)
             found = Searchable(
                 allowed=allowed,
                 vector_rows=np.flatnonzero(with_vector),
