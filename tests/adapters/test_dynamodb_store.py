@@ -46,6 +46,20 @@ def calls(client: Any) -> Iterator[Counter[str]]:
     client.meta.events.unregister("before-call.dynamodb.*", count)
 
 
+@pytest.fixture
+def partition_reads(client: Any) -> Iterator[list[int]]:
+    """How many Queries read the memory items (``MEM#``), not the write log."""
+    seen: list[int] = []
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        if ":mem" in params.get("ExpressionAttributeValues", {}):
+            seen.append(1)
+
+    client.meta.events.register("provide-client-params.dynamodb.Query", count)
+    yield seen
+    client.meta.events.unregister("provide-client-params.dynamodb.Query", count)
+
+
 def rec(content: str, user: str = "u1", **kw: Any) -> MemoryRecord:
     vec = EMB.embed([content])[0]
     return MemoryRecord(
@@ -86,8 +100,56 @@ def test_repeated_searches_reuse_the_cached_partition_until_a_write(client: Any,
     assert calls["Query"] == 1  # one partition read; every other search only read META
     assert calls["GetItem"] == 6
     store.put([rec("a new note about gardening")])
+    calls.clear()
     assert len(store.bm25_search("t1", "u1", "gardening", 10, MemoryFilters())) == 6
-    assert calls["Query"] == 2
+    # After a write: META, the write log since the snapshot, the item it names; not the partition.
+    assert dict(calls) == {"GetItem": 1, "Query": 1, "BatchGetItem": 1}
+
+
+def test_a_snapshot_brought_forward_answers_as_one_read_from_scratch(
+    client: Any, partition_reads: list[int]
+) -> None:
+    warm = DynamoDBMemoryStore(TABLE, client)
+    writer = DynamoDBMemoryStore(TABLE, client)
+    writer.put([rec(f"note {i} about tea and gardening") for i in range(20)])
+    q = coarse_prefix(EMB.embed(["tea garden"])[0], 8)
+    warm.bm25_search("t1", "u1", "tea", 5, MemoryFilters())
+    partition_reads.clear()
+    for step in range(6):
+        listed, _ = writer.list("t1", "u1", MemoryFilters(), 3)
+        writer.put([rec(f"fresh tea {step}"), rec(f"garden {step}")])
+        new = versions.new_version(listed[0], content=f"tea, version {step}", embedder=EMB, coarse_dim=8)
+        writer.supersede("t1", "u1", listed[0].id, new)
+        writer.mark("t1", "u1", [listed[1].id], consolidated=True)
+        assert warm.bm25_search("t1", "u1", "tea", 50, MemoryFilters())
+    assert len(partition_reads) == 1  # the writer's first list; the warm store never re-read
+    cold = DynamoDBMemoryStore(TABLE, client)
+
+    def scored(hits: list[Any]) -> list[tuple[float, str]]:  # ties come in row order, which differs
+        return sorted((-round(h.score, 5), h.id) for h in hits)
+
+    for query in ("tea", "garden version", "fresh"):
+        assert scored(warm.bm25_search("t1", "u1", query, 50, MemoryFilters())) == scored(
+            cold.bm25_search("t1", "u1", query, 50, MemoryFilters())
+        )
+    assert scored(warm.vector_search("t1", "u1", q, 50, MemoryFilters())) == scored(
+        cold.vector_search("t1", "u1", q, 50, MemoryFilters())
+    )
+    assert warm.list("t1", "u1", MemoryFilters(), 100) == cold.list("t1", "u1", MemoryFilters(), 100)
+
+
+def test_an_erase_then_more_writes_than_before_is_never_carried_forward(client: Any) -> None:
+    reader, writer = DynamoDBMemoryStore(TABLE, client), DynamoDBMemoryStore(TABLE, client)
+    writer.put([rec("the secret is cats")])
+    writer.put([rec("cats again")])
+    assert len(reader.bm25_search("t1", "u1", "cats", 5, MemoryFilters())) == 2
+    writer.erase_user("t1", "u1")
+    for i in range(4):  # the new partition's sequence passes the reader's snapshot's
+        writer.put([rec(f"cats, new life {i}")])
+    hits = reader.bm25_search("t1", "u1", "cats", 10, MemoryFilters())
+    assert sorted(reader.get("t1", "u1", h.id).content for h in hits) == [
+        f"cats, new life {i}" for i in range(4)
+    ]
 
 
 def test_a_write_from_another_container_invalidates_the_cache(client: Any) -> None:
@@ -189,7 +251,8 @@ def test_a_search_reads_the_partition_state_once(client: Any, calls: Counter[str
     store.put([rec("fresh tea notes")])
     calls.clear()
     retriever.search(request)
-    assert calls["GetItem"] == 1 and calls["Query"] == 1  # vectors already fetched carry over
+    # META, the write log since the snapshot, the new item (the vectors already fetched carry over)
+    assert calls["GetItem"] == 1 and calls["Query"] == 1
 
 
 def _cancelled(stubber: Stubber, *codes: str) -> None:
@@ -205,6 +268,7 @@ def _cancelled(stubber: Stubber, *codes: str) -> None:
 def test_a_transaction_conflict_with_another_writer_is_retried() -> None:
     client = boto3.client("dynamodb", region_name="us-east-1")
     with Stubber(client) as stubber:
+        stubber.add_response("get_item", {})  # the partition's write sequence
         _cancelled(stubber, "None", "TransactionConflict")
         stubber.add_response("transact_write_items", {})
         DynamoDBMemoryStore(TABLE, client).put([rec("written on the second try")])
@@ -214,7 +278,8 @@ def test_a_transaction_conflict_with_another_writer_is_retried() -> None:
 def test_a_failed_condition_is_a_conflict_not_a_retry() -> None:
     client = boto3.client("dynamodb", region_name="us-east-1")
     with Stubber(client) as stubber:
-        _cancelled(stubber, "ConditionalCheckFailed", "None", "None")
+        stubber.add_response("get_item", {})
+        _cancelled(stubber, "ConditionalCheckFailed", "None", "None", "None")
         with pytest.raises(Conflict, match="is not the current version"):
             DynamoDBMemoryStore(TABLE, client).supersede("t1", "u1", "old", rec("new"))
         stubber.assert_no_pending_responses()
@@ -239,3 +304,18 @@ def test_a_conflict_in_a_later_chunk_takes_back_the_earlier_ones(client: Any) ->
         store.put([*fresh, existing])
     listed, _ = store.list("t1", "u1", MemoryFilters(), 100)
     assert [r.id for r in listed] == [existing.id]
+
+
+def test_a_write_that_lost_its_sequence_number_takes_the_next(client: Any, monkeypatch: Any) -> None:
+    from memstack.adapters.dynamodb import writelog
+
+    store = DynamoDBMemoryStore(TABLE, client)
+    first, second = rec("first"), rec("second")
+    store.put([first])
+    real = writelog.read_head
+    stale = iter([writelog.Head(token=None, seq=0, epoch=None)])  # as if read before `first` committed
+    monkeypatch.setattr(writelog, "read_head", lambda *args: next(stale, None) or real(*args))
+    store.put([second])
+    assert real(client, TABLE, "t1", "u1").seq == 2
+    assert writelog.changed_since(client, TABLE, "t1", "u1", 0, 2) == [first.id, second.id]
+    assert writelog.changed_since(client, TABLE, "t1", "u1", 0, 3) is None  # write 3 has not happened

@@ -102,7 +102,10 @@ class FilterColumns:
         )
 
     @classmethod
-    def from_records(cls, records: Iterable[MemoryRecord]) -> FilterColumns:
+    def from_records(
+        cls, records: Iterable[MemoryRecord], *, sessions: dict[str, int] | None = None
+    ) -> FilterColumns:
+        """Columns of ``records``; ``sessions`` (grown in place) codes their sessions."""
         rows = list(records)
         return cls.from_values(
             current=[r.is_current for r in rows],
@@ -113,6 +116,7 @@ class FilterColumns:
             category=[str(r.category) if r.category else None for r in rows],
             session=[r.session_id for r in rows],
             when=[(r.event_time or r.created_at).timestamp() for r in rows],
+            sessions=sessions,
         )
 
     def __len__(self) -> int:

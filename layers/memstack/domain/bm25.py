@@ -6,8 +6,9 @@ word (``words``), queries keep only their distinct content words
 text is only ever split into words, so quotes, operators or emoji are plain
 characters, never syntax.
 
-The index is built once per snapshot of a user's partition and cached by the
-caller; scoring a query touches only the posting lists of its terms.
+The index is built once per snapshot of a user's partition, follows the user's
+writes in place, and is cached by the caller; scoring a query touches only the
+posting lists of its terms.
 """
 
 from __future__ import annotations
@@ -27,53 +28,127 @@ B = 0.75
 
 
 class Bm25Index:
-    """An inverted index over ``texts``; document ``i`` is position ``i`` of the input."""
+    """An inverted index over ``texts``; document ``i`` is position ``i`` of the input.
 
-    def __init__(self, texts: Sequence[str], k1: float = K1, b: float = B) -> None:
+    It also grows and shrinks in place (the small tier's snapshot follows a user's
+    writes without re-indexing the partition): ``extend`` appends documents and
+    ``retire`` takes one out of the collection. A retired document keeps its position
+    but matches nothing and no longer counts in the statistics (document count, each
+    term's document frequency, average length), so the scores are exactly those of an
+    index built from the live documents alone.
+    """
+
+    def __init__(
+        self, texts: Sequence[str], k1: float = K1, b: float = B, *, live: Sequence[bool] | None = None
+    ) -> None:
         self.k1 = k1
         self.b = b
-        self.size = len(texts)
-        self.lengths = np.zeros(self.size, dtype=np.float32)
-        postings: dict[str, tuple[list[int], list[int]]] = {}
-        for doc, text in enumerate(texts):
+        self.size = 0  # live documents
+        self.docs = 0  # positions, live or retired
+        self.lengths = np.zeros(0, dtype=np.float32)
+        self.live = np.zeros(0, dtype=bool)
+        self.postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # Postings of documents added since the last merge, as lists (cheap to append to).
+        self._recent: dict[str, tuple[list[int], list[int]]] = {}
+        self._recent_docs = 0
+        self.extend(texts, live)
+
+    @property
+    def avg_length(self) -> float:
+        return float(self.lengths[self.live].mean()) if self.size else 0.0
+
+    def extend(self, texts: Sequence[str], live: Sequence[bool] | None = None) -> None:
+        """Append documents (positions ``docs``, ``docs + 1``, ...); ``live[i]`` False adds a
+        placeholder that is never indexed (a row without searchable text)."""
+        start = self.docs
+        lengths = np.zeros(len(texts), dtype=np.float32)
+        flags = np.ones(len(texts), dtype=bool) if live is None else np.asarray(live, dtype=bool)
+        for i, text in enumerate(texts):
+            if not flags[i]:
+                continue
             toks = words(text)
-            self.lengths[doc] = len(toks)
+            lengths[i] = len(toks)
             for term, tf in Counter(toks).items():
-                docs, tfs = postings.setdefault(term, ([], []))
-                docs.append(doc)
+                docs, tfs = self._recent.setdefault(term, ([], []))
+                docs.append(start + i)
                 tfs.append(tf)
-        self.postings = {
-            term: (np.asarray(docs, dtype=np.int64), np.asarray(tfs, dtype=np.float32))
-            for term, (docs, tfs) in postings.items()
-        }
-        self.avg_length = float(self.lengths.mean()) if self.size else 0.0
+        self.lengths = np.concatenate([self.lengths, lengths])
+        self.live = np.concatenate([self.live, flags])
+        self.docs += len(texts)
+        self.size += int(flags.sum())
+        self._recent_docs += len(texts)
+        # Merged when the lists are no longer small next to the arrays (amortised O(1) per doc).
+        if self._recent_docs >= max(256, self.docs // 8):
+            self._merge()
+
+    def retire(self, doc: int) -> None:
+        """Take document ``doc`` out of the collection (a superseded or deleted record)."""
+        if self.live[doc]:
+            self.live[doc] = False
+            self.size -= 1
+
+    def _merge(self) -> None:
+        for term, (docs, tfs) in self._recent.items():
+            new_docs, new_tfs = np.asarray(docs, dtype=np.int64), np.asarray(tfs, dtype=np.float32)
+            old = self.postings.get(term)
+            if old is not None:
+                new_docs, new_tfs = np.concatenate([old[0], new_docs]), np.concatenate([old[1], new_tfs])
+            self.postings[term] = (new_docs, new_tfs)
+        self._recent, self._recent_docs = {}, 0
+
+    def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The term's live documents (ascending) and their term frequencies."""
+        merged, recent = self.postings.get(term), self._recent.get(term)
+        if recent is not None:
+            extra = (np.asarray(recent[0], dtype=np.int64), np.asarray(recent[1], dtype=np.float32))
+            merged = (
+                extra
+                if merged is None
+                else (
+                    np.concatenate([merged[0], extra[0]]),
+                    np.concatenate([merged[1], extra[1]]),
+                )
+            )
+        if merged is None:
+            return None
+        if self.size == self.docs:
+            return merged
+        keep = self.live[merged[0]]
+        return merged[0][keep], merged[1][keep]
 
     def idf(self, term: str) -> float:
         """Okapi idf with the +1 inside the log (never negative, as Lucene and FTS5 avoid)."""
-        df = len(self.postings[term][0]) if term in self.postings else 0
+        posting = self._posting(term)
+        return self._idf(len(posting[0]) if posting is not None else 0)
+
+    def _idf(self, df: int) -> float:
         return math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
 
     def scores(self, query: str) -> np.ndarray:
         """The BM25 score of every document for ``query`` (0 where no term matches)."""
-        out = np.zeros(self.size, dtype=np.float32)
-        if not self.size or self.avg_length == 0.0:
+        out = np.zeros(self.docs, dtype=np.float32)
+        avg_length = self.avg_length
+        if not self.size or avg_length == 0.0:
             return out
-        norm = self.k1 * (1.0 - self.b + self.b * self.lengths / self.avg_length)
+        norm = self.k1 * (1.0 - self.b + self.b * self.lengths / avg_length)
         for term in query_terms(query, stems=True):
-            posting = self.postings.get(term)
-            if posting is None:
+            posting = self._posting(term)
+            if posting is None or not len(posting[0]):
                 continue
             docs, tfs = posting
-            out[docs] += self.idf(term) * tfs * (self.k1 + 1.0) / (tfs + norm[docs])
+            out[docs] += self._idf(len(docs)) * tfs * (self.k1 + 1.0) / (tfs + norm[docs])
         return out
 
-    def top(self, query: str, k: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+    def top(
+        self, query: str, k: int, allowed: np.ndarray | None = None, *, docs: int | None = None
+    ) -> list[tuple[int, float]]:
         """(document, score) of the best ``k`` matching documents, best first.
 
         ``allowed`` is a boolean mask (the filters); a document with score 0
-        matched no query term and is never returned.
+        matched no query term and is never returned. ``docs``: only the first
+        ``docs`` positions (a snapshot made before later documents were added).
         """
-        scores = self.scores(query)
+        scores = self.scores(query)[:docs]
         matched = scores > 0
         if allowed is not None:
             matched &= allowed

@@ -6,20 +6,25 @@ Table layout (``settings.memories_table``; the CDK stack provisions exactly this
 ``pk`` (S)                  ``sk`` (S)          item
 ==========================  ==================  ===============================================
 ``<tenant>#<user_id>``      ``MEM#<memory id>`` one memory record (every version is its own item)
-``<tenant>#<user_id>``      ``META``            ``gen``: a token rewritten by every write
+``<tenant>#<user_id>``      ``META``            ``gen`` (a token rewritten by every write), ``seq``
+                                                (the partition's write sequence), ``epoch``
+``<tenant>#<user_id>``      ``LOG#<seq>``       the memory ids write ``seq`` changed (``writelog``)
 ==========================  ==================  ===============================================
 
 Record attributes are the model's fields (timestamps as ISO-8601 strings,
 ``metadata`` as a JSON string, ``source_ids`` a list) plus ``emb_full`` and
 ``emb_coarse``: float32 vectors as binary attributes.
 
-Every write is a ``TransactWriteItems`` that also rewrites the partition's
-``META.gen`` token (a fresh uuid, so a token can never repeat, not even after
-an erase). Searches read that one item; when it equals the token of the
-snapshot this container holds, the cached snapshot (records, the coarse
-matrix and a BM25 index) is reused, otherwise the partition is read again
-(a paginated, projected ``Query`` without the full vectors). Ranking then
-runs on exactly the shared code: ``domain.bm25`` and numpy cosine.
+Every write is a ``TransactWriteItems`` that also takes the partition's next
+write sequence number (``META.seq``, conditioned on the number it read) and
+puts the log item naming what it changed. Searches read ``META``; when its
+token equals the token of the snapshot this container holds, the cached
+snapshot (records, the coarse matrix and a BM25 index) is reused; when the
+snapshot is a few writes behind, the log since it and the items it names are
+read and applied to it (``Snapshot.applied``); only without a usable snapshot
+is the partition read again (a paginated, projected ``Query`` without the
+full vectors). Ranking then runs on exactly the shared code: ``domain.bm25``
+and numpy cosine.
 
 ``supersede`` is one transaction conditioned on the old item still being
 current, so of two concurrent updates one wins and the other gets
@@ -41,7 +46,7 @@ from typing import Any
 import numpy as np
 from botocore.exceptions import ClientError
 
-from memstack.adapters.dynamodb import calls, items
+from memstack.adapters.dynamodb import calls, items, writelog
 from memstack.adapters.dynamodb.fence import mark_erased, not_erased_since
 from memstack.adapters.dynamodb.snapshot import Snapshot
 from memstack.domain.cursors import decode_position, encode_position
@@ -57,6 +62,8 @@ _TX_MAX_ITEMS = 25
 _TX_MAX_BYTES = 3_000_000
 _BATCH_WRITE = 25
 _TX_RETRIES = 5
+#: attempts at taking the partition's next write sequence number against concurrent writers
+_SEQ_RETRIES = 20
 #: erasure markers (domain/erasure.py) live in their own partitions, keyed by a hash of the user
 ERASED_PREFIX = "ERASED#"
 #: cancellation reasons that say "try again", not "your condition failed"
@@ -84,6 +91,7 @@ class DynamoDBMemoryStore:
         self._cache: OrderedDict[tuple[str, str], Snapshot] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._refresh_lock = threading.Lock()
 
     @property
     def client(self) -> Any:
@@ -147,6 +155,29 @@ class DynamoDBMemoryStore:
             time.sleep(min(0.05 * 2**attempt, 1.0) * (0.5 + random.random()))
         raise DependencyFailed("DynamoDB kept cancelling the write (concurrent writers); try again")
 
+    def _write(self, tenant: str, user_id: str, actions: list[dict[str, Any]], ids: list[str]) -> list[str]:
+        """Run ``actions`` as the partition's next numbered write (``writelog``), with the erase fence.
+
+        Returns [] on success, else the cancellation codes: one per action, then the
+        fence's last when there is one. Losing the sequence number to a concurrent
+        writer is not a failure: the write takes the next one.
+        """
+        fence = self._not_erased_since(tenant, user_id)
+        for _attempt in range(_SEQ_RETRIES):
+            try:
+                head = writelog.read_head(self.client, self.table, tenant, user_id)
+            except ClientError as exc:
+                raise DependencyFailed(f"DynamoDB write failed: {exc}") from exc
+            numbered = writelog.next_write(self.table, tenant, user_id, head.seq, ids)
+            codes = self._transact([*actions, *numbered, *fence])
+            if not codes:
+                return []
+            own, taken = codes[: len(actions)], codes[len(actions) : len(actions) + len(numbered)]
+            fenced = bool(fence) and codes[-1] == "ConditionalCheckFailed"
+            if "ConditionalCheckFailed" in own or fenced or "ConditionalCheckFailed" not in taken:
+                return [*own, *codes[len(actions) + len(numbered) :]]
+        raise DependencyFailed("DynamoDB: concurrent writers kept taking the write sequence; try again")
+
     def put(self, records: list[MemoryRecord]) -> None:
         if not records:
             return
@@ -160,9 +191,9 @@ class DynamoDBMemoryStore:
         for (tenant, user_id), group in by_partition.items():
             for chunk in _chunks_by_size(group):
                 actions = [self._put_action(r) for r in chunk]
-                fence = self._not_erased_since(tenant, user_id)
-                codes = self._transact([*actions, self._meta_update(tenant, user_id), *fence])
-                if fence and codes and codes[-1] == "ConditionalCheckFailed":
+                fenced = bool(self._not_erased_since(tenant, user_id))
+                codes = self._write(tenant, user_id, actions, [r.id for r in chunk])
+                if fenced and len(codes) > len(actions) and codes[-1] == "ConditionalCheckFailed":
                     self._undo_puts(written)
                     refuse_if_erased(math.inf)
                 if codes:
@@ -184,6 +215,7 @@ class DynamoDBMemoryStore:
                 self.table,
                 [{"DeleteRequest": {"Key": items.memory_key(r.tenant, r.user_id, r.id)}} for r in chunk],
             )
+        # A new token without a new sequence number: every cached snapshot re-reads the partition.
         for tenant, user_id in {(r.tenant, r.user_id) for r in records}:
             self.client.update_item(**self._meta_update(tenant, user_id)["Update"])
 
@@ -204,10 +236,10 @@ class DynamoDBMemoryStore:
                 },
             }
         }
-        fence = self._not_erased_since(tenant, user_id)
-        codes = self._transact([retire, self._put_action(new), self._meta_update(tenant, user_id), *fence])
+        fenced = bool(self._not_erased_since(tenant, user_id))
+        codes = self._write(tenant, user_id, [retire, self._put_action(new)], [old_id, new.id])
         if codes:
-            if fence and codes[-1] == "ConditionalCheckFailed":
+            if fenced and len(codes) > 2 and codes[-1] == "ConditionalCheckFailed":
                 refuse_if_erased(math.inf)
             if codes[0] == "ConditionalCheckFailed":
                 raise Conflict(f"memory {old_id} is not the current version")
@@ -220,10 +252,12 @@ class DynamoDBMemoryStore:
             for _attempt in range(5):
                 current = self.get_many(tenant, user_id, chunk)
                 actions = []
+                marked: list[str] = []
                 for memory_id in chunk:
                     record = current.get(memory_id)
                     if record is None or all(record.metadata.get(k) == v for k, v in fields.items()):
                         continue
+                    marked.append(memory_id)
                     old_meta = items.to_item(record)["metadata"]
                     new_meta = items.to_item(
                         record.model_copy(update={"metadata": {**record.metadata, **fields}})
@@ -243,7 +277,7 @@ class DynamoDBMemoryStore:
                     )
                 if not actions:
                     break
-                if not self._transact([*actions, self._meta_update(tenant, user_id)]):
+                if not self._write(tenant, user_id, actions, marked):
                     changed += len(actions)
                     break
             else:
@@ -292,34 +326,57 @@ class DynamoDBMemoryStore:
         return out
 
     def _snapshot(self, tenant: str, user_id: str) -> Snapshot:
-        """The user's partition, re-read only when its ``gen`` token moved since the cached copy."""
-        meta = self.client.get_item(
-            TableName=self.table,
-            Key=items.meta_key(tenant, user_id),
-            ConsistentRead=True,
-            ProjectionExpression="#g",
-            ExpressionAttributeNames={"#g": "gen"},
-        ).get("Item")
-        token = meta["gen"]["S"] if meta and "gen" in meta else None
+        """The user's partition as of its ``META``: the cached copy, brought forward, or read again.
+
+        Unchanged token: the cached snapshot. Same epoch and a few writes behind: the
+        cached snapshot with the items those writes changed (``writelog``). Otherwise
+        (no copy, an erase since, a write undone, far behind): the whole partition.
+        """
+        head = writelog.read_head(self.client, self.table, tenant, user_id)
         key = (tenant, user_id)
         with self._lock:
             cached = self._cache.get(key)
-            if cached is not None and cached.token == token:
+            if cached is not None and cached.token == head.token:
                 self._cache.move_to_end(key)
                 return cached
-        # Token read before the query: a write racing with us makes the snapshot newer than
-        # its token, never older, so the worst case is one extra reload.
-        snapshot = Snapshot(
-            token,
-            list(calls.query_partition(self.client, self.table, tenant, user_id, items.SEARCH_ATTRIBUTES)),
-            full=cached.full if cached is not None else None,
-        )
-        with self._lock:
-            self._cache[key] = snapshot
-            self._cache.move_to_end(key)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        # One refresh at a time: two threads bringing one snapshot forward would both append to
+        # the index it shares with the next.
+        with self._refresh_lock:
+            with self._lock:
+                latest = self._cache.get(key)
+            if latest is not None and latest.token == head.token:
+                return latest
+            snapshot = self._caught_up(latest, head, tenant, user_id) if latest is not None else None
+            if snapshot is None:
+                # Head read before the query: a write racing with us makes the snapshot newer than
+                # its head, never older, so the worst case is one extra read later.
+                rows = list(
+                    calls.query_partition(self.client, self.table, tenant, user_id, items.SEARCH_ATTRIBUTES)
+                )
+                full = latest.full if latest is not None else None
+                snapshot = Snapshot(head.token, rows, full=full, seq=head.seq, epoch=head.epoch)
+            with self._lock:
+                self._cache[key] = snapshot
+                self._cache.move_to_end(key)
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
         return snapshot
+
+    def _caught_up(self, snap: Snapshot, head: writelog.Head, tenant: str, user_id: str) -> Snapshot | None:
+        """``snap`` with the writes after it applied, or None when only a full read will do."""
+        if (
+            head.epoch is None
+            or snap.epoch != head.epoch
+            or not 0 < head.seq - snap.seq <= writelog.MAX_CATCH_UP
+        ):
+            return None
+        ids = writelog.changed_since(self.client, self.table, tenant, user_id, snap.seq, head.seq)
+        if ids is None:
+            return None
+        rows = calls.batch_get(self.client, self.table, tenant, user_id, ids, items.SEARCH_ATTRIBUTES)
+        if len(rows) != len(ids):  # an item the log names is gone (a write taken back): read it all
+            return None
+        return snap.applied(rows, token=head.token, seq=head.seq, epoch=head.epoch)
 
     def full_vectors(
         self, snapshot: Snapshot, tenant: str, user_id: str, ids: builtins.list[str]
@@ -435,6 +492,7 @@ class _PinnedPartition(DynamoDBMemoryStore):
         # The same table, client and cache as the store.
         self.table, self.region, self._client = store.table, store.region, store.client
         self._cache, self._cache_size, self._lock = store._cache, store._cache_size, store._lock
+        self._refresh_lock = store._refresh_lock
         self._store = store
         self._key = (tenant, user_id)
         self._pinned = snapshot
