@@ -131,7 +131,8 @@ def _api(stack: MemstackStack) -> None:
                 method,
                 rule,
                 "public on purpose: /v1/health (liveness for probes), /openapi.json and /docs (the API "
-                "description) read no user data and need no tenant; every /v1 data route is IAM-authorised",
+                "description), /ui (the memory browser's static files, whose calls to /v1 are authorised) "
+                "read no user data and need no tenant; every /v1 data route is IAM-authorised",
             )
     ack(
         api,

@@ -159,6 +159,21 @@ class MemoryFilters(BaseModel):
     where: Node | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class UserSummary:
+    """One user of a tenant as ``GET /v1/users`` lists it.
+
+    ``stm`` and ``ltm`` count the user's current, live (not deleted) records of
+    each tier; ``last_write`` is the ``created_at`` of the newest record written
+    for the user (a new version or a tombstone counts), ``None`` if unknown.
+    """
+
+    user_id: str
+    stm: int
+    ltm: int
+    last_write: datetime | None
+
+
 @dataclass(slots=True)
 class ScoredId:
     """A search hit from one retrieval stage (a plain slotted class: a search makes ~600 of them)."""

@@ -18,9 +18,10 @@ from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, housekeeping, schedule
 from memstack.domain.cursors import CursorSigner
-from memstack.domain.ingest import Ingestor, IngestResult
+from memstack.domain.ingest import Ingestor, IngestResult, stm_memory_id
 from memstack.domain.retrieve import Retriever, SearchRequest, SearchResult
-from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Message, Scope
+from memstack.errors import Conflict, NotFound
+from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Message, Scope, UserSummary
 from memstack.ports.embedder import Embedder
 from memstack.ports.queue import Job, JobQueue
 from memstack.ports.stm import ShortTermStore
@@ -28,6 +29,8 @@ from memstack.ports.store import MemoryStore
 from memstack.settings import Settings
 
 JobHandler = Callable[[Job], None]
+#: what user-list cursors are sealed for (no user id can hold the control character)
+USERS_CURSOR = "\x1eusers"
 
 
 @dataclass
@@ -93,6 +96,14 @@ class MemoryService:
         records, after = self.store.list(tenant, user_id, filters or MemoryFilters(), limit, inner)
         return records, self.cursors.sign(tenant, user_id, after)
 
+    def users(
+        self, tenant: str, limit: int = 50, cursor: str | None = None
+    ) -> tuple[builtins.list[UserSummary], str | None]:
+        """A page of the tenant's users; ``cursor`` must be a ``next_cursor`` this returned for the tenant."""
+        inner = self.cursors.verify(tenant, USERS_CURSOR, cursor)
+        page, after = self.store.users(tenant, limit, inner)
+        return page, self.cursors.sign(tenant, USERS_CURSOR, after)
+
     def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:
         return versions.visible_or_404(self.store, tenant, user_id, memory_id)
 
@@ -157,6 +168,41 @@ class MemoryService:
     def delete_key(self, tenant: str, user_id: str, key: str) -> MemoryRecord:
         return self.delete(tenant, user_id, keyed.get_key(self.store, tenant, user_id, key).id)
 
+    def sources(
+        self, tenant: str, user_id: str, memory_id: str
+    ) -> builtins.list[tuple[str, MemoryRecord | None]]:
+        """(message id, its raw turn or None) for each source of any version of a memory, tombstones too."""
+        record = self.store.get(tenant, user_id, memory_id)
+        if record is None:
+            raise NotFound(f"memory {memory_id} not found")
+        turn_ids = {source: stm_memory_id(tenant, user_id, source) for source in record.source_ids}
+        found = self.store.get_many(tenant, user_id, builtins.list(turn_ids.values()))
+        return [(source, found.get(turn_id)) for source, turn_id in turn_ids.items()]
+
+    def restore(self, tenant: str, user_id: str, memory_id: str, now: datetime | None = None) -> MemoryRecord:
+        """A new current version with the content of version ``memory_id`` (a tombstone: the one before it).
+
+        Undoes a delete (restore the tombstone or any live version) or an edit (restore an older version).
+        """
+        chain = versions.history(self.store, tenant, user_id, memory_id)
+        at = next(i for i, r in enumerate(chain) if r.id == memory_id)
+        live = [r for r in chain[: at + 1] if not r.deleted]
+        if not live:
+            raise NotFound(f"memory {memory_id} has no version to restore")
+        target, latest = live[-1], chain[-1]
+        if latest.id == target.id:
+            raise Conflict(f"memory {memory_id} is the current version already")
+        new = versions.new_version(
+            latest,
+            content=target.content,
+            embedder=self.embedder,
+            coarse_dim=self.settings.coarse_dim,
+            now=now,
+            metadata={**target.metadata, "edited": "restored", "restored_from": target.id},
+        )
+        self.store.supersede(tenant, user_id, latest.id, new)
+        return new
+
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
         """Erase the user from every store; what was removed, per store.
 
@@ -180,6 +226,16 @@ class MemoryService:
         return counts
 
     # -------------------------------------------------------------------- jobs
+    def jobs(self, tenant: str) -> tuple[builtins.list[dict[str, Any]] | None, builtins.list[dict[str, Any]]]:
+        """(the tenant's jobs not done yet, or None where unlistable; its dead-lettered jobs)."""
+        if self.queue is None:  # jobs run inline: nothing ever waits
+            return [], []
+        return self.queue.waiting(tenant), self.queue.dead_letters(tenant)
+
+    def redrive(self, tenant: str, job_ids: builtins.list[str] | None = None) -> int:
+        """Put the tenant's dead-lettered jobs (or those of ``job_ids``) back on the queue."""
+        return 0 if self.queue is None else self.queue.redrive(tenant, job_ids)
+
     def register_job_handler(self, job_type: str, handler: JobHandler) -> None:
         self.job_handlers[job_type] = handler
 

@@ -9,7 +9,9 @@ server-side agents.
 
 - ``GET /v1/health``, ``GET /openapi.json`` and ``GET /docs`` are public
   (the function's ``PUBLIC_PATHS``): a load balancer or a person reading the
-  API needs no AWS credentials. They touch no user data.
+  API needs no AWS credentials. They touch no user data. So are ``GET /ui``
+  and its files (the memory browser): the page then calls ``/v1`` from the
+  same origin with the caller's Cognito token (docs/ui.md).
 - The usage plan and its monthly quota exist only with ``api_key_required``:
   API Gateway meters a plan per API key, so without keys a quota meters nobody.
 - Execution and access logs need the account-wide API Gateway CloudWatch
@@ -34,7 +36,8 @@ from stacks.constructs.functions import retention
 STAGE_NAME = "api"
 ROUTE_PREFIX = "v1"
 #: answered without credentials (layers/memstack/api/app.py PUBLIC_PATHS)
-PUBLIC_ROUTES = (("v1", "health"), ("openapi.json",), ("docs",))
+#: and the memory browser's files (layers/memstack/ui): static, no user data; its calls go to /v1
+PUBLIC_ROUTES = (("v1", "health"), ("openapi.json",), ("docs",), ("ui",), ("ui", "{proxy+}"))
 
 
 # The gateway's own error responses, mapped onto the API's error codes (layers/memstack/api/errors.py).

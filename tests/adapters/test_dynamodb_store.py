@@ -203,9 +203,11 @@ def test_erase_pages_through_a_partition_larger_than_one_batch(client: Any) -> N
     store.put([rec("someone else", user="u2")])
     assert store.erase_user("t1", "u1") == {"memories": 70}
     remaining = client.scan(TableName=TABLE)["Items"]
-    # What stays: the other user, and the erasure marker, keyed by a hash (no user id in it).
+    # What stays: the other user (its records and its entry in the tenant's user directory, "t1#"),
+    # and the erasure marker, keyed by a hash (no user id in it).
     markers = {i["pk"]["S"] for i in remaining if i["pk"]["S"].startswith("ERASED#")}
-    assert {i["pk"]["S"] for i in remaining} - markers == {"t1#u2"}
+    assert {i["pk"]["S"] for i in remaining} - markers == {"t1#u2", "t1#"}
+    assert [i["sk"]["S"] for i in remaining if i["pk"]["S"] == "t1#"] == ["USER#u2"]
     assert len(markers) == 1 and not any("u1" in str(i) for i in remaining if i["pk"]["S"] in markers)
 
 
@@ -278,8 +280,9 @@ def test_a_transaction_conflict_with_another_writer_is_retried() -> None:
 def test_a_failed_condition_is_a_conflict_not_a_retry() -> None:
     client = boto3.client("dynamodb", region_name="us-east-1")
     with Stubber(client) as stubber:
-        stubber.add_response("get_item", {})
-        _cancelled(stubber, "ConditionalCheckFailed", "None", "None", "None")
+        stubber.add_response("get_item", {})  # the old version's tier, for the user directory's counts
+        stubber.add_response("get_item", {})  # the partition's write sequence (writelog)
+        _cancelled(stubber, "ConditionalCheckFailed", "None", "None", "None", "None")
         with pytest.raises(Conflict, match="is not the current version"):
             DynamoDBMemoryStore(TABLE, client).supersede("t1", "u1", "old", rec("new"))
         stubber.assert_no_pending_responses()

@@ -741,6 +741,67 @@ def test_list_pages_with_search_after(store: OpenSearchMemoryStore, recorder: Re
     assert second.body["search_after"] == [2000, "m2"]
 
 
+def test_users_is_one_composite_aggregation_over_the_tenant_paged_by_its_after_key(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    def bucket(user: str, stm: int, ltm: int, millis: float | None) -> dict[str, Any]:
+        tiers = [{"key": k, "doc_count": n} for k, n in (("ltm", ltm), ("stm", stm)) if n]
+        return {
+            "key": {"user_id": user},
+            "doc_count": stm + ltm + 1,
+            "last_write": {"value": millis},
+            "live": {"doc_count": stm + ltm, "tiers": {"buckets": tiers}},
+        }
+
+    answer = rec.search_answer([])
+    answer["aggregations"] = {
+        "users": {
+            "after_key": {"user_id": "cy"},
+            "buckets": [
+                bucket("ana", 2, 3, 1772366400000.0),
+                bucket("bo", 0, 1, None),
+                bucket("cy", 1, 0, 0.0),
+            ],
+        }
+    }
+    recorder.reply(200, answer)
+    page, cursor = store.users("t1", 2)
+    assert [(u.user_id, u.stm, u.ltm) for u in page] == [("ana", 2, 3), ("bo", 0, 1)]
+    assert page[0].last_write == T0 and page[1].last_write is None
+    assert cursor == "bo"  # a third bucket came back: there is a next page, after "bo"
+    recorder.reply(200, {**rec.search_answer([]), "aggregations": {"users": {"buckets": []}}})
+    assert store.users("t1", 2, cursor) == ([], None)
+    first, second = recorder.requests
+    assert first.path == f"/{ALIAS}/_search"
+    assert first.body == {
+        "size": 0,
+        "query": {"bool": {"filter": [{"term": {"tenant": "t1"}}]}},
+        "aggs": {
+            "users": {
+                "composite": {"size": 3, "sources": [{"user_id": {"terms": {"field": "user_id"}}}]},
+                "aggs": {
+                    "last_write": {"max": {"field": "created_at"}},
+                    "live": {
+                        "filter": {
+                            "bool": {"filter": [{"term": {"is_current": True}}, {"term": {"deleted": False}}]}
+                        },
+                        "aggs": {"tiers": {"terms": {"field": "tier", "size": 2}}},
+                    },
+                },
+            }
+        },
+    }
+    assert second.body["aggs"]["users"]["composite"]["after"] == {"user_id": "bo"}
+
+
+def test_a_users_answer_without_its_aggregation_raises(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    recorder.reply(200, rec.search_answer([]))
+    with pytest.raises(DependencyFailed):
+        store.users("t1", 10)
+
+
 # ------------------------------------------------------------------------ retries
 def test_throttling_and_5xx_are_retried_with_backoff(recorder: Recorder) -> None:
     store, sleeps = make_store(recorder)

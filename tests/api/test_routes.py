@@ -216,7 +216,12 @@ def test_openapi_document_lists_every_route(api: Api) -> None:
         ("/v1/memories/{memory_id}", "patch"),
         ("/v1/memories/{memory_id}", "delete"),
         ("/v1/memories/{memory_id}/history", "get"),
+        ("/v1/memories/{memory_id}/sources", "get"),
+        ("/v1/memories/{memory_id}/restore", "post"),
+        ("/v1/users", "get"),
         ("/v1/users/{user_id}", "delete"),
+        ("/v1/jobs", "get"),
+        ("/v1/jobs/redrive", "post"),
         ("/v1/consolidations", "post"),
         ("/v1/health", "get"),
     }

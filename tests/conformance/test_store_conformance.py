@@ -459,3 +459,80 @@ def test_sources_in_one_read_equal_one_read_each(store: Any) -> None:
     assert got == {s: store.find_by_source("t1", "u1", s) for s in asked}
     assert [r.id for r in got["msg-1"]] == [stm.id, ltm.id] and got["msg-9"] == []
     assert store.find_by_sources("t2", "u1", asked) == {s: [] for s in asked}
+
+
+def _summaries(
+    store: Any, tenant: str = "t1", limit: int = 50
+) -> dict[str, tuple[int, int, datetime | None]]:
+    page, cursor = store.users(tenant, limit)
+    assert cursor is None
+    return {u.user_id: (u.stm, u.ltm, u.last_write) for u in page}
+
+
+def test_users_lists_the_tenants_users_with_live_counts_per_tier_and_the_last_write(store: Any) -> None:
+    store.put([rec(d, user="ana", minutes=i) for i, d in enumerate(DOCS[:3])])
+    store.put([rec("raw turn one", user="ana", minutes=9, tier=Tier.STM)])
+    store.put([rec("a fact of bo", user="bo", minutes=4)])
+    store.put([rec("another tenant's user", tenant="t2", user="cy", minutes=5)])
+    assert _summaries(store) == {
+        "ana": (1, 3, T0 + timedelta(minutes=9)),
+        "bo": (0, 1, T0 + timedelta(minutes=4)),
+    }
+    assert list(_summaries(store, "t2")) == ["cy"]
+    assert store.users("t3", 10) == ([], None)
+
+
+def test_users_counts_follow_updates_deletes_and_erasure(store: Any) -> None:
+    records = [rec(d, user="ana", minutes=i) for i, d in enumerate(DOCS[:2])]
+    store.put(records)
+    edited = versions.new_version(
+        records[0],
+        content="I adopted two puppies",
+        embedder=EMB,
+        coarse_dim=COARSE_DIM,
+        now=T0 + timedelta(hours=1),
+    )
+    store.supersede("t1", "ana", records[0].id, edited)
+    assert _summaries(store)["ana"] == (0, 2, T0 + timedelta(hours=1))
+    tomb = versions.new_version(
+        records[1],
+        content=None,
+        embedder=None,
+        coarse_dim=COARSE_DIM,
+        deleted=True,
+        now=T0 + timedelta(hours=2),
+    )
+    store.supersede("t1", "ana", records[1].id, tomb)
+    # A user whose memories are all deleted is still listed (its history is kept), with no live ones.
+    store.supersede(
+        "t1",
+        "ana",
+        edited.id,
+        versions.new_version(
+            edited,
+            content=None,
+            embedder=None,
+            coarse_dim=COARSE_DIM,
+            deleted=True,
+            now=T0 + timedelta(hours=3),
+        ),
+    )
+    assert _summaries(store)["ana"] == (0, 0, T0 + timedelta(hours=3))
+    store.put([rec("a fact of bo", user="bo")])
+    store.erase_user("t1", "ana")
+    assert list(_summaries(store)) == ["bo"]
+
+
+def test_users_pages_by_user_id_through_everyone_once(store: Any) -> None:
+    names = ["u10", "u2", "A-first", "u1", "z.last", "m@x"]
+    for i, name in enumerate(names):
+        store.put([rec(f"fact number {i}", user=name, minutes=i)])
+    seen: list[str] = []
+    cursor = None
+    for _ in range(len(names)):
+        page, cursor = store.users("t1", 2, cursor)
+        assert len(page) <= 2
+        seen += [u.user_id for u in page]
+        if cursor is None:
+            break
+    assert seen == sorted(names)  # byte order on every backend

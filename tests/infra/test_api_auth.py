@@ -55,13 +55,16 @@ def test_health_openapi_and_docs_are_routed_without_credentials() -> None:
         k: v["Properties"]["PathPart"]
         for k, v in template.find_resources("AWS::ApiGateway::Resource").items()
     }
-    public = {
-        parts[m["ResourceId"]["Ref"]]: m for m in _all_methods(StackConfig()) if m["HttpMethod"] == "GET"
-    }
-    assert set(public) == {"health", "openapi.json", "docs"}
-    assert all(m["AuthorizationType"] == "NONE" for m in public.values())
+    public = [
+        (parts[m["ResourceId"]["Ref"]], m) for m in _all_methods(StackConfig()) if m["HttpMethod"] == "GET"
+    ]
+    # The memory browser: /ui and /ui/{proxy+} (its static files).
+    assert sorted(p for p, _ in public) == sorted(["health", "openapi.json", "docs", "ui", "{proxy+}"])
+    assert all(m["AuthorizationType"] == "NONE" for _, m in public)
     # /v1/health sits beside /v1/{proxy+} under the one /v1 resource.
-    assert sorted(parts.values()) == sorted(["v1", "{proxy+}", "health", "openapi.json", "docs"])
+    assert sorted(parts.values()) == sorted(
+        ["v1", "{proxy+}", "health", "openapi.json", "docs", "ui", "{proxy+}"]
+    )
 
 
 def test_a_usage_plan_only_when_callers_present_api_keys() -> None:

@@ -52,3 +52,28 @@ def test_jobs_survive_a_restart_and_a_known_id_is_not_queued_twice(tmp_path: Pat
     assert queue.drain(timeout=30)
     assert seen == ["j1"]
     db.close()
+
+
+def test_a_tenant_sees_and_redrives_only_its_own_jobs(tmp_path: Path) -> None:
+    db = Database(tmp_path / "q.sqlite3")
+    queue = LocalJobQueue(db, max_attempts=1, backoff_seconds=0.0)
+
+    def broken(job: Job) -> None:
+        raise ValueError(f"broken {job.id}")
+
+    queue.set_handler(broken)
+    queue.send(
+        [Job(id=f"{t}-{n}", type="extract", tenant=t, user_id="u") for t in ("a", "b") for n in (1, 2)]
+    )
+    assert [j["id"] for j in queue.waiting("a")] == ["a-1", "a-2"]
+    assert all(j["status"] == "pending" for j in queue.waiting("a"))
+    assert queue.drain(timeout=30)
+    assert queue.waiting("a") == [] and len(queue.dead_letters()) == 4
+    assert [d["id"] for d in queue.dead_letters("b")] == ["b-1", "b-2"]
+    # Only the named job of the caller's tenant moves; another tenant's id is left alone.
+    assert queue.redrive("a", ["a-2", "b-1"]) == 1
+    assert [j["id"] for j in queue.waiting("a")] == ["a-2"] and queue.waiting("b") == []
+    assert queue.redrive("b") == 2
+    assert sorted(j["id"] for j in queue.waiting("b")) == ["b-1", "b-2"]
+    assert [d["id"] for d in queue.dead_letters()] == ["a-1"]
+    db.close()

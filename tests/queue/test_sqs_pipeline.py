@@ -134,6 +134,23 @@ def test_poisoned_messages_reach_the_dlq_are_listed_and_redriven(svc: MemoryServ
     assert MAX_RECEIVES == 2
 
 
+def test_dead_letters_are_listed_and_redriven_per_tenant(svc: MemoryService, aws: Aws) -> None:
+    queue = svc.queue
+    assert isinstance(queue, SqsJobQueue)
+    jobs = [Job(id=f"{t}-{n}", type="consolidate", tenant=t, user_id="u") for t in ("a", "b") for n in (1, 2)]
+    for job in jobs:
+        aws.sqs.send_message(QueueUrl=aws.dlqs["consolidate"], MessageBody=job.model_dump_json())
+    assert queue.waiting("a") is None  # SQS cannot show waiting messages without receiving them
+    assert sorted(d["id"] for d in queue.dead_letters("a")) == ["a-1", "a-2"]
+    assert queue.redrive("a", ["a-2", "b-1"]) == 1
+    back = receive_all(aws.sqs, aws.urls["consolidate"])
+    assert [json.loads(m["Body"])["id"] for m in back] == ["a-2"]
+    # What was not chosen is visible again at once, still dead-lettered.
+    assert sorted(d["id"] for d in queue.dead_letters()) == ["a-1", "b-1", "b-2"]
+    assert queue.redrive("b") == 2
+    assert [d["id"] for d in queue.dead_letters()] == ["a-1"]
+
+
 def test_send_routes_by_job_type_in_batches_of_ten(svc: MemoryService, aws: Aws) -> None:
     queue = svc.queue
     assert isinstance(queue, SqsJobQueue)

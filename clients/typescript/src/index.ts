@@ -202,6 +202,11 @@ export class MemstackClient {
     return unwrap(this.api.DELETE("/v1/memories/keys/{key}", { params: { path: { key }, query: { user_id: userId } } }));
   }
 
+  /** A page of this tenant's users (by user id), with counts per tier and the time of the last write. */
+  listUsers(query: { limit?: number; cursor?: string } = {}) {
+    return unwrap(this.api.GET("/v1/users", { params: { query } }));
+  }
+
   eraseUser(userId: string) {
     return unwrap(this.api.DELETE("/v1/users/{user_id}", { params: { path: { user_id: userId } } }));
   }

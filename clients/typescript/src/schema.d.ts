@@ -59,6 +59,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/memories/{memory_id}/sources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The conversation turns a memory was made from */
+        get: operations["memory_sources_v1_memories__memory_id__sources_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memories/{memory_id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a version current again (undo a delete or an edit; writes a new version) */
+        post: operations["restore_memory_v1_memories__memory_id__restore_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{user_id}": {
         parameters: {
             query?: never;
@@ -111,6 +145,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List this tenant's users, with counts per tier and the time of the last write */
+        get: operations["list_users_v1_users_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/consolidations": {
         parameters: {
             query?: never;
@@ -139,6 +190,40 @@ export interface paths {
         get: operations["health_v1_health_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This tenant's queued and dead-lettered background jobs (extraction, consolidation) */
+        get: operations["list_jobs_v1_jobs_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/redrive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Put this tenant's dead-lettered jobs (or the listed ones) back on their queue */
+        post: operations["redrive_v1_jobs_redrive_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -313,6 +398,40 @@ export interface components {
                 [key: string]: string;
             };
         };
+        /** JobEntry */
+        JobEntry: {
+            /** Id */
+            id: string;
+            /** Type */
+            type: string;
+            /** User Id */
+            user_id?: string | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "pending" | "running" | "dead";
+            /**
+             * Attempts
+             * @default 0
+             */
+            attempts?: number;
+            /**
+             * Error
+             * @description the last failure, as the worker reported it
+             */
+            error?: string | null;
+        };
+        /** JobList */
+        JobList: {
+            /**
+             * Waiting
+             * @description jobs not done yet, oldest first; null where the queue cannot list them (SQS)
+             */
+            waiting: components["schemas"]["JobEntry"][] | null;
+            /** Dead Lettered */
+            dead_lettered: components["schemas"]["JobEntry"][];
+        };
         /**
          * Kind
          * @enum {string}
@@ -381,6 +500,14 @@ export interface components {
             /** Next Cursor */
             next_cursor?: string | null;
         };
+        /** MemorySources */
+        MemorySources: {
+            /**
+             * Sources
+             * @description the messages the memory was made from, in its order
+             */
+            sources: components["schemas"]["SourceTurn"][];
+        };
         /** MessageIn */
         MessageIn: {
             /**
@@ -442,6 +569,24 @@ export interface components {
                 [key: string]: string | number | boolean | null;
             } | null;
         };
+        /** RedriveRequest */
+        RedriveRequest: {
+            /**
+             * Job Ids
+             * @description only these dead-lettered jobs (default: every one of this tenant)
+             */
+            job_ids?: string[] | null;
+        };
+        /** RedriveResponse */
+        RedriveResponse: {
+            /** Redriven */
+            redriven: number;
+        };
+        /** RestoreMemoryRequest */
+        RestoreMemoryRequest: {
+            /** User Id */
+            user_id: string;
+        };
         /**
          * Role
          * @enum {string}
@@ -452,6 +597,30 @@ export interface components {
          * @enum {string}
          */
         Scope: "USER" | "CONTEXT";
+        /** SearchExplain */
+        SearchExplain: {
+            /**
+             * Analysis
+             * @description stage 1's reading of the query: reference time, temporal window, history intent, cues
+             */
+            analysis: {
+                [key: string]: unknown;
+            };
+            /**
+             * Stage Durations
+             * @description milliseconds per stage, plus total
+             */
+            stage_durations: {
+                [key: string]: number;
+            };
+            /**
+             * Stage Status
+             * @description what each stage did: "ok", "skipped: ..." or "failed: ..."
+             */
+            stage_status: {
+                [key: string]: string;
+            };
+        };
         /**
          * SearchFilters
          * @description Every given filter must hold; ``AND`` / ``OR`` / ``NOT`` at this level are ``where`` (Mem0's shape).
@@ -553,6 +722,8 @@ export interface components {
              * @description stages skipped because a part failed
              */
             degraded?: string[];
+            /** @description how the search ran (explain=true) */
+            explain?: components["schemas"]["SearchExplain"] | null;
         };
         /** SearchResultItem */
         SearchResultItem: {
@@ -620,17 +791,58 @@ export interface components {
                 [key: string]: number;
             } | null;
         };
+        /** SourceTurn */
+        SourceTurn: {
+            /** Message Id */
+            message_id: string;
+            /** @description the raw turn (tier stm) stored for that message; null once it is gone */
+            turn?: components["schemas"]["Memory"] | null;
+        };
         /**
          * Tier
          * @enum {string}
          */
         Tier: "stm" | "ltm";
+        /** TierCounts */
+        TierCounts: {
+            /**
+             * Stm
+             * @description current raw turns (short-term memory)
+             */
+            stm: number;
+            /**
+             * Ltm
+             * @description current memories (long-term memory), deleted ones left out
+             */
+            ltm: number;
+        };
         /** UpdateMemoryRequest */
         UpdateMemoryRequest: {
             /** User Id */
             user_id: string;
             /** Content */
             content: string;
+        };
+        /** UserList */
+        UserList: {
+            /**
+             * Users
+             * @description this tenant's users with records, by user id
+             */
+            users: components["schemas"]["UserSummary"][];
+            /** Next Cursor */
+            next_cursor?: string | null;
+        };
+        /** UserSummary */
+        UserSummary: {
+            /** User Id */
+            user_id: string;
+            counts: components["schemas"]["TierCounts"];
+            /**
+             * Last Write
+             * @description when the newest record of the user (a version or a tombstone) was written
+             */
+            last_write?: string | null;
         };
         /** ValidationError */
         ValidationError: {
@@ -1094,6 +1306,129 @@ export interface operations {
             };
         };
     };
+    memory_sources_v1_memories__memory_id__sources_get: {
+        parameters: {
+            query: {
+                /** @description the user */
+                user_id: string;
+            };
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description its source turns */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemorySources"];
+                };
+            };
+            /** @description missing or unknown credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description no such memory for this tenant and user */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a field is invalid (details name it) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    restore_memory_v1_memories__memory_id__restore_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RestoreMemoryRequest"];
+            };
+        };
+        responses: {
+            /** @description the new version */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Memory"];
+                };
+            };
+            /** @description malformed JSON or a bad cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description missing or unknown credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description no such memory for this tenant and user */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a concurrent change won; retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a field is invalid (details name it) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     erase_user_v1_users__user_id__delete: {
         parameters: {
             query?: never;
@@ -1156,6 +1491,8 @@ export interface operations {
                 metadata?: string | null;
                 /** @description a filter expression as JSON, as filters.where in search: {"OR":[{"kind":"event"},{"created_at":{"gte":"2026-01-01T00:00:00Z"}}]} */
                 where?: string | null;
+                /** @description older versions too (tombstones never show; history has them) */
+                include_superseded?: boolean;
             };
             header?: never;
             path?: never;
@@ -1342,6 +1679,56 @@ export interface operations {
             };
         };
     };
+    list_users_v1_users_get: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of users */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserList"];
+                };
+            };
+            /** @description malformed JSON or a bad cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description missing or unknown credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a field is invalid (details name it) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     consolidate_v1_consolidations_post: {
         parameters: {
             query?: never;
@@ -1445,6 +1832,95 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_jobs_v1_jobs_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the jobs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobList"];
+                };
+            };
+            /** @description missing or unknown credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a field is invalid (details name it) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    redrive_v1_jobs_redrive_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RedriveRequest"];
+            };
+        };
+        responses: {
+            /** @description how many */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RedriveResponse"];
+                };
+            };
+            /** @description malformed JSON or a bad cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description missing or unknown credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a field is invalid (details name it) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };

@@ -84,6 +84,9 @@ test("every route, typed, against the live server", async () => {
 
   const report = await memstack.consolidate({ user_id: "ann", sync: true });
   assert.equal(report.user_id, "ann");
+  const users = await memstack.listUsers({ limit: 10 });
+  const ann = users.users.find((u) => u.user_id === "ann");
+  assert.ok(ann && ann.counts.stm + ann.counts.ltm > 0 && ann.last_write, JSON.stringify(users));
   const erased = await memstack.eraseUser("ann");
   assert.ok(erased.erased.memories! > 0);
   assert.deepEqual((await memstack.list({ user_id: "ann" })).memories, []);

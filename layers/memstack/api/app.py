@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from aws_lambda_powertools.utilities.idempotency import BasePersistenceLayer, IdempotencyConfig
 
-from memstack.api import routes_admin, routes_keyed, routes_memories, routes_search
+from memstack.api import routes_admin, routes_jobs, routes_keyed, routes_memories, routes_search, ui
 from memstack.api.auth import Authenticator
 from memstack.api.errors import error_body, install_error_handlers
 from memstack.api.idempotency import build_persistence, idempotency_config
@@ -92,7 +92,7 @@ class MemstackResolver(APIGatewayRestResolver):
         if context is not None:  # in Lambda: idempotency records expire with the invocation's time left
             self.deps.idempotency.register_lambda_context(context)
         path = event.get("path") or "/"
-        if path not in PUBLIC_PATHS:
+        if path not in PUBLIC_PATHS and not ui.is_ui_path(path):
             try:
                 self.deps.authenticator.tenant(event)
                 check_body_size(event.get("body"), bool(event.get("isBase64Encoded")), self.deps.settings)
@@ -153,6 +153,8 @@ def create_app(
     routes_memories.register(app, deps)
     routes_search.register(app, deps)
     routes_admin.register(app, deps)
+    routes_jobs.register(app, deps)
+    ui.register(app)
     app.enable_swagger(path="/docs", **openapi_options())
 
     @app.get("/openapi.json", include_in_schema=False)

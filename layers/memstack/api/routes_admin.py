@@ -4,20 +4,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from memstack.api.errors import error_responses
 from memstack.api.openapi import API_VERSION, PUBLIC
 from memstack.api.responses import json_response
+from memstack.api.routes_memories import reject_unknown_query
 from memstack.api.schemas import (
     ID_PATTERN,
     ConsolidationRequest,
     ConsolidationResponse,
     EraseUserResponse,
     HealthResponse,
+    UserList,
 )
 from memstack.domain.consolidation.job import BUSY
 from memstack.errors import Conflict
+
+#: users per page at most: each one's counts are an aggregate over its records
+MAX_USERS_LIMIT = 200
 
 if TYPE_CHECKING:
     from memstack.api.app import ApiDeps, MemstackResolver
@@ -25,6 +30,31 @@ if TYPE_CHECKING:
 
 def register(app: MemstackResolver, deps: ApiDeps) -> None:
     service, settings = deps.service, deps.settings
+
+    @app.get(
+        "/v1/users",
+        summary="List this tenant's users, with counts per tier and the time of the last write",
+        tags=["users"],
+        responses={
+            200: {"description": "a page of users", "content": {"application/json": {"model": UserList}}},
+            **error_responses(400, 401, 422),
+        },
+    )
+    def list_users(
+        cursor: Annotated[str | None, Query(max_length=512)] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_USERS_LIMIT)] = 50,
+    ):
+        reject_unknown_query(app, frozenset({"cursor", "limit"}))
+        page, next_cursor = service.users(app.tenant(), limit, cursor or None)
+        users = [
+            {
+                "user_id": u.user_id,
+                "counts": {"stm": u.stm, "ltm": u.ltm},
+                "last_write": u.last_write.isoformat() if u.last_write else None,
+            }
+            for u in page
+        ]
+        return json_response(200, {"users": users, "next_cursor": next_cursor})
 
     @app.delete(
         "/v1/users/<user_id>",

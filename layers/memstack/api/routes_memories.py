@@ -28,6 +28,8 @@ from memstack.api.schemas import (
     Memory,
     MemoryHistory,
     MemoryList,
+    MemorySources,
+    RestoreMemoryRequest,
     UpdateMemoryRequest,
 )
 from memstack.domain import filter_expr
@@ -55,6 +57,7 @@ LIST_PARAMS = frozenset(
         "agent_id",
         "metadata",
         "where",
+        "include_superseded",
     }
 )
 MAX_LIST_LIMIT = 1000
@@ -215,6 +218,9 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
                 '{"OR":[{"kind":"event"},{"created_at":{"gte":"2026-01-01T00:00:00Z"}}]}',
             ),
         ] = None,
+        include_superseded: Annotated[
+            bool, Query(description="older versions too (tombstones never show; history has them)")
+        ] = False,
     ):
         reject_unknown_query(app, LIST_PARAMS)
         check_times(settings, "query", after=after, before=before)
@@ -232,6 +238,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             before=aware(before, settings.timezone),
             metadata=plain_metadata,
             where=filter_expr.both(where_query(where), metadata_ops),
+            include_superseded=include_superseded,
         )
         records, next_cursor = service.list(app.tenant(), user_id, filters, limit, cursor or None)
         return _json(200, {"memories": [memory_out(r) for r in records], "next_cursor": next_cursor})
@@ -293,3 +300,33 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         reject_unknown_query(app, frozenset({"user_id"}))
         chain = service.history(app.tenant(), user_id, memory_id)
         return _json(200, {"memories": [memory_out(r) for r in chain]})
+
+    @app.get(
+        "/v1/memories/<memory_id>/sources",
+        summary="The conversation turns a memory was made from",
+        tags=["memories"],
+        responses={
+            200: {
+                "description": "its source turns",
+                "content": {"application/json": {"model": MemorySources}},
+            },
+            **error_responses(401, 404, 422),
+        },
+    )
+    def memory_sources(memory_id: MemoryIdPath, user_id: UserIdQuery):
+        reject_unknown_query(app, frozenset({"user_id"}))
+        found = service.sources(app.tenant(), user_id, memory_id)
+        sources = [{"message_id": m, "turn": memory_out(t) if t else None} for m, t in found]
+        return _json(200, {"sources": sources})
+
+    @app.post(
+        "/v1/memories/<memory_id>/restore",
+        summary="Make a version current again (undo a delete or an edit; writes a new version)",
+        tags=["memories"],
+        responses={
+            200: {"description": "the new version", "content": {"application/json": {"model": Memory}}},
+            **error_responses(400, 401, 404, 409, 422),
+        },
+    )
+    def restore_memory(memory_id: MemoryIdPath, body: Annotated[RestoreMemoryRequest, Body()]):
+        return _json(200, memory_out(service.restore(app.tenant(), body.user_id, memory_id)))

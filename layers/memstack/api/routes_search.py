@@ -85,4 +85,11 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             if body.explain:
                 item["stages"] = hit.stages
             results.append(item)
-        return json_response(200, {"results": results, "degraded": list(result.degraded)})
+        answer: dict[str, Any] = {"results": results, "degraded": list(result.degraded)}
+        if body.explain:
+            answer["explain"] = {
+                "analysis": result.analysis,
+                "stage_durations": result.stage_durations,
+                "stage_status": result.stage_status,
+            }
+        return json_response(200, answer)

@@ -329,6 +329,16 @@ class UpdateMemoryRequest(Strict):
     content: Text
 
 
+class RestoreMemoryRequest(Strict):
+    user_id: IdStr
+
+
+class RedriveRequest(Strict):
+    job_ids: list[IdStr] | None = Field(
+        None, max_length=100, description="only these dead-lettered jobs (default: every one of this tenant)"
+    )
+
+
 class ConsolidationRequest(Strict):
     user_id: IdStr
     sync: StrictBool = False
@@ -375,9 +385,20 @@ class SearchResultItem(Memory):
     )
 
 
+class SearchExplain(BaseModel):
+    analysis: dict[str, Any] = Field(
+        description="stage 1's reading of the query: reference time, temporal window, history intent, cues"
+    )
+    stage_durations: dict[str, float] = Field(description="milliseconds per stage, plus total")
+    stage_status: dict[str, str] = Field(
+        description='what each stage did: "ok", "skipped: ..." or "failed: ..."'
+    )
+
+
 class SearchMemoriesResponse(BaseModel):
     results: list[SearchResultItem]
     degraded: list[str] = Field(default_factory=list, description="stages skipped because a part failed")
+    explain: SearchExplain | None = Field(None, description="how the search ran (explain=true)")
 
 
 class MemoryList(BaseModel):
@@ -394,6 +415,55 @@ class DeleteMemoryResponse(BaseModel):
     deleted: bool
     tombstone_id: str
     version: int
+
+
+class SourceTurn(BaseModel):
+    message_id: str
+    turn: Memory | None = Field(
+        None, description="the raw turn (tier stm) stored for that message; null once it is gone"
+    )
+
+
+class MemorySources(BaseModel):
+    sources: list[SourceTurn] = Field(description="the messages the memory was made from, in its order")
+
+
+class JobEntry(BaseModel):
+    id: str
+    type: str
+    user_id: str | None = None
+    status: Literal["pending", "running", "dead"]
+    attempts: int = 0
+    error: str | None = Field(None, description="the last failure, as the worker reported it")
+
+
+class JobList(BaseModel):
+    waiting: list[JobEntry] | None = Field(
+        description="jobs not done yet, oldest first; null where the queue cannot list them (SQS)"
+    )
+    dead_lettered: list[JobEntry]
+
+
+class RedriveResponse(BaseModel):
+    redriven: int
+
+
+class TierCounts(BaseModel):
+    stm: int = Field(description="current raw turns (short-term memory)")
+    ltm: int = Field(description="current memories (long-term memory), deleted ones left out")
+
+
+class UserSummary(BaseModel):
+    user_id: str
+    counts: TierCounts
+    last_write: datetime | None = Field(
+        None, description="when the newest record of the user (a version or a tombstone) was written"
+    )
+
+
+class UserList(BaseModel):
+    users: list[UserSummary] = Field(description="this tenant's users with records, by user id")
+    next_cursor: str | None = None
 
 
 class EraseUserResponse(BaseModel):

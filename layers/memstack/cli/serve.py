@@ -81,7 +81,8 @@ def _announce(base: str, settings: Settings, workers: int) -> None:
     hint = " (dev key: dev-key)" if "dev-key" in keys else f" ({len(keys)} API keys configured)"
     processes = f"  {workers} worker processes" if workers > 1 else ""
     console.print(
-        f"memstack API on {base}  docs: {base}/docs  MCP: {base}/mcp{hint}{processes}", highlight=False
+        f"memstack API on {base}  browser: {base}/ui  docs: {base}/docs  MCP: {base}/mcp{hint}{processes}",
+        highlight=False,
     )
 
 
@@ -189,7 +190,7 @@ def serve(
         int, typer.Option(min=1, max=64, help="server processes (use the cores: a search is mostly Python)")
     ] = 1,
 ) -> None:
-    """Serve the REST API (Swagger UI at /docs) and run background jobs until Ctrl-C."""
+    """Serve the REST API (memory browser at /ui, Swagger at /docs) and run background jobs until Ctrl-C."""
     settings = settings_from_cli()
     if workers == 1:
         _run(settings, host=host, port=port, threads=threads)

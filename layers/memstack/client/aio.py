@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from memstack.api.schemas import Memory
+from memstack.api.schemas import Memory, UserSummary
 from memstack.client import calls
 from memstack.client.base import DEFAULT_TIMEOUT, ClientCore
 from memstack.client.binding import async_method
@@ -82,6 +82,7 @@ class AsyncMemoryClient(ClientCore):
     put_key = async_method(calls.put_key)
     get_key = async_method(calls.get_key)
     delete_key = async_method(calls.delete_key)
+    list_users = async_method(calls.list_users)
     erase_user = async_method(calls.erase_user)
     consolidate = async_method(calls.consolidate)
     health = async_method(calls.health)
@@ -97,6 +98,17 @@ class AsyncMemoryClient(ClientCore):
             )
             for memory in page.memories:
                 yield memory
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def iter_users(self, *, page_size: int = 100) -> AsyncIterator[UserSummary]:
+        """Every user of this tenant, following the cursor page by page."""
+        cursor = None
+        while True:
+            page = await self.call(calls.list_users(limit=page_size, cursor=cursor))
+            for user in page.users:
+                yield user
             if not page.next_cursor:
                 return
             cursor = page.next_cursor

@@ -26,6 +26,7 @@ from memstack.api.schemas import (
     MemoryHistory,
     MemoryList,
     SearchMemoriesResponse,
+    UserList,
 )
 
 T = TypeVar("T")
@@ -283,6 +284,11 @@ def delete_key(key: str, *, user_id: str) -> ApiCall[DeleteMemoryResponse]:
         query={"user_id": user_id},
         idempotent=False,
     )
+
+
+def list_users(*, limit: int | None = None, cursor: str | None = None) -> ApiCall[UserList]:
+    """A page of this tenant's users (by user id), each with counts per tier and its last write."""
+    return ApiCall("GET", "/v1/users", _model(UserList), query={"limit": limit, "cursor": cursor})
 
 
 def erase_user(user_id: str) -> ApiCall[EraseUserResponse]:

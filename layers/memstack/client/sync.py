@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from memstack.api.schemas import Memory
+from memstack.api.schemas import Memory, UserSummary
 from memstack.client import calls
 from memstack.client.base import DEFAULT_TIMEOUT, ClientCore
 from memstack.client.binding import sync_method
@@ -93,6 +93,7 @@ class MemoryClient(ClientCore):
     put_key = sync_method(calls.put_key)
     get_key = sync_method(calls.get_key)
     delete_key = sync_method(calls.delete_key)
+    list_users = sync_method(calls.list_users)
     erase_user = sync_method(calls.erase_user)
     consolidate = sync_method(calls.consolidate)
     health = sync_method(calls.health)
@@ -103,6 +104,16 @@ class MemoryClient(ClientCore):
         while True:
             page = self.call(calls.list_memories(user_id=user_id, limit=page_size, cursor=cursor, **filters))
             yield from page.memories
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def iter_users(self, *, page_size: int = 100) -> Iterator[UserSummary]:
+        """Every user of this tenant, following the cursor page by page."""
+        cursor = None
+        while True:
+            page = self.call(calls.list_users(limit=page_size, cursor=cursor))
+            yield from page.users
             if not page.next_cursor:
                 return
             cursor = page.next_cursor

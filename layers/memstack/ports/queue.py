@@ -38,9 +38,18 @@ class JobQueue(Protocol):
         """
         ...
 
-    def dead_letters(self) -> list[dict[str, Any]]: ...
+    def dead_letters(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        """Dead-lettered jobs (``id``, ``job``, ``attempts``, ``error``): all, or only ``tenant``'s."""
+        ...
 
-    def redrive(self) -> int: ...
+    def redrive(self, tenant: str | None = None, job_ids: list[str] | None = None) -> int:
+        """Put dead-lettered jobs back (all, ``tenant``'s, or those of ``job_ids``); returns how many."""
+        ...
+
+    def waiting(self, tenant: str) -> list[dict[str, Any]] | None:
+        """The tenant's jobs not yet done (waiting or running), oldest first; ``None`` when the queue
+        cannot list them without taking them (SQS: a message is only seen by receiving it)."""
+        ...
 
     def erase_user(self, tenant: str, user_id: str) -> int:
         """Delete what the queue holds of the user that it can (waiting and dead-lettered jobs)."""

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier, UserSummary
 
 
 class MemoryStore(Protocol):
@@ -52,6 +52,16 @@ class MemoryStore(Protocol):
         cursor: str | None = None,
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
         """Records newest first (current only unless ``include_superseded``); returns a next cursor."""
+        ...
+
+    def users(
+        self, tenant: str, limit: int, cursor: str | None = None
+    ) -> tuple[builtins.list[UserSummary], str | None]:
+        """The tenant's users that have records, by user id ascending, ``limit`` at a time.
+
+        ``cursor`` is the last user id of the previous page (the next cursor this
+        returns); only this tenant's users are ever read or counted.
+        """
         ...
 
     def bm25_search(

@@ -19,6 +19,10 @@ from memstack.models import MemoryFilters, MemoryRecord, Scope
 
 MEMORY_PREFIX = "MEM#"
 META_SK = "META"
+#: a tenant's user directory (GET /v1/users): partition "<tenant>#", one item per user. No memory
+#: partition can be named so: its "<tenant>#<user_id>" would need a user id ending in "#", which
+#: the API refuses.
+USER_PREFIX = "USER#"
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -39,6 +43,23 @@ def memory_key(tenant: str, user_id: str, memory_id: str) -> dict[str, Any]:
 
 def meta_key(tenant: str, user_id: str) -> dict[str, Any]:
     return {"pk": {"S": partition_key(tenant, user_id)}, "sk": {"S": META_SK}}
+
+
+def directory_partition(tenant: str) -> str:
+    return f"{tenant}#"
+
+
+def directory_key(tenant: str, user_id: str) -> dict[str, Any]:
+    return {"pk": {"S": directory_partition(tenant)}, "sk": {"S": USER_PREFIX + user_id}}
+
+
+def live_counts(records: list[MemoryRecord]) -> dict[str, int]:
+    """How many current, not deleted records of each tier ``records`` holds (the directory's counters)."""
+    counts = {"stm": 0, "ltm": 0}
+    for r in records:
+        if r.is_current and not r.deleted:
+            counts[str(r.tier)] += 1
+    return counts
 
 
 def projection(attributes: tuple[str, ...]) -> tuple[str, dict[str, str]]:

@@ -9,6 +9,9 @@ Table layout (``settings.memories_table``; the CDK stack provisions exactly this
 ``<tenant>#<user_id>``      ``META``            ``gen`` (a token rewritten by every write), ``seq``
                                                 (the partition's write sequence), ``epoch``
 ``<tenant>#<user_id>``      ``LOG#<seq>``       the memory ids write ``seq`` changed (``writelog``)
+``<tenant>#``               ``USER#<user_id>``  the user directory: live ``stm`` / ``ltm``
+                                                counts and ``last_write``, kept in every write's
+                                                transaction (``GET /v1/users`` reads only these)
 ==========================  ==================  ===============================================
 
 Record attributes are the model's fields (timestamps as ISO-8601 strings,
@@ -41,6 +44,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -53,7 +57,7 @@ from memstack.domain.cursors import decode_position, encode_position
 from memstack.domain.erasure import erasure_key, refuse_if_erased
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict, DependencyFailed, SettingsError
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.ports.store import MemoryStore
 
 # DynamoDB limits: 100 actions and 4 MB per transaction, 100 keys per BatchGetItem,
@@ -116,6 +120,31 @@ class DynamoDBMemoryStore:
                 "UpdateExpression": "SET #g = :g",
                 "ExpressionAttributeNames": {"#g": "gen"},
                 "ExpressionAttributeValues": {":g": {"S": uuid.uuid4().hex}},
+            }
+        }
+
+    def _directory_update(
+        self, tenant: str, user_id: str, delta: dict[str, int], last_write: str | None
+    ) -> dict[str, Any]:
+        """The user's directory item: counters moved by ``delta``, ``last_write`` set when given."""
+        names = {"#u": "user_id", "#s": "stm", "#l": "ltm"}
+        values: dict[str, Any] = {
+            ":u": {"S": user_id},
+            ":ds": {"N": str(delta.get("stm", 0))},
+            ":dl": {"N": str(delta.get("ltm", 0))},
+        }
+        sets = "#u = :u"
+        if last_write is not None:
+            names["#w"] = "last_write"
+            values[":w"] = {"S": last_write}
+            sets += ", #w = :w"
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": items.directory_key(tenant, user_id),
+                "UpdateExpression": f"SET {sets} ADD #s :ds, #l :dl",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
             }
         }
 
@@ -190,7 +219,12 @@ class DynamoDBMemoryStore:
         written: list[MemoryRecord] = []
         for (tenant, user_id), group in by_partition.items():
             for chunk in _chunks_by_size(group):
-                actions = [self._put_action(r) for r in chunk]
+                newest = max(r.created_at for r in chunk).isoformat()
+                # The puts, then the user's directory entry (no condition: it never clashes).
+                actions = [
+                    *(self._put_action(r) for r in chunk),
+                    self._directory_update(tenant, user_id, items.live_counts(chunk), newest),
+                ]
                 fenced = bool(self._not_erased_since(tenant, user_id))
                 codes = self._write(tenant, user_id, actions, [r.id for r in chunk])
                 if fenced and len(codes) > len(actions) and codes[-1] == "ConditionalCheckFailed":
@@ -218,6 +252,9 @@ class DynamoDBMemoryStore:
         # A new token without a new sequence number: every cached snapshot re-reads the partition.
         for tenant, user_id in {(r.tenant, r.user_id) for r in records}:
             self.client.update_item(**self._meta_update(tenant, user_id)["Update"])
+            mine = [r for r in records if (r.tenant, r.user_id) == (tenant, user_id)]
+            taken_back = {tier: -n for tier, n in items.live_counts(mine).items()}
+            self.client.update_item(**self._directory_update(tenant, user_id, taken_back, None)["Update"])
 
     def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
         if (new.tenant, new.user_id) != (tenant, user_id):
@@ -236,10 +273,18 @@ class DynamoDBMemoryStore:
                 },
             }
         }
+        # Items never change once written but for is_current: the old version's tier and
+        # deleted mark, read first, say how the directory's live counters move.
+        old = self.get(tenant, user_id, old_id)
+        delta = items.live_counts([new])
+        if old is not None and not old.deleted:
+            delta[str(old.tier)] -= 1
+        directory = self._directory_update(tenant, user_id, delta, new.created_at.isoformat())
         fenced = bool(self._not_erased_since(tenant, user_id))
-        codes = self._write(tenant, user_id, [retire, self._put_action(new)], [old_id, new.id])
+        actions = [retire, self._put_action(new), directory]
+        codes = self._write(tenant, user_id, actions, [old_id, new.id])
         if codes:
-            if fenced and len(codes) > 2 and codes[-1] == "ConditionalCheckFailed":
+            if fenced and len(codes) > len(actions) and codes[-1] == "ConditionalCheckFailed":
                 refuse_if_erased(math.inf)
             if codes[0] == "ConditionalCheckFailed":
                 raise Conflict(f"memory {old_id} is not the current version")
@@ -296,6 +341,7 @@ class DynamoDBMemoryStore:
         for start in range(0, len(keys), _BATCH_WRITE):
             requests = [{"DeleteRequest": {"Key": k}} for k in keys[start : start + _BATCH_WRITE]]
             calls.batch_write(self.client, self.table, requests)
+        self.client.delete_item(TableName=self.table, Key=items.directory_key(tenant, user_id))
         with self._lock:
             self._cache.pop((tenant, user_id), None)
         return {"memories": sum(1 for k in keys if k["sk"]["S"].startswith(items.MEMORY_PREFIX))}
@@ -392,6 +438,33 @@ class DynamoDBMemoryStore:
 
     def find_by_source(self, tenant: str, user_id: str, source_id: str) -> list[MemoryRecord]:
         return _by_source(self._snapshot(tenant, user_id), source_id)
+
+    def users(
+        self, tenant: str, limit: int, cursor: str | None = None
+    ) -> tuple[builtins.list[UserSummary], str | None]:
+        # Only the tenant's directory partition is read, never a scan of the table.
+        response = self.client.query(
+            TableName=self.table,
+            KeyConditionExpression="#pk = :pk AND #sk > :after",
+            ExpressionAttributeNames={"#pk": "pk", "#sk": "sk"},
+            ExpressionAttributeValues={
+                ":pk": {"S": items.directory_partition(tenant)},
+                ":after": {"S": items.USER_PREFIX + (cursor or "")},
+            },
+            ConsistentRead=True,
+            Limit=limit + 1,
+        )
+        rows = response.get("Items", [])
+        page = [
+            UserSummary(
+                user_id=row["sk"]["S"][len(items.USER_PREFIX) :],
+                stm=int(row.get("stm", {}).get("N", 0)),
+                ltm=int(row.get("ltm", {}).get("N", 0)),
+                last_write=datetime.fromisoformat(row["last_write"]["S"]) if "last_write" in row else None,
+            )
+            for row in rows[:limit]
+        ]
+        return page, (page[-1].user_id if len(rows) > limit else None)
 
     def list(
         self,

@@ -15,6 +15,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_er
 from memstack.domain.filter_expr import Node
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier, UserSummary
 from memstack.ports.store import Candidates, Derived, MemoryStore
 
 #: ids per ``IN (...)`` list (SQLite's default limit on bound parameters is far above it)
@@ -312,6 +313,31 @@ class EmbeddedMemoryStore:
             .fetchall()
         )
         return [to_record(r) for r in rows]
+
+    def users(
+        self, tenant: str, limit: int, cursor: str | None = None
+    ) -> tuple[builtins.list[UserSummary], str | None]:
+        # store_users has one row per user with records (erase removes it): the page comes
+        # from its (tenant, user_id) index, the counts from each user's own rows.
+        conn = self.db.read()
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT user_id FROM store_users WHERE tenant = ? AND user_id > ? ORDER BY user_id LIMIT ?",
+                (tenant, cursor or "", limit + 1),
+            )
+        ]
+        out = []
+        for name in names[:limit]:
+            stm, ltm, last = conn.execute(
+                "SELECT COALESCE(SUM(tier = 'stm' AND is_current = 1 AND deleted = 0), 0), "
+                "COALESCE(SUM(tier = 'ltm' AND is_current = 1 AND deleted = 0), 0), MAX(created_at) "
+                "FROM memories WHERE tenant = ? AND user_id = ?",
+                (tenant, name),
+            ).fetchone()
+            when = datetime.fromtimestamp(last, UTC) if last is not None else None
+            out.append(UserSummary(user_id=name, stm=int(stm), ltm=int(ltm), last_write=when))
+        return out, (names[limit - 1] if len(names) > limit else None)
 
     def list(
         self,

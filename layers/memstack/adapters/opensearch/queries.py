@@ -141,6 +141,31 @@ def list_body(
     return body
 
 
+def users_body(tenant: str, limit: int, after: str | None) -> dict[str, Any]:
+    """The tenant's users by user id (a composite aggregation, paged by its ``after`` key).
+
+    Per user: the newest ``created_at`` and, among current live records, a count per tier.
+    ``limit + 1`` buckets are asked for, so a next page is known to exist without another call.
+    """
+    composite: dict[str, Any] = {"size": limit + 1, "sources": [{"user_id": {"terms": {"field": "user_id"}}}]}
+    if after is not None:
+        composite["after"] = {"user_id": after}
+    live = {"bool": {"filter": [{"term": {"is_current": True}}, {"term": {"deleted": False}}]}}
+    return {
+        "size": 0,
+        "query": {"bool": {"filter": [{"term": {"tenant": tenant}}]}},
+        "aggs": {
+            "users": {
+                "composite": composite,
+                "aggs": {
+                    "last_write": {"max": {"field": "created_at"}},
+                    "live": {"filter": live, "aggs": {"tiers": {"terms": {"field": "tier", "size": 2}}}},
+                },
+            }
+        },
+    }
+
+
 def term_body(tenant: str, user_id: str, field: str, value: str, size: int) -> dict[str, Any]:
     """Records of the user whose ``field`` (a keyword) equals ``value``, oldest first."""
     return {

@@ -32,6 +32,7 @@ import builtins
 import json
 import time
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from memstack.adapters.opensearch import mapping, queries
 from memstack.adapters.opensearch.index import Op, OpenSearchIndex, status_of
 from memstack.domain.erasure import RETENTION_SECONDS, Erased, erasure_key, refuse_if_erased, work_began
 from memstack.errors import BadRequest, Conflict, DependencyFailed
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.settings import Settings
 
 _OK = (200, 201)
@@ -344,6 +345,20 @@ class OpenSearchMemoryStore(OpenSearchIndex):
             next_cursor = base64.urlsafe_b64encode(json.dumps(page[-1]["sort"]).encode()).decode()
         return [mapping.from_source(h["_source"]) for h in page], next_cursor
 
+    def users(
+        self, tenant: str, limit: int, cursor: str | None = None
+    ) -> tuple[builtins.list[UserSummary], str | None]:
+        self._ensure()
+        response = self._call(
+            "users", self.client.search, index=self.alias, body=queries.users_body(tenant, limit, cursor)
+        )
+        try:
+            buckets = response["aggregations"]["users"]["buckets"]
+            page = [_user_summary(b) for b in buckets[:limit]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DependencyFailed("OpenSearch returned a users answer without its aggregation") from exc
+        return page, (page[-1].user_id if len(buckets) > limit else None)
+
     # ----------------------------------------------------------------- search
     def bm25_search(
         self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters
@@ -390,6 +405,17 @@ class OpenSearchMemoryStore(OpenSearchIndex):
 
 def _vector(query: np.ndarray) -> builtins.list[float]:
     return [float(x) for x in np.asarray(query, dtype=np.float32)]
+
+
+def _user_summary(bucket: dict[str, Any]) -> UserSummary:
+    tiers = {t["key"]: int(t["doc_count"]) for t in bucket["live"]["tiers"]["buckets"]}
+    newest = bucket["last_write"].get("value")  # epoch milliseconds; null without a created_at
+    return UserSummary(
+        user_id=str(bucket["key"]["user_id"]),
+        stm=tiers.get("stm", 0),
+        ltm=tiers.get("ltm", 0),
+        last_write=datetime.fromtimestamp(newest / 1000, UTC) if newest is not None else None,
+    )
 
 
 def _hits(response: Any) -> builtins.list[dict[str, Any]]:

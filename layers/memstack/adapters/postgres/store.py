@@ -31,17 +31,19 @@ from memstack.adapters.postgres.filters import OWNER, filter_sql
 from memstack.adapters.postgres.records import (
     EPOCH,
     RECORD_COLUMNS,
+    from_micros,
     micros,
     micros_sql,
     record_batches,
     record_from_row,
     records_json,
+    time_sql,
 )
 from memstack.adapters.postgres.schema import check_identifier, migrate
 from memstack.domain.cursors import decode_row_position, encode_position
 from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
 from memstack.errors import BadRequest, Conflict
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId
+from memstack.models import MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.settings import Settings
 
 
@@ -210,6 +212,30 @@ class PostgresMemoryStore:
         for row in rows:
             out[row["source_id"]].append(record_from_row(row))
         return out
+
+    def users(
+        self, tenant: str, limit: int, cursor: str | None = None
+    ) -> tuple[builtins.list[UserSummary], str | None]:
+        # One grouped read of the tenant's rows; byte order (COLLATE "C") as every other backend.
+        live = "m.is_current AND NOT m.deleted"
+        rows = self.executor.query(
+            f"SELECT m.user_id, count(*) FILTER (WHERE m.tier = 'stm' AND {live}) AS stm, "
+            f"count(*) FILTER (WHERE m.tier = 'ltm' AND {live}) AS ltm, "
+            f"{time_sql('max(m.created_at)')} AS last_write "
+            f'FROM {self.schema}.memories m WHERE m.tenant = :tenant AND m.user_id COLLATE "C" > :after '
+            'GROUP BY m.user_id ORDER BY m.user_id COLLATE "C" LIMIT :limit',
+            {"tenant": tenant, "after": cursor or "", "limit": limit + 1},
+        )
+        page = [
+            UserSummary(
+                user_id=str(r["user_id"]),
+                stm=int(r["stm"]),
+                ltm=int(r["ltm"]),
+                last_write=from_micros(r["last_write"]),
+            )
+            for r in rows[:limit]
+        ]
+        return page, (page[-1].user_id if len(rows) > limit else None)
 
     def list(
         self,

@@ -96,21 +96,49 @@ class LocalJobQueue:
                     self._finished.wait(min(self.backoff_seconds, 0.05))
         return True
 
-    def dead_letters(self) -> list[dict[str, Any]]:
+    def dead_letters(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        only, params = _of_tenant(tenant)
         rows = self.db.read().execute(
-            "SELECT id, body, attempts, last_error, created_at FROM jobs WHERE status = 'dead' "
-            "ORDER BY created_at"
+            "SELECT id, body, attempts, last_error, created_at FROM jobs WHERE status = 'dead'"
+            f"{only} ORDER BY created_at",
+            params,
         )
         return [
             {"id": r["id"], "job": json.loads(r["body"]), "attempts": r["attempts"], "error": r["last_error"]}
             for r in rows
         ]
 
-    def redrive(self) -> int:
+    def waiting(self, tenant: str) -> list[dict[str, Any]]:
+        only, params = _of_tenant(tenant)
+        rows = self.db.read().execute(
+            f"SELECT id, body, status, attempts, last_error, created_at FROM jobs WHERE {_OPEN}{only} "
+            "ORDER BY created_at LIMIT 1000",
+            params,
+        )
+        return [
+            {
+                "id": r["id"],
+                "job": json.loads(r["body"]),
+                "status": r["status"],
+                "attempts": r["attempts"],
+                "error": r["last_error"],
+                "created_at": r["created_at"],
+            }
+            for r in rows
+        ]
+
+    def redrive(self, tenant: str | None = None, job_ids: list[str] | None = None) -> int:
+        only, params = _of_tenant(tenant)
+        if job_ids is not None:
+            if not job_ids:
+                return 0
+            only += f" AND id IN ({','.join('?' * len(job_ids))})"
+            params = [*params, *job_ids]
         with self.db.write() as conn:
             n = conn.execute(
-                "UPDATE jobs SET status = 'pending', attempts = 0, available_at = ? WHERE status = 'dead'",
-                (self.clock(),),
+                "UPDATE jobs SET status = 'pending', attempts = 0, available_at = ? "
+                f"WHERE status = 'dead'{only}",
+                (self.clock(), *params),
             ).rowcount
         self._wake.set()
         return n
@@ -230,6 +258,13 @@ class LocalJobQueue:
         if self._worker is not None:
             self._worker.join(timeout=10)
             self._worker = None
+
+
+def _of_tenant(tenant: str | None) -> tuple[str, list[Any]]:
+    """The SQL condition (and its parameter) keeping only ``tenant``'s jobs; nothing for ``None``."""
+    if tenant is None:
+        return "", []
+    return " AND json_extract(body, '$.tenant') = ?", [tenant]
 
 
 def _user_key(job: Job) -> str:

@@ -155,7 +155,7 @@ class SqsJobQueue:
                 time.sleep(0.2)
 
     @aws_dependency(SQS)
-    def dead_letters(self) -> list[dict[str, Any]]:
+    def dead_letters(self, tenant: str | None = None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for job_type in self.queue_urls:
             url = self.dlq_url(job_type)
@@ -163,6 +163,8 @@ class SqsJobQueue:
                 continue
             seen = list(self._receive_all(url, self.list_visibility_seconds))
             for msg in seen:
+                if tenant is not None and (_owner(msg) or ("",))[0] != tenant:
+                    continue
                 out.append(
                     {
                         "id": _job_id(msg),
@@ -184,45 +186,70 @@ class SqsJobQueue:
                 )
         return out
 
+    def waiting(self, tenant: str) -> None:
+        """SQS shows a message only to whoever receives it (which would count as an attempt)."""
+        return None
+
     @aws_dependency(SQS)
-    def redrive(self) -> int:
-        """Move every dead-lettered message back to its source queue; returns how many moved."""
+    def redrive(self, tenant: str | None = None, job_ids: list[str] | None = None) -> int:
+        """Move dead-lettered messages (all, ``tenant``'s, or ``job_ids``) back to their source queue.
+
+        Messages left where they are are made visible again at once, as listing leaves them.
+        """
+        wanted = None if job_ids is None else set(job_ids)
         moved = 0
         for job_type, source in self.queue_urls.items():
             url = self.dlq_url(job_type)
             if not url:
                 continue
-            while batch := self.client.receive_message(
-                QueueUrl=url,
-                MaxNumberOfMessages=10,
-                VisibilityTimeout=60,
-                WaitTimeSeconds=0,
-                MessageAttributeNames=["All"],
-            ).get("Messages", []):
-                sent = self.client.send_message_batch(
-                    QueueUrl=source,
-                    Entries=[
-                        {
-                            "Id": str(i),
-                            "MessageBody": m["Body"],
-                            "MessageAttributes": m.get("MessageAttributes", {}),
-                        }
-                        for i, m in enumerate(batch)
-                    ],
-                )
-                ok = {int(s["Id"]) for s in sent.get("Successful", [])}
-                # Delete only what reached the source queue; the rest stays dead-lettered.
-                if ok:
-                    self.client.delete_message_batch(
+            left: list[dict[str, Any]] = []
+            try:
+                while batch := self.client.receive_message(
+                    QueueUrl=url,
+                    MaxNumberOfMessages=10,
+                    VisibilityTimeout=60,
+                    WaitTimeSeconds=0,
+                    AttributeNames=["All"],
+                    MessageAttributeNames=["All"],
+                ).get("Messages", []):
+                    chosen = [
+                        m
+                        for m in batch
+                        if (tenant is None or (_owner(m) or ("",))[0] == tenant)
+                        and (wanted is None or _job_id(m) in wanted)
+                    ]
+                    left += [m for m in batch if m not in chosen]
+                    if chosen:
+                        moved += self._move(url, source, chosen)
+            finally:
+                for start in range(0, len(left), 10):
+                    self.client.change_message_visibility_batch(
                         QueueUrl=url,
                         Entries=[
-                            {"Id": str(i), "ReceiptHandle": batch[i]["ReceiptHandle"]} for i in sorted(ok)
+                            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                            for i, m in enumerate(left[start : start + 10])
                         ],
                     )
-                moved += len(ok)
-                if len(ok) < len(batch):
-                    raise DependencyFailed(f"SQS refused {len(batch) - len(ok)} redriven messages")
         return moved
+
+    def _move(self, dlq: str, source: str, batch: list[dict[str, Any]]) -> int:
+        sent = self.client.send_message_batch(
+            QueueUrl=source,
+            Entries=[
+                {"Id": str(i), "MessageBody": m["Body"], "MessageAttributes": m.get("MessageAttributes", {})}
+                for i, m in enumerate(batch)
+            ],
+        )
+        ok = {int(s["Id"]) for s in sent.get("Successful", [])}
+        # Delete only what reached the source queue; the rest stays dead-lettered.
+        if ok:
+            self.client.delete_message_batch(
+                QueueUrl=dlq,
+                Entries=[{"Id": str(i), "ReceiptHandle": batch[i]["ReceiptHandle"]} for i in sorted(ok)],
+            )
+        if len(ok) < len(batch):
+            raise DependencyFailed(f"SQS refused {len(batch) - len(ok)} redriven messages")
+        return len(ok)
 
     @aws_dependency(SQS)
     def erase_user(self, tenant: str, user_id: str) -> int:
