@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,10 +63,9 @@ def _read_lines(stream: Any, lines: queue.Queue[str | None]) -> None:
     lines.put(None)
 
 
-@pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+@contextmanager
+def serving(data_dir: Path) -> Iterator[LiveServer]:
     """``memstack serve --port 0`` as a user starts it, with two API keys; stopped with Ctrl-C."""
-    data_dir = tmp_path_factory.mktemp("ui-server") / "data"
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("MEMSTACK_")},
         "MEMSTACK_DATA_DIR": str(data_dir),
@@ -100,6 +100,12 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with serving(tmp_path_factory.mktemp("ui-server") / "data") as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
