@@ -33,7 +33,7 @@ from stacks.constructs.compute import service_name
 from stacks.constructs.environment import function_reads
 from stacks.constructs.observability import EMITTED_METRICS
 from tests.infra.aws_calls import CallRecorder
-from tests.infra.cloudformation import ACCOUNT, REGION
+from tests.infra.cloudformation import ACCOUNT, LEFT_OUT, REGION
 from tests.infra.conftest import Synth
 from tests.infra.deployed import DeployedStack
 from tests.infra.fake_bedrock import FakeBedrock, install
@@ -277,6 +277,10 @@ def test_every_call_of_every_handler_on_the_deployed_stack_is_allowed_by_its_rol
 ) -> None:
     _, synth = variant
     assert len(deployment.stack.resources("AWS::Lambda::Function")) >= 5
+    assert deployment.stack.created is not None
+    left_out = set(deployment.stack.created.adapted.left_out.values())
+    print("left out of moto's CloudFormation:", sorted(left_out))
+    assert left_out <= set(LEFT_OUT), f"undocumented: {sorted(left_out - set(LEFT_OUT))}"
     postgres = synth.stack.config.uses_postgres
     if postgres:
         _migrate_as_cloudformation_does(deployment)
