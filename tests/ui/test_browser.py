@@ -258,3 +258,20 @@ def test_the_page_is_usable_from_the_keyboard(page: Any, live_server: LiveServer
         ".filter(el => !el.labels || el.labels.length === 0).length"
     )
     assert unlabelled == 0
+
+
+def test_a_filter_expression_narrows_the_list_and_a_bad_one_is_answered_in_the_apis_words(
+    page: Any, live_server: LiveServer
+) -> None:
+    user, lisbon = open_user(page, live_server, "filterer")
+    expect(page.get_by_role("heading", name=f"Memories of {user}")).to_be_visible()
+    page.get_by_label("Filter expression (JSON)").fill(f'{{"AND":[{{"kind":"{lisbon.kind}"}}]}}')
+    page.get_by_label("Tier").select_option("ltm")
+    page.get_by_role("button", name="Apply filters").click()
+    expect(page.get_by_role("link", name=lisbon.content)).to_be_visible()
+    expect(page.get_by_role("link", name="I moved to Lisbon last spring.")).to_have_count(0)  # a raw turn
+    page.get_by_label("Filter expression (JSON)").fill('{"colour":"red"}')
+    page.get_by_role("button", name="Apply filters").click()
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("422")
+    expect(alert).to_contain_text("validation_error")

@@ -358,7 +358,7 @@ function pager(params, next) {
 }
 
 // ---------------------------------------------------------------- a user's memories
-const FILTERS = ["tier", "kind", "category", "scope", "agent_id", "session_id", "metadata", "after", "before", "include_superseded", "order"];
+const FILTERS = ["tier", "kind", "category", "scope", "agent_id", "session_id", "metadata", "where", "after", "before", "include_superseded", "order"];
 
 function localInput(name, iso) {
   // datetime-local shows the browser's local time; the API gets an ISO instant (with its zone).
@@ -431,6 +431,7 @@ function filterControls(params, e) {
     after: localInput("after", params.get("after")),
     before: localInput("before", params.get("before")),
     metadata: text("metadata", { placeholder: '{"topic":"food"}' }),
+    where: text("where", { placeholder: '{"OR":[{"kind":"event"},{"category":"health"}]}' }),
     session_id: text("session_id"),
     agent_id: text("agent_id"),
   };
@@ -445,6 +446,7 @@ function filterFields(c) {
     field("Happened after", c.after),
     field("Happened before", c.before),
     field("Metadata (JSON)", c.metadata, 'equality, or {"key":{"in":[…]}}'),
+    field("Filter expression (JSON)", c.where, "AND / OR / NOT with eq, ne, gt, gte, lt, lte, in, nin, contains"),
     field("Session", c.session_id, "CONTEXT memories show only inside their session"),
     field("Agent", c.agent_id),
   ];
@@ -773,17 +775,17 @@ async function searchView(view, user, params) {
     view.append(h("p", { class: "empty" }, "Type a query to see what is found and why each result ranks where it does."));
     return;
   }
-  let metadata;
-  if (params.get("metadata")) {
+  const json = (name) => {
+    if (!params.get(name)) return undefined;
     try {
-      metadata = JSON.parse(params.get("metadata"));
+      return JSON.parse(params.get(name));
     } catch {
-      throw new Error("Metadata must be JSON, e.g. {\"topic\":\"food\"}.");
+      throw new Error(`${name} must be JSON, e.g. ${name === "where" ? '{"kind":"event"}' : '{"topic":"food"}'}.`);
     }
-  }
+  };
   const filters = {};
   for (const name of ["kind", "category", "tier", "scope", "after", "before"]) if (params.get(name)) filters[name] = params.get(name);
-  if (metadata) filters.metadata = metadata;
+  for (const name of ["metadata", "where"]) if (params.get(name)) filters[name] = json(name);
   const body = {
     user_id: user,
     query: params.get("query"),
