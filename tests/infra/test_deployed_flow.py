@@ -206,6 +206,8 @@ def _drive(deployment: Deployment, api: Api) -> None:
     assert api("DELETE", "/v1/memories/keys/drink", query={"user_id": "maya"})[0] in (200, 204)
     assert api("DELETE", f"/v1/memories/{patched['id']}", query={"user_id": "maya"})[0] in (200, 204)
     assert api("GET", "/v1/health")[0] == 200
+    status, users = api("GET", "/v1/users")
+    assert status == 200 and "maya" in [u["user_id"] for u in users["users"]], users
 
     # Enough short-term turns (the default threshold is 10) make Maya due for consolidation.
     more = [{"role": "user", "content": f"Note {i}: I walk by the Tagus every morning."} for i in range(9)]
