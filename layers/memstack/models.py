@@ -150,6 +150,9 @@ class MemoryFilters(BaseModel):
     before: datetime | None = None
     # Session of the caller: CONTEXT memories are visible only inside it.
     session_id: str | None = None
+    # True: only memories of ``session_id`` itself (Mem0's run_id, AgentCore's ListEvents(sessionId));
+    # False: every USER memory plus that session's CONTEXT ones (the caller's view from inside it).
+    session_only: bool = False
     include_superseded: bool = False
     # key -> the values its metadata may hold there (one: equality, several: any of them);
     # every key must match. The meaning is ``domain.metadata_filter``'s, on every backend.

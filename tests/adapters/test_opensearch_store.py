@@ -833,3 +833,15 @@ def test_a_malformed_search_answer_raises(store: OpenSearchMemoryStore, recorder
     recorder.reply(200, {"took": 1})
     with pytest.raises(DependencyFailed, match="without hits"):
         store.vector_search("t1", "u1", np.array([0.6, 0.8]), 5, MemoryFilters())
+
+
+def test_session_only_is_one_term_on_session_id(store: OpenSearchMemoryStore, recorder: Recorder) -> None:
+    recorder.reply(200, rec.search_answer([]))
+    store.list("t1", "u1", MemoryFilters(session_id="s1", session_only=True), 10)
+    listed = recorder.requests[0].body["query"]["bool"]["filter"]
+    assert listed == [
+        *OWNER,
+        {"term": {"deleted": False}},
+        {"term": {"is_current": True}},
+        {"term": {"session_id": "s1"}},
+    ]

@@ -218,3 +218,26 @@ def test_a_bad_expression_is_422_saying_what_is_wrong(api: Api, where: Any, mess
     assert err["error"]["details"][0]["location"] == "query"
     status, err = api("GET", "/v1/memories", query={"user_id": "ann", "where": "{"})
     assert status == 422 and "where: not JSON" in err["error"]["message"]
+
+
+def test_session_id_and_run_id_restrict_list_and_search_to_that_session(api: Api) -> None:
+    for session, content in [("s1", "I booked a room in Porto"), ("s2", "I booked a room in Osaka")]:
+        _add(api, content, run_id=session)
+    _add(api, "I booked a room in Lima")  # no session
+    for name in ("session_id", "run_id"):
+        status, found = _search(api, **{name: "s1"})
+        assert status == 200 and _contents(found) == {"I booked a room in Porto"}
+        status, page = api("GET", "/v1/memories", query={"user_id": "ann", name: "s2"})
+        assert status == 200 and _contents(page, "memories") == {"I booked a room in Osaka"}
+    # session_mode=visible: the view from inside the session (every USER memory, its CONTEXT ones)
+    status, found = _search(api, session_id="s1", session_mode="visible")
+    assert _contents(found) == {
+        "I booked a room in Porto",
+        "I booked a room in Osaka",
+        "I booked a room in Lima",
+    }
+    query = {"user_id": "ann", "session_id": "s1", "session_mode": "visible"}
+    status, page = api("GET", "/v1/memories", query=query)
+    assert status == 200 and len(page["memories"]) == 3
+    status, err = _search(api, session_id="s1", session_mode="all")
+    assert status == 422 and err["error"]["details"][0]["field"] == "session_mode"

@@ -680,6 +680,13 @@ export interface components {
             /** User Id */
             user_id: string;
             /**
+             * Session Mode
+             * @description with session_id: only (the default) keeps that session's memories alone (Mem0's run_id, AgentCore's ListEvents(sessionId)); visible keeps every USER memory plus that session's CONTEXT memories (what an agent sees from inside the session)
+             * @default only
+             * @enum {string}
+             */
+            session_mode?: "only" | "visible";
+            /**
              * Agent Id
              * @description only memories of this agent (from messages added with this agent_id)
              */
@@ -1485,6 +1492,8 @@ export interface operations {
                 session_id?: string | null;
                 /** @description an alias of session_id */
                 run_id?: string | null;
+                /** @description with session_id: only (the default) keeps that session's memories alone (Mem0's run_id, AgentCore's ListEvents(sessionId)); visible keeps every USER memory plus that session's CONTEXT memories (what an agent sees from inside the session) */
+                session_mode?: "only" | "visible";
                 /** @description only memories of this agent (from messages added with this agent_id) */
                 agent_id?: string | null;
                 /** @description a metadata filter as JSON, as in search: {"topic":"food"} (equality), {"topic":{"in":["food","travel"]}} (any of them), {"n":{"gt":3}} (any operator); every key must match */

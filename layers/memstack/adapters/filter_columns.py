@@ -153,7 +153,7 @@ class FilterColumns:
         if filters.session_id is not None:
             code = self.sessions.get(filters.session_id)
             own_session = self.session == code if code is not None else np.zeros(len(self), dtype=bool)
-            keep &= self.user_scope | own_session
+            keep &= own_session if filters.session_only else self.user_scope | own_session
         elif search:
             keep &= self.user_scope
         if filters.metadata:

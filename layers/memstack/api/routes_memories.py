@@ -22,6 +22,7 @@ from memstack.api.responses import json_response as _json
 from memstack.api.schemas import (
     AGENT_FILTER,
     ID_PATTERN,
+    SESSION_MODE,
     AddMemoriesRequest,
     AddMemoriesResponse,
     DeleteMemoryResponse,
@@ -30,6 +31,7 @@ from memstack.api.schemas import (
     MemoryList,
     MemorySources,
     RestoreMemoryRequest,
+    SessionMode,
     UpdateMemoryRequest,
 )
 from memstack.domain import filter_expr
@@ -54,6 +56,7 @@ LIST_PARAMS = frozenset(
         "before",
         "session_id",
         "run_id",
+        "session_mode",
         "agent_id",
         "metadata",
         "where",
@@ -198,6 +201,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         run_id: Annotated[
             str | None, Query(max_length=128, pattern=ID_PATTERN, description="an alias of session_id")
         ] = None,
+        session_mode: Annotated[SessionMode, Query(description=SESSION_MODE)] = "only",
         agent_id: Annotated[
             str | None, Query(max_length=128, pattern=ID_PATTERN, description=AGENT_FILTER)
         ] = None,
@@ -234,6 +238,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             scope=scope,
             tier=tier,
             session_id=session_id,
+            session_only=session_mode == "only",
             after=aware(after, settings.timezone),
             before=aware(before, settings.timezone),
             metadata=plain_metadata,

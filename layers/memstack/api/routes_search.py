@@ -46,6 +46,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         )
         filters = MemoryFilters(
             session_id=body.session_id,
+            session_only=body.session_mode == "only",
             metadata=metadata,
             where=filter_expr.both(f.where if f else None, metadata_ops),
             **(

@@ -289,8 +289,17 @@ class SearchFilters(Strict):
 AGENT_FILTER = "only memories of this agent (from messages added with this agent_id)"
 
 
+SESSION_MODE = (
+    "with session_id: only (the default) keeps that session's memories alone (Mem0's run_id, AgentCore's "
+    "ListEvents(sessionId)); visible keeps every USER memory plus that session's CONTEXT memories "
+    "(what an agent sees from inside the session)"
+)
+SessionMode = Literal["only", "visible"]
+
+
 class SearchMemoriesRequest(RunIdAlias):
     user_id: IdStr
+    session_mode: SessionMode = Field("only", description=SESSION_MODE)
     agent_id: IdStr | None = Field(None, description=AGENT_FILTER)
     query: Text
     top_k: StrictInt = Field(10, ge=1)

@@ -239,6 +239,7 @@ class MemstackStore(BaseStore):
                     user_id=user,
                     top_k=wanted,
                     session_id=session,
+                    session_mode="visible",  # a session namespace also sees its user's items
                     filters={"tier": "ltm"},
                     metadata=pushed or None,
                 )
@@ -254,6 +255,7 @@ class MemstackStore(BaseStore):
                     limit=100,
                     cursor=cursor,
                     session_id=session,
+                    session_mode="visible",
                     tier=str(Tier.LTM),
                     metadata=pushed or None,
                 )

@@ -83,6 +83,10 @@ WhereArg = Annotated[
     ),
 ]
 
+# The session of an agent's tools is the conversation it is in: it sees the user's memories
+# from every session plus this session's CONTEXT ones, not this session's alone.
+VISIBLE = "visible"
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
@@ -185,6 +189,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             user_id=kit.user(user_id),
             top_k=top_k,
             session_id=session_id or kit.session_id,
+            session_mode=VISIBLE,
             agent_id=kit.agent(agent_id),
             filters={k: v for k, v in filters.items() if v is not None} or None,
             metadata=metadata,
@@ -217,6 +222,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             tier=tier,
             kind=kind,
             session_id=session_id or kit.session_id,
+            session_mode=VISIBLE,
             agent_id=kit.agent(agent_id),
             metadata=metadata,
             where=where,

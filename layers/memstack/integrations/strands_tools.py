@@ -98,7 +98,9 @@ class MemstackMemoryStore(MemoryStore):
 
     async def search(self, query: str, options: SearchOptions | None = None) -> list[MemoryEntry]:
         top_k = (options or {}).get("max_search_results") or self.max_search_results
-        call = calls.search(query, user_id=self.user_id, top_k=top_k, session_id=self.session_id)
+        call = calls.search(
+            query, user_id=self.user_id, top_k=top_k, session_id=self.session_id, session_mode="visible"
+        )
         found = await asyncio.to_thread(self.client.call, call)
         return [
             MemoryEntry(

@@ -95,6 +95,7 @@ class MemoryToolkit:
                 user_id=self.user(user_id),
                 top_k=top_k,
                 session_id=self.session_id,
+                session_mode="visible",  # the conversation's view: every session's USER memories too
                 agent_id=self.agent_id,
             ),
             headers,

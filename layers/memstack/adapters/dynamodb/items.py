@@ -122,5 +122,6 @@ def matches(record: MemoryRecord, filters: MemoryFilters, *, search: bool) -> bo
     if filters.where is not None and not filter_expr.evaluate(filters.where, record):
         return False
     if filters.session_id is not None:
-        return record.scope == Scope.USER or record.session_id == filters.session_id
+        own = record.session_id == filters.session_id
+        return own if filters.session_only else own or record.scope == Scope.USER
     return not (search and record.scope != Scope.USER)

@@ -115,7 +115,9 @@ def filter_sql(filters: MemoryFilters, *, search: bool, uid: int | None = None) 
         clauses.append("COALESCE(m.event_time, m.created_at) < ?")
         params.append(filters.before.timestamp())
     if filters.session_id is not None:
-        clauses.append("(m.scope = 'USER' OR m.session_id = ?)")
+        clauses.append(
+            "m.session_id = ?" if filters.session_only else "(m.scope = 'USER' OR m.session_id = ?)"
+        )
         params.append(filters.session_id)
     elif search:
         clauses.append("m.scope = 'USER'")

@@ -125,6 +125,7 @@ class IndexView:
             filters.after,
             filters.before,
             filters.session_id,
+            filters.session_only,
             filters.include_superseded,
         )
         # Metadata and expression filters read the store (rows written since, values changed since).

@@ -54,7 +54,9 @@ def filter_clauses(
         clauses.append({"terms": {METADATA_TERMS: wanted_terms(key, values)}})
     if filters.where is not None:
         clauses.append(where_clause(filters.where))
-    if filters.session_id is not None:
+    if filters.session_id is not None and filters.session_only:
+        clauses.append({"term": {"session_id": filters.session_id}})
+    elif filters.session_id is not None:
         clauses.append(
             {
                 "bool": {

@@ -47,7 +47,11 @@ def filter_sql(filters: MemoryFilters, *, search: bool) -> tuple[str, dict[str, 
         clauses.append(f"coalesce(m.event_time, m.created_at) < {micros_sql(':f_before')}")
         params["f_before"] = micros(filters.before)
     if filters.session_id is not None:
-        clauses.append("(m.scope = 'USER' OR m.session_id = :f_session)")
+        clauses.append(
+            "m.session_id = :f_session"
+            if filters.session_only
+            else "(m.scope = 'USER' OR m.session_id = :f_session)"
+        )
         params["f_session"] = filters.session_id
     elif search:
         clauses.append("m.scope = 'USER'")
