@@ -55,6 +55,12 @@ def acknowledge_findings(stack: MemstackStack) -> None:
         "publishing to the KMS-encrypted alert topic needs GenerateDataKey* on that one key (CDK's "
         "topic.grant_publish); the resource is the key's ARN, not a wildcard",
     )
+    ack(
+        stack.storage.cursor_secret,
+        "SMG4",
+        "the cursor key signs list cursors only: rotating it invalidates the cursors handed out so far "
+        "(a client lists again from the start) and needs no rotation function; rotate it by hand if wanted",
+    )
     _api(stack)
     if isinstance(stack.search, SearchDomain):
         _search_domain(stack, stack.search, dedicated_masters=config.opensearch_master_nodes > 0)

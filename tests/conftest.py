@@ -22,6 +22,9 @@ def _no_ambient_memstack_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("MEMSTACK_"):
             monkeypatch.delenv(name)
+    # No 16 MiB reserve file in each of the suite's hundreds of data directories; the tests of the
+    # reserve (tests/reliability/test_exhaustion.py) set their own.
+    monkeypatch.setenv("MEMSTACK_STORAGE_RESERVE_BYTES", "0")
     # moto and boto3 must never reach a real account from a test.
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")

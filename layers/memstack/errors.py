@@ -80,3 +80,12 @@ class Throttled(DependencyFailed):
     Still a 503 ``dependency_failed`` to an API caller; a queue worker defers the job with a
     backoff instead of counting a failed attempt (``workers/sqs.py``).
     """
+
+
+class StorageFull(MemstackError):
+    """The data volume is full: nothing of the request was stored; retry once space is freed."""
+
+    code = "storage_full"
+    status = 507
+    #: seconds a client should wait before retrying (the ``Retry-After`` header)
+    retry_after = 30

@@ -14,10 +14,11 @@ from memstack.adapters.blas import limit_blas_threads
 from memstack.domain.bounds import TimeBounds
 from memstack.domain.consolidation.job import ConsolidationConfig, Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder, ProfileConfig
+from memstack.domain.cursors import CursorSigner
 from memstack.domain.extraction.handler import ExtractionConfig, ExtractionJobHandler
 from memstack.domain.extraction.timeparse import set_default_timezone
 from memstack.domain.indexing import IndexingConfig
-from memstack.domain.ingest import IngestConfig, Ingestor
+from memstack.domain.ingest import IngestConfig, Ingestor, UnitOfWork
 from memstack.domain.retrieval.calibration import ScoreModel
 from memstack.domain.retrieve import RetrievalConfig, Retriever
 from memstack.ports.embedder import Embedder
@@ -97,6 +98,24 @@ def build_extractor(
 
         return openai_extractor(settings, http_client)
     raise NotImplementedError(f"llm {settings.llm!r} is not available in this build")
+
+
+def cursor_key(settings: Settings, client: object = None) -> bytes:
+    """The deployment's cursor key: its Secrets Manager secret, or the data directory's key file."""
+    from memstack.adapters import cursor_key as keys
+
+    if settings.cursor_secret_arn:
+        return keys.secrets_manager_key(settings.cursor_secret_arn, client, settings.aws_region)
+    return keys.local_key(settings.data_dir)
+
+
+def shared_transaction(store: object, stm: object) -> UnitOfWork | None:
+    """One transaction for an add's writes when the store and the STM are the one SQLite file."""
+    db: Any = getattr(store, "db", None)
+    if db is None or db is not getattr(stm, "db", None):
+        return None
+    write: UnitOfWork = db.write
+    return write
 
 
 def time_bounds(settings: Settings) -> TimeBounds:
@@ -269,15 +288,19 @@ def build_service(
     limit_blas_threads(settings.blas_threads)
     closers = []
     db = None
+    reserve = None
     if (
         settings.store_backend == "embedded"
         or settings.stm_backend == "embedded"
         or (settings.queue_backend == "local" and queue is None)
     ):
         from memstack.adapters.embedded.database import Database
+        from memstack.adapters.embedded.reserve import StorageReserve
 
         db = Database(settings.db_path)
         closers.append(db.close)
+        reserve = StorageReserve(settings.data_dir, settings.storage_reserve_bytes)
+        reserve.refill()
     if store is None and settings.store_backend != "embedded":
         store = build_store(settings, clients)
         closers.append(store.close)
@@ -323,9 +346,11 @@ def build_service(
             time_bounds=time_bounds(settings),
         ),
         queue,
+        unit=shared_transaction(store, stm),
     )
     retriever = Retriever(store, embedder, retrieval_config(settings), reranker)
     service = MemoryService(
+        cursors=CursorSigner(lambda: cursor_key(settings, clients.get("secretsmanager"))),
         settings=settings,
         store=store,
         stm=stm,
@@ -334,6 +359,7 @@ def build_service(
         retriever=retriever,
         queue=queue,
         closers=closers,
+        reserve=reserve,
     )
     # Naive message times are read in the configured zone (the Message validator's default).
     set_default_timezone(settings.timezone)

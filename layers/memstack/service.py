@@ -8,22 +8,25 @@ of every call.
 from __future__ import annotations
 
 import builtins
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memstack.domain import keyed, versions
+from memstack.domain.bounds import TimeBounds
 from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, housekeeping, schedule
 from memstack.domain.cursors import CursorSigner
 from memstack.domain.ingest import Ingestor, IngestResult, stm_memory_id
 from memstack.domain.retrieve import Retriever, SearchRequest, SearchResult
-from memstack.errors import Conflict, NotFound
+from memstack.errors import Conflict, NotFound, StorageFull
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Message, Scope, UserSummary
 from memstack.ports.embedder import Embedder
 from memstack.ports.queue import Job, JobQueue
+from memstack.ports.reserve import SpaceReserve
 from memstack.ports.stm import ShortTermStore
 from memstack.ports.store import MemoryStore
 from memstack.settings import Settings
@@ -45,8 +48,10 @@ class MemoryService:
     job_handlers: dict[str, JobHandler] = field(default_factory=dict)
     closers: list[Callable[[], None]] = field(default_factory=list)
     consolidator: Consolidator | None = None
-    cursors: CursorSigner = field(default_factory=CursorSigner)
+    # ``build_service`` passes the deployment's key; a service built by hand signs with a key of its own.
+    cursors: CursorSigner = field(default_factory=lambda: CursorSigner(secrets.token_bytes(32)))
     profiles: ProfileBuilder | None = None
+    reserve: SpaceReserve | None = None
 
     # ------------------------------------------------------------------ ingest
     def add(
@@ -150,6 +155,9 @@ class MemoryService:
         metadata: dict[str, Any] | None = None,
     ) -> tuple[MemoryRecord, bool]:
         """Write the memory named ``key`` directly (no extraction); returns (record, created)."""
+        # The one bound every time entering the system goes through: year 10000 stored here
+        # broke every later read and job of the user.
+        TimeBounds(self.settings.earliest_time, self.settings.latest_time).check([("event_time", event_time)])
         return keyed.put_key(
             self.store,
             self.embedder,
@@ -215,6 +223,19 @@ class MemoryService:
         is deleted now and whatever it still writes is refused (the marker is
         the fence, domain/erasure.py); the store also compacts its file here.
         """
+        try:
+            counts = self._erase(tenant, user_id)
+        except StorageFull:
+            # A full volume must not keep a user from being forgotten: the space held back for
+            # this is given up and the erase (idempotent) runs again in it.
+            if self.reserve is None or not self.reserve.release():
+                raise
+            counts = self._erase(tenant, user_id)
+        if self.reserve is not None:
+            self.reserve.refill()
+        return counts
+
+    def _erase(self, tenant: str, user_id: str) -> dict[str, int]:
         counts = dict(self.store.erase_user(tenant, user_id))
         counts["stm"] = self.stm.erase_user(tenant, user_id)
         if self.queue is not None:

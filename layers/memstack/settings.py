@@ -192,6 +192,29 @@ class Settings(BaseSettings):
         None, gt=0, description="longest a sync=true request waits for its own jobs (unset: until done)"
     )
 
+    storage_reserve_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=0,
+        description="embedded: space kept back on the data volume so an erase works on a full disk (0: none)",
+    )
+
+    # --- memstack serve: connections (docs/reliability.md) ------------------------------
+    server_connection_limit: int = Field(
+        200, ge=2, le=100_000, description="open connections at most; a new one evicts the quietest idle one"
+    )
+    server_connections_per_client: int = Field(
+        20,
+        ge=1,
+        le=100_000,
+        description="open connections one client address may hold (behind a proxy: raise)",
+    )
+    server_idle_timeout_seconds: float = Field(
+        10.0, ge=1.0, le=3600.0, description="a connection with nothing in flight is closed after this long"
+    )
+    server_request_timeout_seconds: float = Field(
+        30.0, ge=1.0, le=3600.0, description="a request must arrive whole within this long of its first byte"
+    )
+
     # --- MCP server (memstack mcp, /mcp on memstack serve) -----------------------------
     mcp_user_id: str | None = Field(
         None,
@@ -222,6 +245,9 @@ class Settings(BaseSettings):
     postgres_dsn: str | None = Field(None, description="libpq connection string (postgres_executor=psycopg)")
     postgres_cluster_arn: str | None = Field(None, description="Aurora cluster (postgres_executor=data-api)")
     postgres_secret_arn: str | None = Field(None, description="Secrets Manager secret of the database user")
+    cursor_secret_arn: str | None = Field(
+        None, description="Secrets Manager secret that keys list cursors (unset: <data dir>/cursor.key)"
+    )
     postgres_database: str = "memstack"
     postgres_schema: str = Field("memstack", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     postgres_pool_size: int = Field(4, ge=1, le=100, description="most connections one process opens")

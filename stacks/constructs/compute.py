@@ -66,6 +66,7 @@ def stack_resources(
         "extraction_dlq_url": queues.extraction.dlq.queue_url,
         "consolidation_dlq_url": queues.consolidation.dlq.queue_url,
         "alert_topic_arn": topic.topic_arn,
+        "cursor_secret_arn": storage.cursor_secret.secret_arn,
         "sync_timeout_seconds": str(SYNC_BUDGET.to_seconds()),
     }
     if storage.memories_table is not None:
@@ -232,6 +233,8 @@ class Compute(Construct):
                 table.grant_read_write_data(fn)
             if search is not None:
                 search.grant_read_write(fn)
+        # The API signs and checks list cursors with the deployment's key.
+        storage.cursor_secret.grant_read(self.api)
         # The API enqueues extraction jobs on ingest and consolidation jobs on request.
         queues.extraction.queue.grant_send_messages(self.api)
         queues.consolidation.queue.grant_send_messages(self.api)

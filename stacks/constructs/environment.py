@@ -138,6 +138,7 @@ API = (
     "idempotency_expires_seconds",
     "sync_timeout_seconds",
     "max_json_depth",
+    "cursor_secret_arn",
 )
 QUEUE_WORKER = ("job_idempotency_seconds",)
 SCHEDULER = (

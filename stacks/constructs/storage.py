@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from stacks.config import StackConfig
@@ -63,6 +64,18 @@ class Storage(Construct):
             sort=None,
             ttl="expiration",
             removal=RemovalPolicy.DESTROY,
+        )
+
+        # The key that signs list cursors (docs/reliability.md), generated at deploy: a cursor
+        # cannot be forged without it. Only the API function reads it (compute.py).
+        self.cursor_secret = secretsmanager.Secret(
+            self,
+            "CursorKey",
+            description="memstack: the key that signs list cursors",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                password_length=64, exclude_punctuation=True
+            ),
+            removal_policy=RemovalPolicy.DESTROY,
         )
 
     def data_tables(self) -> list[dynamodb.Table]:

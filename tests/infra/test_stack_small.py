@@ -341,3 +341,23 @@ def test_every_environment_fits_lambdas_4_kb_limit(small: Synth) -> None:
         # a token (table name, queue URL, ARN) resolves to at most ~128 characters
         size = sum(len(k) + (len(v) if isinstance(v, str) else 128) for k, v in env.items())
         assert size < 4096, (fn.get("Description"), size)
+
+
+def test_only_the_api_reads_the_generated_cursor_key(small: Synth) -> None:
+    """List cursors are signed with a per-deployment secret (issue 25, item 7), readable by the API only."""
+    secrets = small.resources("AWS::SecretsManager::Secret")
+    cursor = [lid for lid, r in secrets.items() if "cursor" in r["Properties"].get("Description", "")]
+    assert len(cursor) == 1
+    assert "GenerateSecretString" in secrets[cursor[0]]["Properties"]
+    api_env = _function_env(small, "memstack-api")
+    assert api_env["MEMSTACK_CURSOR_SECRET_ARN"] == {"Ref": cursor[0]}
+    readers = []
+    for policy in small.props("AWS::IAM::Policy"):
+        for st in policy["PolicyDocument"]["Statement"]:
+            if "secretsmanager:GetSecretValue" in _as_list(st["Action"]) and st["Resource"] == {
+                "Ref": cursor[0]
+            }:
+                readers += [r["Ref"] for r in policy["Roles"]]
+    assert len(readers) == 1 and "Api" in readers[0], readers
+    for service in ("memstack-extraction", "memstack-scheduler", "memstack-consolidation"):
+        assert "MEMSTACK_CURSOR_SECRET_ARN" not in _function_env(small, service)

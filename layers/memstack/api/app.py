@@ -9,6 +9,7 @@ is unauthenticated or too large is refused before its body is even parsed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,15 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from aws_lambda_powertools.utilities.idempotency import BasePersistenceLayer, IdempotencyConfig
 
-from memstack.api import routes_admin, routes_jobs, routes_keyed, routes_memories, routes_search, ui
+from memstack.api import (
+    json_body,
+    routes_admin,
+    routes_jobs,
+    routes_keyed,
+    routes_memories,
+    routes_search,
+    ui,
+)
 from memstack.api.auth import Authenticator
 from memstack.api.errors import error_body, install_error_handlers
 from memstack.api.idempotency import build_persistence, idempotency_config
@@ -31,6 +40,14 @@ from memstack.settings import Settings
 # Reachable without credentials: liveness, the API's own documentation, and the icon every
 # browser asks for (it answers 404, not a confusing 401).
 PUBLIC_PATHS = frozenset({"/v1/health", "/docs", "/openapi.json", "/favicon.ico"})
+
+# A path parameter is one whole segment, whatever its characters: which characters a key or
+# id may hold is the validation's rule (the same one for path, query and body), not the
+# router's. Powertools' own segment class is narrower (no "é", no emoji: such a key answered
+# 404 "no route") and its "$" also matches before a trailing newline, so
+# "/v1/users/nlu%0A" routed as user "nlu" (the erase of another user). "\Z" is the true end.
+_ROUTE_PARAM = re.compile(r"<(\w+)>")
+UNMATCHED_ROUTE = "<no route>"
 
 
 @dataclass
@@ -56,7 +73,8 @@ class MemstackResolver(APIGatewayRestResolver):
     """
 
     def __init__(self, deps: ApiDeps) -> None:
-        super().__init__(enable_validation=True)
+        # One JSON parser for every body: oversized integers are a 422, lone surrogates too.
+        super().__init__(enable_validation=True, json_body_deserializer=json_body.loads)
         self.deps = deps
         self._own_event: BaseProxyEvent | None = None
         self._own_context: Any = None
@@ -77,6 +95,21 @@ class MemstackResolver(APIGatewayRestResolver):
     @lambda_context.setter
     def lambda_context(self, value: Any) -> None:
         self._own_context = value
+
+    @staticmethod
+    def _compile_regex(rule: str, base_regex: str = "") -> re.Pattern[str]:
+        return re.compile("^" + _ROUTE_PARAM.sub(r"(?P<\1>[^/]+)", rule) + r"/*\Z")
+
+    def route_template(self, method: str, path: str) -> str:
+        """The route ``method path`` resolves to, as declared (``/v1/memories/keys/<key>``).
+
+        What the request log records instead of the path: the path holds
+        user-chosen values (keys, user ids) that must not outlive an erase.
+        """
+        for route in [*self._static_routes, *self._dynamic_routes]:
+            if route.method == method.upper() and route.rule.match(path):
+                return str(route.path)
+        return UNMATCHED_ROUTE
 
     def _to_proxy_event(self, event: dict) -> BaseProxyEvent:
         proxy = super()._to_proxy_event(event)

@@ -99,7 +99,11 @@ def install_error_handlers(app: APIGatewayRestResolver) -> None:
     def _memstack(exc: MemstackError) -> Response:
         if exc.status >= 500:
             logger.error("request failed", extra={"code": exc.code, "error": exc.message})
-        return error_response(exc.status, exc.code, exc.message, exc.details)
+        answer = error_response(exc.status, exc.code, exc.message, exc.details)
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:  # the request did nothing: a client may retry after this long
+            answer.headers["Retry-After"] = str(retry_after)
+        return answer
 
     @app.exception_handler(RequestValidationError)
     def _invalid(exc: RequestValidationError) -> Response:
@@ -178,6 +182,7 @@ def error_responses(*statuses: int) -> dict[int, Any]:
         404: "no such memory for this tenant and user",
         409: "a concurrent change won; retry",
         413: "request body too large",
+        507: "the data volume is full; nothing was stored; retry after Retry-After seconds",
         422: "a field is invalid (details name it)",
     }
     return {

@@ -20,18 +20,21 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from aws_lambda_powertools import Logger, Metrics
 
-from memstack.api.app import MemstackResolver, close_app, create_app
+from memstack.api.app import UNMATCHED_ROUTE, MemstackResolver, close_app, create_app
 from memstack.api.auth import ApiKeyAuthenticator, Authenticator
 from memstack.api.errors import error_body
 from memstack.api.idempotency import build_persistence
 from memstack.errors import MemstackError
 from memstack.service import MemoryService
 from memstack.settings import Settings
+
+if TYPE_CHECKING:
+    from memstack.api.guarded_server import ServerLimits
 
 logger = Logger(service="memstack-api")
 
@@ -46,9 +49,23 @@ def _status_line(code: int) -> str:
         return f"{code} Unknown"
 
 
+def request_path(environ: dict[str, Any]) -> str | None:
+    """The request path as text: the percent-decoded bytes read as UTF-8, as API Gateway does.
+
+    WSGI hands ``PATH_INFO`` over as those bytes, each one a latin-1 character
+    (PEP 3333), so "café" arrived as "cafÃ©" and answered 404. ``None``: the
+    bytes are not UTF-8 (the caller gets 400).
+    """
+    raw = environ.get("PATH_INFO") or "/"
+    try:
+        return raw.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return None
+
+
 def wsgi_to_event(environ: dict[str, Any], body: bytes) -> dict[str, Any]:
     """An API Gateway REST (v1) proxy event for this WSGI request."""
-    path = environ.get("PATH_INFO") or "/"
+    path = request_path(environ) or "/"
     headers: dict[str, str] = {}
     multi_headers: dict[str, list[str]] = {}
     for key, value in environ.items():
@@ -128,11 +145,15 @@ class LocalApi:
         """Serve ``app`` at ``prefix`` (and below it), for callers the API's authenticator accepts."""
         self._mounts[prefix.rstrip("/")] = app
 
-    def _mounted(self, path: str) -> WsgiApp | None:
-        for prefix, app in self._mounts.items():
+    def _mount_prefix(self, path: str) -> str | None:
+        for prefix in self._mounts:
             if path == prefix or path.startswith(prefix + "/"):
-                return app
+                return prefix
         return None
+
+    def _mounted(self, path: str) -> WsgiApp | None:
+        prefix = self._mount_prefix(path)
+        return None if prefix is None else self._mounts[prefix]
 
     def _call_mounted(
         self, app: WsgiApp, environ: dict[str, Any], start_response: StartResponse
@@ -180,10 +201,15 @@ class LocalApi:
         if mounted is not None:
             environ["memstack.request_id"] = request_id
             status, chunks = self._call_mounted(mounted, environ, start_response)
-            self._log_request(method, path, status, started, request_id, environ)
+            self._log_request(method, self._mount_prefix(path), status, started, request_id, environ)
             return chunks
         body = self._read_body(environ)
-        if body is None:
+        route = UNMATCHED_ROUTE
+        if request_path(environ) is None:
+            status = 400
+            payload = error_body("bad_path", "the request path is not UTF-8 once percent-decoded").encode()
+            headers = [("Content-Type", "application/json")]
+        elif body is None:
             status = 413
             payload = error_body(
                 "payload_too_large", f"the request body is larger than {self.settings.max_body_bytes} bytes"
@@ -192,6 +218,7 @@ class LocalApi:
         else:
             event = wsgi_to_event(environ, body)
             event["requestContext"]["requestId"] = request_id
+            route = self.resolver().route_template(event["httpMethod"], event["path"])
             try:
                 result = self.resolver().resolve(event, None)
                 status, payload, headers = self._from_proxy(result)
@@ -203,21 +230,23 @@ class LocalApi:
         headers.append(("X-Request-Id", request_id))
         headers.append(("Content-Length", str(len(payload))))
         start_response(_status_line(status), headers)
-        self._log_request(method, path, status, started, request_id, environ)
+        self._log_request(method, route, status, started, request_id, environ)
         # Metrics are flushed by the Lambda handler in AWS; locally the request log carries the timing.
         self.metrics.clear_metrics()
         return [payload] if method != "HEAD" else []
 
     @staticmethod
     def _log_request(
-        method: str, path: str, status: int, started: float, request_id: str, environ: dict[str, Any]
+        method: str, route: str | None, status: int, started: float, request_id: str, environ: dict[str, Any]
     ) -> None:
+        # The route as declared, never the path: a path holds keys and user ids, which the
+        # caller chose and an erase must not leave behind in the log.
         logger.info(
             "http_request",
             extra={
                 "event": "http_request",
                 "method": method,
-                "path": path,
+                "route": route,
                 "status": status,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3),
                 "request_id": request_id,
@@ -255,17 +284,29 @@ def make_server(
     threads: int = 8,
     sock: socket.socket | None = None,
 ) -> tuple[Any, LocalApi]:
-    """A waitress server (not yet running) and its WSGI app; ``port=0`` picks a free port.
+    """A waitress server (not running yet; connections bounded) and its WSGI app; ``port=0``: a free port.
 
     ``sock`` is a listening socket to accept on instead (``memstack serve --workers``:
     every worker process accepts on the one socket the parent bound).
     """
-    from waitress.server import create_server
+    from memstack.api.guarded_server import create_guarded_server  # waitress: not in the Lambda layer
 
     api = LocalApi(service, settings)
-    where: dict[str, Any] = {"sockets": [sock]} if sock is not None else {"host": host, "port": port}
-    server = create_server(api, threads=threads, ident="memstack", **where)
+    server = create_guarded_server(
+        api, server_limits(settings), host=host, port=port, threads=threads, sock=sock
+    )
     return server, api
+
+
+def server_limits(settings: Settings) -> ServerLimits:
+    from memstack.api.guarded_server import ServerLimits
+
+    return ServerLimits(
+        total=settings.server_connection_limit,
+        per_client=settings.server_connections_per_client,
+        idle_timeout=settings.server_idle_timeout_seconds,
+        request_timeout=settings.server_request_timeout_seconds,
+    )
 
 
 @contextmanager

@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from memstack.api.json_body import OversizedInteger
 from memstack.domain import filter_expr
 from memstack.models import Category, Kind, Role, Scope, Tier
 
@@ -53,9 +54,18 @@ def _clean_text(value: str) -> str:
     return value
 
 
+# Every store can hold a 64-bit integer (SQLite INTEGER, OpenSearch long); a larger one failed
+# in the store after the request was accepted.
+_INT_RANGE = (-(2**63), 2**63 - 1)
+
+
 def _metadata_value(value: Any) -> str | int | float | bool | None:
-    """A JSON scalar; strings short and printable, numbers finite (NaN is not JSON)."""
-    if value is None or isinstance(value, bool | int):
+    """A JSON scalar; strings short and printable, integers 64-bit, numbers finite (NaN is not JSON)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int | OversizedInteger):
+        if isinstance(value, OversizedInteger) or not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
+            raise ValueError("integers must fit in 64 bits (-2**63 .. 2**63-1)")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):

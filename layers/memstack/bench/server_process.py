@@ -32,8 +32,10 @@ class ServerProcess:
         workers: int = 1,
         tenant: str = "bench",
         python: str = sys.executable,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.data_dir = data_dir
+        self.env = dict(env or {})
         self.embedder = embedder
         self.threads = threads
         self.workers = workers
@@ -51,6 +53,7 @@ class ServerProcess:
             MEMSTACK_API_KEYS=f"{API_KEY}={self.tenant}",
             POWERTOOLS_LOG_LEVEL="WARNING",
         )
+        env.update(self.env)
         self._proc = subprocess.Popen(
             [
                 *(self.python, "-m", "memstack", "serve", "--host", "127.0.0.1", "--port", "0"),

@@ -2,8 +2,9 @@
 
 A retry is only made when it cannot do something twice:
 
-* ``429`` and ``503`` mean the server did not do it (throttled, or a dependency
-  failed before anything was written): every call is retried;
+* ``429``, ``503`` and ``507`` mean the server did not do it (throttled, a
+  dependency failed, or its disk is full, before anything was written): every
+  call is retried;
 * ``502``/``504`` and a connection that broke after the request went out may
   hide a request that did run: only idempotent calls are retried (reads, search,
   an add whose messages all carry ids, erase);
@@ -27,7 +28,7 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 
-ALWAYS_RETRIED = frozenset({429, 503})
+ALWAYS_RETRIED = frozenset({429, 503, 507})
 RETRIED_WHEN_IDEMPOTENT = frozenset({502, 504})
 # The request never left this machine: safe to send again whatever it was.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)

@@ -5,10 +5,10 @@ search_after list); decoded from a forged value it reached SQLite as an
 integer too large for it (a 500). Every cursor the API returns is therefore
 ``<store cursor>.<MAC>``, the HMAC over (tenant, user, store cursor); a cursor
 whose MAC does not match (hand-edited, truncated, another user's) is refused
-with 400 before the store sees it. The key is fixed, not a secret: this is
-validation, not authentication (a cursor only positions a page of the
-caller's own data, and the stores range-check what they decode as well), so
-there is no secret to provision or rotate.
+with 400 before the store sees it. The key is the deployment's own secret
+(``adapters/cursor_key.py``: a generated file in the data directory locally,
+a Secrets Manager secret in AWS), so a cursor cannot be forged at all: the
+stores' range checks only ever see positions this deployment handed out.
 """
 
 from __future__ import annotations
@@ -18,19 +18,32 @@ import binascii
 import hashlib
 import hmac
 import math
+import threading
+from collections.abc import Callable
 
 from memstack.errors import BadRequest
 
-_FIXED_KEY = b"memstack-cursor-v1"
 _SIG_BYTES = 16
 
 
 class CursorSigner:
-    def __init__(self, key: bytes = _FIXED_KEY) -> None:
-        self._key = key
+    """Signs and checks cursors with ``key``: the bytes, or how to read them (once, on first use)."""
+
+    def __init__(self, key: bytes | Callable[[], bytes]) -> None:
+        self._source = key
+        self._key: bytes | None = key if isinstance(key, bytes) else None
+        self._lock = threading.Lock()
+
+    def key(self) -> bytes:
+        if self._key is None:
+            with self._lock:
+                if self._key is None:
+                    assert callable(self._source)
+                    self._key = self._source()
+        return self._key
 
     def _signature(self, tenant: str, user_id: str, inner: str) -> str:
-        mac = hmac.new(self._key, f"{tenant}\x1f{user_id}\x1f{inner}".encode(), hashlib.sha256)
+        mac = hmac.new(self.key(), f"{tenant}\x1f{user_id}\x1f{inner}".encode(), hashlib.sha256)
         return base64.urlsafe_b64encode(mac.digest()[:_SIG_BYTES]).decode().rstrip("=")
 
     def sign(self, tenant: str, user_id: str, inner: str | None) -> str | None:
@@ -73,6 +86,7 @@ def decode_position(cursor: str) -> tuple[float, str]:
 def decode_row_position(cursor: str) -> tuple[float, int]:
     """``decode_position`` whose key is a SQLite row id (a 64-bit integer)."""
     when, key = decode_position(cursor)
-    if not key.isdigit() or int(key) >= 2**63:
+    # ASCII digits only: "²" is a digit to ``str.isdigit`` and not to ``int`` (a forged cursor was a 500).
+    if not (key.isascii() and key.isdigit()) or int(key) >= 2**63:
         raise BadRequest("cursor is not one this API returned")
     return when, int(key)

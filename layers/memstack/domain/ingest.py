@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -69,6 +71,11 @@ def extraction_job(
     )
 
 
+#: a unit of work: the adapters' writes inside it commit together or not at all (the embedded
+#: STM and store share one SQLite file, so one transaction); ``None`` where no such unit exists
+UnitOfWork = Callable[[], AbstractContextManager[object]]
+
+
 @dataclass(frozen=True)
 class IngestConfig:
     coarse_dim: int = 128
@@ -96,12 +103,14 @@ class Ingestor:
         embedder: Embedder,
         config: IngestConfig,
         queue: JobQueue | None = None,
+        unit: UnitOfWork | None = None,
     ) -> None:
         self.store = store
         self.stm = stm
         self.embedder = embedder
         self.config = config
         self.queue = queue
+        self.unit: UnitOfWork = unit or nullcontext
 
     def add(
         self,
@@ -152,7 +161,28 @@ class Ingestor:
             )
             for m in stamped
         ]
-        stored = self.stm.append(entries)
+        with self.unit():  # the entries and their turns: stored together, or (a failure) neither
+            stored = self.stm.append(entries)
+            self._index_turns(tenant, user_id, session_id, scope, stamped, indexed, vectors, metadata, now)
+        message_ids = [m.id for m in stamped]
+        jobs = self._enqueue(tenant, user_id, message_ids, stored, now, metadata) if owed else []
+        return IngestResult(
+            accepted=[m.id for m in stamped], stored=stored, queued=len(jobs), job_ids=[j.id for j in jobs]
+        )
+
+    def _index_turns(
+        self,
+        tenant: str,
+        user_id: str,
+        session_id: str | None,
+        scope: Scope,
+        stamped: list[Message],
+        indexed: list[Any],
+        vectors: Any,
+        metadata: dict[str, Any] | None,
+        now: datetime,
+    ) -> None:
+        """Each message's STM memory record (tier ``stm``), unless it is stored already."""
         ids = [stm_memory_id(tenant, user_id, m.id) for m in stamped]
         existing = self.store.get_many(tenant, user_id, ids)
         records = []
@@ -180,11 +210,6 @@ class Ingestor:
                 )
             )
         self._put_missing(tenant, user_id, records)
-        message_ids = [m.id for m in stamped]
-        jobs = self._enqueue(tenant, user_id, message_ids, stored, now, metadata) if owed else []
-        return IngestResult(
-            accepted=[m.id for m in stamped], stored=stored, queued=len(jobs), job_ids=[j.id for j in jobs]
-        )
 
     def _put_missing(self, tenant: str, user_id: str, records: list[MemoryRecord]) -> None:
         """Index the turns; one that meanwhile exists (a write that timed out but landed) is done already."""

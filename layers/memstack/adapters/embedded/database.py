@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memstack.adapters.embedded import fts, metadata_terms
+from memstack.errors import StorageFull
 
 #: PRAGMA user_version of a file laid out as below (round one's files are 0)
 SCHEMA_VERSION = 4
@@ -175,6 +176,22 @@ def create_or_upgrade(conn: sqlite3.Connection) -> None:
     conn.execute("COMMIT")
 
 
+@contextmanager
+def storage_full_is_507() -> Iterator[None]:
+    """SQLite's "database or disk is full" as ``StorageFull`` (507, retry later), not a 500.
+
+    The transaction it interrupted is rolled back, so nothing of it was stored.
+    """
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            raise StorageFull(
+                "the data volume is full: nothing of this request was stored; retry when space is freed"
+            ) from exc
+        raise
+
+
 class Database:
     """A SQLite file opened once per process, with a connection per thread."""
 
@@ -207,17 +224,33 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: everything inside commits together or not at all."""
-        with self._write_lock:
+        """One write transaction: everything inside commits together or not at all.
+
+        A ``write`` inside another on the same thread joins it: the adapters'
+        writes of one unit of work (an add's STM entries and their turns)
+        commit together, and a failure of any undoes all of them.
+        """
+        with self._write_lock, storage_full_is_507():
             conn = self.connection()
+            depth = getattr(self._local, "depth", 0)
+            if depth:
+                self._local.depth = depth + 1
+                try:
+                    yield conn
+                finally:
+                    self._local.depth = depth
+                return
             conn.execute("BEGIN IMMEDIATE")
+            self._local.depth = 1
             try:
                 yield conn
+                conn.execute("COMMIT")  # a full disk can fail the commit itself: rolled back below
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite may already have rolled back (a full disk does)
+                    conn.execute("ROLLBACK")
                 raise
-            else:
-                conn.execute("COMMIT")
+            finally:
+                self._local.depth = 0
 
     def read(self) -> sqlite3.Connection:
         return self.connection()

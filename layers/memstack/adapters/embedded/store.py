@@ -23,6 +23,7 @@ from memstack.adapters.embedded import fts, metadata_terms
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.index_cache import IndexCache
 from memstack.adapters.embedded.rows import COLUMNS, INSERT, M_COLUMNS, filter_sql, insert_values, to_record
+from memstack.adapters.embedded.scrub import Scrubber
 from memstack.adapters.embedded.user_index import IndexView
 from memstack.adapters.embedded.where import where_sql
 from memstack.adapters.filter_columns import TIERS, RowsWhere, RowsWithTerms
@@ -70,6 +71,7 @@ class EmbeddedMemoryStore:
         self.db = db
         self._indexes = IndexCache(cache_rows)
         ensure_erasures(db)
+        self.scrubber = Scrubber(db)
 
     @staticmethod
     def _refuse_if_erased(conn: sqlite3.Connection, records: list[MemoryRecord]) -> None:
@@ -193,8 +195,12 @@ class EmbeddedMemoryStore:
                     "SELECT rid FROM memories WHERE tenant = ? AND user_id = ?", (tenant, user_id)
                 )
             ]
+            # No incremental merge inside the erase: merging other users' segments could write
+            # megabytes (an erase on a full disk has only the reserve); the scrub merges after.
             for table in fts.TABLES:
+                conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('automerge', 0)")
                 conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(rid,) for rid in rids])
+                conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('automerge', 4)")
             uid = self._uid(tenant, user_id, conn)
             if uid is not None:
                 metadata_terms.erase(conn, uid)
@@ -207,26 +213,19 @@ class EmbeddedMemoryStore:
         self.compact()
         return {"memories": len(rids)}
 
-    def compact(self, attempts: int = 20) -> bool:
+    def compact(self) -> bool:
         """Make deleted text unreadable in the file: merge the FTS index and empty the WAL.
 
         An FTS5 delete only marks tokens deleted; they stay in the index's data
         blocks until a merge (this SQLite has no FTS5 secure-delete), so the
         index is optimised (merged into one segment). The WAL still holds the
         pages as they were before the delete until a checkpoint copies the new
-        ones back and truncates it; a reader holding an old snapshot delays
-        that, so it is tried a few times. True when the WAL was emptied.
+        ones back and truncates it. A reader holding an older snapshot delays
+        that, and waiting for it would hold every writer, so it happens now when
+        nothing is in the way and otherwise as soon as it can (``scrub.py``).
+        True when it happened now.
         """
-        with self.db.write() as conn:
-            for table in fts.TABLES:
-                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-        conn = self.db.connection()
-        for attempt in range(attempts):
-            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            if not busy:
-                return True
-            time.sleep(min(0.01 * 2**attempt, 0.2))
-        return False
+        return self.scrubber.request()
 
     # ------------------------------------------------------------------- reads
     def _uid(self, tenant: str, user_id: str, conn: sqlite3.Connection | None = None) -> int | None:
@@ -543,6 +542,7 @@ class EmbeddedMemoryStore:
         return _PinnedUser(self, tenant, user_id, self.index(tenant, user_id))
 
     def close(self) -> None:
+        self.scrubber.close()
         self._indexes.clear()
         self.db.close()
 
