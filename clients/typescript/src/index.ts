@@ -55,7 +55,8 @@ export class MemstackApiError extends Error {
   }
 }
 
-const RETRIED = new Set([429, 503]);
+// 507: the server's disk is full and it stored nothing (like 503, it did not do it).
+const RETRIED = new Set([429, 503, 507]);
 const RETRIED_WHEN_IDEMPOTENT = new Set([502, 504]);
 
 /** `Retry-After` in milliseconds: delta-seconds or an HTTP date; undefined when absent. */
