@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -203,6 +203,7 @@ class Database:
         self._write_lock = threading.RLock()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
+        self._before_close: list[Callable[[], None]] = []
         with self._write_lock:
             create_or_upgrade(self.connection())
 
@@ -255,7 +256,13 @@ class Database:
     def read(self) -> sqlite3.Connection:
         return self.connection()
 
+    def on_close(self, stop: Callable[[], None]) -> None:
+        """Run ``stop`` (a background thread's) before the connections close under it."""
+        self._before_close.append(stop)
+
     def close(self) -> None:
+        while self._before_close:
+            self._before_close.pop()()
         with self._connections_lock:
             for conn in self._connections:
                 # A connection closed from its own thread already raises here.

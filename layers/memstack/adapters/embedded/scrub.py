@@ -42,6 +42,7 @@ class Scrubber:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._merged = True
+        db.on_close(self.close)
         if self.owed():  # an erase of an earlier run (or of another process) left it owed
             self._merged = False
             self._start()
@@ -104,13 +105,20 @@ class Scrubber:
     def _retry(self) -> None:
         pause = self._first
         while not self._stop.wait(pause):
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error, StorageFull):
                 if self._try():
                     return
             pause = min(pause * 2, self._longest)
 
     def close(self) -> None:
+        """Stop retrying (what is still owed stays marked for the next process).
+
+        Waits for an attempt in progress to end: the database closes its
+        connections next, and closing one under a running statement crashes the
+        process. An attempt is short: the checkpoint never waits, the merge at
+        most SQLite's busy timeout.
+        """
         self._stop.set()
         thread = self._thread
         if thread is not None:
-            thread.join(timeout=5)
+            thread.join()
