@@ -204,6 +204,7 @@ class Database:
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._before_close: list[Callable[[], None]] = []
+        self.closed = False
         with self._write_lock:
             create_or_upgrade(self.connection())
 
@@ -260,9 +261,20 @@ class Database:
         """Run ``stop`` (a background thread's) before the connections close under it."""
         self._before_close.append(stop)
 
+    @contextmanager
+    def maintenance(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection outside any transaction, with no write of this process running
+        and the file not closing meanwhile (a checkpoint on a connection being closed crashes)."""
+        with self._write_lock:
+            if self.closed:
+                raise sqlite3.ProgrammingError("the database is closed")
+            yield self.connection()
+
     def close(self) -> None:
         while self._before_close:
             self._before_close.pop()()
+        with self._write_lock:
+            self.closed = True
         with self._connections_lock:
             for conn in self._connections:
                 # A connection closed from its own thread already raises here.

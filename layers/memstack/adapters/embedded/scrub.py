@@ -81,14 +81,14 @@ class Scrubber:
             except StorageFull:
                 return False
             self._merged = True
-        conn = self.db.connection()
-        conn.execute("PRAGMA busy_timeout = 0")
-        try:
-            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        except sqlite3.OperationalError:  # locked by another writer this instant, or no room
-            busy = 1
-        finally:
-            conn.execute("PRAGMA busy_timeout = 30000")
+        with self.db.maintenance() as conn:
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.OperationalError:  # another process writing this instant, or no room
+                busy = 1
+            finally:
+                conn.execute("PRAGMA busy_timeout = 30000")
         if busy:
             return False
         with contextlib.suppress(StorageFull), self.db.write() as conn:
@@ -104,7 +104,7 @@ class Scrubber:
 
     def _retry(self) -> None:
         pause = self._first
-        while not self._stop.wait(pause):
+        while not self._stop.wait(pause) and not self.db.closed:
             with contextlib.suppress(sqlite3.Error, StorageFull):
                 if self._try():
                     return
