@@ -8,7 +8,7 @@ adapters (fakes, moto clients) through the keyword arguments.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from memstack.adapters.blas import limit_blas_threads
 from memstack.domain.bounds import TimeBounds
@@ -112,10 +112,8 @@ def cursor_key(settings: Settings, client: object = None) -> bytes:
 def shared_transaction(store: object, stm: object) -> UnitOfWork | None:
     """One transaction for an add's writes when the store and the STM are the one SQLite file."""
     db: Any = getattr(store, "db", None)
-    if db is None or db is not getattr(stm, "db", None):
-        return None
-    write: UnitOfWork = db.write
-    return write
+    shared = db is not None and db is getattr(stm, "db", None)
+    return cast(UnitOfWork, db.write) if shared else None
 
 
 def time_bounds(settings: Settings) -> TimeBounds:
