@@ -45,7 +45,7 @@ CASES: dict[str, MemoryFilters] = {
 
 
 def fill(service: MemoryService, n: int, rng: np.random.Generator) -> None:
-    coarse_dim = service.settings.coarse_dim
+    coarse_dim = service.settings.embedding.coarse_dim
     for start in range(0, n, 1000):
         texts = [" ".join(rng.choice(WORDS, size=6)) for _ in range(min(1000, n - start))]
         vectors = service.embedder.embed(texts)

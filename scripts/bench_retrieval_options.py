@@ -25,7 +25,7 @@ from memstack.domain.retrieve import SearchRequest
 from memstack.evaluation.embedding_cache import CachedEmbedder
 from memstack.evaluation.locomo import load_locomo
 from memstack.evaluation.runner import TENANT, USER, conversation_services
-from memstack.factory import build_embedder, retrieval_config
+from memstack.factory import build_embedder
 from memstack.models import MemoryFilters
 from memstack.settings import load_settings
 
@@ -59,7 +59,7 @@ def main() -> None:
     for item in filter(None, (p.strip() for p in args.off.split(";"))):
         name, _, assignments = item.partition(":")
         overrides = dict(a.split("=", 1) for a in assignments.split(",") if "=" in a)
-        variants[name] = retrieval_config(load_settings(**overrides))
+        variants[name] = load_settings(**overrides).retrieval
     times: dict[str, list[float]] = {"default": [], **{n: [] for n in variants}}
     ratios: dict[str, list[float]] = {n: [] for n in variants}
     conversations = load_locomo(args.path)
@@ -68,7 +68,7 @@ def main() -> None:
     ):
         questions = [q.text for q in conv.questions][: args.limit]
         fixed = _Fixed(embedder, dict(zip(questions, embedder.embed(questions), strict=True)))
-        default = Retriever(service.store, fixed, retrieval_config(base))  # type: ignore[arg-type]
+        default = Retriever(service.store, fixed, base.retrieval)  # type: ignore[arg-type]
         others = {n: Retriever(service.store, fixed, c) for n, c in variants.items()}  # type: ignore[arg-type]
         for text in questions:
             req = SearchRequest(

@@ -147,7 +147,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     settings = load_settings(embedding_dim=args.dim, coarse_dim=args.coarse, embedder="hashing")
-    limit_blas_threads(settings.blas_threads)  # as the function does (factory.build_service)
+    limit_blas_threads(settings.embedding.blas_threads)  # as the function does (factory.build_service)
     embedder = HashingEmbedder(args.dim)
     corpus, rng = Corpus(), random.Random(n)
     t0 = datetime(2025, 1, 1, tzinfo=UTC)

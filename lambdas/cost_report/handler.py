@@ -33,8 +33,8 @@ def handler(
 ) -> dict[str, Any]:
     """Lambda passes (event, context); the clients are created here unless a caller brings its own."""
     settings = load_settings()  # once a day: read fresh, no cache to go stale
-    if sns_client is None and settings.alert_topic_arn:
-        sns_client = boto3.client("sns", region_name=settings.aws_region)
+    if sns_client is None and settings.cost.alert_topic_arn:
+        sns_client = boto3.client("sns", region_name=settings.aws.aws_region)
     report = run_cost_report(
         settings,
         ce_client=ce_client or boto3.client("ce", region_name=CE_REGION),

@@ -7,20 +7,17 @@ adapters (fakes, moto clients) through the keyword arguments.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any, cast
 
 from memstack.adapters.blas import limit_blas_threads
 from memstack.domain.bounds import TimeBounds
-from memstack.domain.consolidation.job import ConsolidationConfig, Consolidator
-from memstack.domain.consolidation.profiles import ProfileBuilder, ProfileConfig
+from memstack.domain.consolidation.job import Consolidator
+from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.cursors import CursorSigner
-from memstack.domain.extraction.handler import ExtractionConfig, ExtractionJobHandler
+from memstack.domain.extraction.handler import ExtractionJobHandler
 from memstack.domain.extraction.timeparse import set_default_timezone
-from memstack.domain.indexing import IndexingConfig
-from memstack.domain.ingest import IngestConfig, Ingestor, UnitOfWork
-from memstack.domain.retrieval.calibration import ScoreModel
-from memstack.domain.retrieve import RetrievalConfig, Retriever
+from memstack.domain.ingest import Ingestor, UnitOfWork
+from memstack.domain.retrieve import Retriever
 from memstack.ports.embedder import Embedder
 from memstack.ports.lease import Leases
 from memstack.ports.llm import Extractor, Summariser
@@ -37,7 +34,7 @@ def build_embedder(settings: Settings, client: Any | None = None) -> Embedder:
     if settings.embedder == "hashing":
         from memstack.adapters.embedders.hashing import HashingEmbedder
 
-        return HashingEmbedder(settings.embedding_dim)
+        return HashingEmbedder(settings.embedding.embedding_dim)
     if settings.embedder == "minilm":
         from memstack.adapters.embedders.minilm import MiniLMEmbedder
 
@@ -52,15 +49,15 @@ def build_embedder(settings: Settings, client: Any | None = None) -> Embedder:
         from memstack.adapters.embedders.bedrock import CohereEmbedder, TitanEmbedder
 
         provider = TitanEmbedder if settings.embedder == "bedrock-titan" else CohereEmbedder
-        model = settings.bedrock_embedding_model
+        model = settings.bedrock.embedding_model
         if settings.embedder == "bedrock-cohere" and model.startswith("amazon."):
             model = "cohere.embed-english-v3"  # the Titan default does not name a Cohere model
         return provider(
-            settings.embedding_dim,
+            settings.embedding.embedding_dim,
             model_id=model,
             client=client,
-            region=settings.aws_region,
-            coarse_dim=settings.coarse_dim,
+            region=settings.aws.aws_region,
+            coarse_dim=settings.embedding.coarse_dim,
         )
     raise NotImplementedError(f"embedder {settings.embedder!r} is not available in this build")
 
@@ -72,7 +69,9 @@ def build_reranker(settings: Settings, client: Any | None = None) -> Reranker | 
     if settings.reranker == "bedrock":
         from memstack.adapters.rerankers.bedrock import BedrockReranker
 
-        return BedrockReranker(settings.bedrock_rerank_model_arn, client=client, region=settings.aws_region)
+        return BedrockReranker(
+            settings.bedrock.rerank_model_arn, client=client, region=settings.aws.aws_region
+        )
     raise NotImplementedError(f"reranker {settings.reranker!r} is not available in this build")
 
 
@@ -104,8 +103,8 @@ def cursor_key(settings: Settings, client: object = None) -> bytes:
     """The deployment's cursor key: its Secrets Manager secret, or the data directory's key file."""
     from memstack.adapters import cursor_key as keys
 
-    if settings.cursor_secret_arn:
-        return keys.secrets_manager_key(settings.cursor_secret_arn, client, settings.aws_region)
+    if settings.aws.cursor_secret_arn:
+        return keys.secrets_manager_key(settings.aws.cursor_secret_arn, client, settings.aws.aws_region)
     return keys.local_key(settings.data_dir)
 
 
@@ -117,26 +116,14 @@ def shared_transaction(store: object, stm: object) -> UnitOfWork | None:
 
 
 def time_bounds(settings: Settings) -> TimeBounds:
-    return TimeBounds(settings.earliest_time, settings.latest_time)
+    return TimeBounds(settings.api.earliest_time, settings.api.latest_time)
 
 
 def extraction_handler(
     settings: Settings, store: MemoryStore, stm: ShortTermStore, embedder: Embedder, extractor: Extractor
 ) -> ExtractionJobHandler:
-    return ExtractionJobHandler(
-        store,
-        stm,
-        embedder,
-        extractor,
-        ExtractionConfig(
-            coarse_dim=settings.coarse_dim,
-            neighbours=settings.extraction_neighbours,
-            rrf_k=settings.rrf_k,
-            weight_vector=settings.weight_vector,
-            weight_bm25=settings.weight_bm25,
-            time_bounds=time_bounds(settings),
-        ),
-    )
+    config = settings.extraction.model_copy(update={"time_bounds": time_bounds(settings)})
+    return ExtractionJobHandler(store, stm, embedder, extractor, config)
 
 
 def build_summariser(
@@ -157,34 +144,19 @@ def build_summariser(
         )
 
         return BedrockSummariser(
-            settings.bedrock_synthesis_model,
+            settings.bedrock.synthesis_model,
             client=client,
-            region=settings.aws_region,
-            temperature=settings.bedrock_temperature,
+            region=settings.aws.aws_region,
+            temperature=settings.bedrock.temperature,
             prompt_cache=prompt_cache_enabled(
-                settings.bedrock_prompt_cache,
-                settings.bedrock_synthesis_model,
+                settings.bedrock.prompt_cache,
+                settings.bedrock.synthesis_model,
                 prefix_tokens(SYSTEM, SUMMARY_TOOL, SYNTHESIS_TOOL),
             ),
         )
     from memstack.adapters.llm.extractive_summariser import ExtractiveSummariser
 
     return ExtractiveSummariser()
-
-
-def consolidation_config(settings: Settings) -> ConsolidationConfig:
-    return ConsolidationConfig(
-        coarse_dim=settings.coarse_dim,
-        summary_max_tokens=settings.summary_max_tokens,
-        synthesis_max_tokens=settings.synthesis_max_tokens,
-        window=timedelta(hours=settings.consolidation_window_hours),
-        group_size=settings.consolidation_group_size,
-        max_entries=settings.consolidation_max_entries,
-        duplicate_threshold=settings.consolidation_duplicate_threshold,
-        synthesis_similarity=settings.consolidation_synthesis_similarity,
-        neighbours=settings.extraction_neighbours,
-        lease_seconds=settings.consolidation_lease_seconds,
-    )
 
 
 def build_store(settings: Settings, clients: dict[str, Any]) -> MemoryStore:
@@ -196,7 +168,7 @@ def build_store(settings: Settings, clients: dict[str, Any]) -> MemoryStore:
         from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
 
         return DynamoDBMemoryStore(
-            settings.memories_table or "", clients.get("dynamodb"), region=settings.aws_region
+            settings.aws.memories_table or "", clients.get("dynamodb"), region=settings.aws.aws_region
         )
     if settings.store_backend == "postgres":
         from memstack.adapters.postgres.store import PostgresMemoryStore
@@ -215,56 +187,11 @@ def build_leases(settings: Settings, db: Any, clients: dict[str, Any]) -> Leases
         from memstack.adapters.dynamodb.leases import DynamoDbLeases
 
         return DynamoDbLeases(
-            settings.stm_table or "", client=clients.get("dynamodb"), region=settings.aws_region
+            settings.aws.stm_table or "", client=clients.get("dynamodb"), region=settings.aws.aws_region
         )
     from memstack.adapters.embedded.leases import EmbeddedLeases
 
     return EmbeddedLeases(db)
-
-
-def indexing_config(settings: Settings) -> IndexingConfig:
-    return IndexingConfig(
-        context_turns=settings.index_context_turns,
-        context_after=settings.index_context_after,
-        context_in_embedding=settings.index_context_embedding,
-        date_in_text=settings.index_date_in_text,
-    )
-
-
-def retrieval_config(settings: Settings) -> RetrievalConfig:
-    return RetrievalConfig(
-        vector_candidates=settings.vector_candidates,
-        bm25_candidates=settings.bm25_candidates,
-        rrf_k=settings.rrf_k,
-        weight_vector=settings.weight_vector,
-        weight_bm25=settings.weight_bm25,
-        weight_prf=settings.weight_prf,
-        weight_vector_memory=settings.weight_vector_memory,
-        weight_bm25_memory=settings.weight_bm25_memory,
-        prf_terms=settings.prf_terms,
-        prf_docs=settings.prf_docs,
-        prf_min_docs=settings.prf_min_docs,
-        coarse_dim=settings.coarse_dim,
-        candidate_pool=settings.retrieval_pool,
-        score_model=ScoreModel(
-            bias=settings.score_bias,
-            rrf=settings.score_rrf,
-            vector=settings.score_vector,
-            coverage=settings.score_coverage,
-            category=settings.score_category,
-            result_cosine=settings.score_result_cosine,
-            result_coverage=settings.score_result_coverage,
-        ),
-        temporal_window_days=settings.temporal_window_days,
-        temporal_blend=settings.temporal_blend,
-        temporal_report_lag_days=settings.temporal_report_lag_days,
-        consolidated_stm_weight=settings.consolidated_stm_weight,
-        dedup_threshold=settings.dedup_threshold,
-        dedup_by_source=settings.dedup_by_source,
-        rerank_candidates=settings.rerank_candidates,
-        history_max_versions=settings.history_max_versions,
-        superseded_turns_last=settings.superseded_turns_last,
-    )
 
 
 def _wire_erasure_log(store: MemoryStore, stm: ShortTermStore | None) -> None:
@@ -283,7 +210,7 @@ def build_service(
     reranker: Reranker | None = None,
     **clients: Any,
 ) -> MemoryService:
-    limit_blas_threads(settings.blas_threads)
+    limit_blas_threads(settings.embedding.blas_threads)
     closers = []
     db = None
     reserve = None
@@ -297,7 +224,7 @@ def build_service(
 
         db = Database(settings.db_path)
         closers.append(db.close)
-        reserve = StorageReserve(settings.data_dir, settings.storage_reserve_bytes)
+        reserve = StorageReserve(settings.data_dir, settings.server.storage_reserve_bytes)
         reserve.refill()
     if store is None and settings.store_backend != "embedded":
         store = build_store(settings, clients)
@@ -311,7 +238,7 @@ def build_service(
         from memstack.adapters.dynamodb.stm import DynamoDbShortTermStore
 
         stm = DynamoDbShortTermStore(
-            settings.stm_table or "", client=clients.get("dynamodb"), region=settings.aws_region
+            settings.aws.stm_table or "", client=clients.get("dynamodb"), region=settings.aws.aws_region
         )
     if stm is None:
         if settings.stm_backend != "embedded":
@@ -325,7 +252,7 @@ def build_service(
         from memstack.adapters.queue.local import LocalJobQueue
 
         assert db is not None
-        queue = LocalJobQueue(db, max_attempts=settings.queue_max_attempts)
+        queue = LocalJobQueue(db, max_attempts=settings.queue.queue_max_attempts)
     if queue is None and settings.queue_backend == "sqs":
         from memstack.adapters.queue.sqs import SqsJobQueue
 
@@ -337,16 +264,11 @@ def build_service(
         store,
         stm,
         embedder,
-        IngestConfig(
-            coarse_dim=settings.coarse_dim,
-            stm_ttl_days=settings.stm_ttl_days,
-            indexing=indexing_config(settings),
-            time_bounds=time_bounds(settings),
-        ),
+        settings.ingest.model_copy(update={"time_bounds": time_bounds(settings)}),
         queue,
         unit=shared_transaction(store, stm),
     )
-    retriever = Retriever(store, embedder, retrieval_config(settings), reranker)
+    retriever = Retriever(store, embedder, settings.retrieval, reranker)
     service = MemoryService(
         cursors=CursorSigner(lambda: cursor_key(settings, clients.get("secretsmanager"))),
         settings=settings,
@@ -373,19 +295,11 @@ def build_service(
         stm,
         embedder,
         summariser,
-        consolidation_config(settings),
+        settings.consolidation,
         leases=build_leases(settings, db, clients),
     )
-    if settings.profile_memories:
-        service.profiles = ProfileBuilder(
-            store,
-            embedder,
-            ProfileConfig(
-                min_items=settings.profile_min_items,
-                max_items=settings.profile_max_items,
-                coarse_dim=settings.coarse_dim,
-            ),
-        )
+    if settings.profiles.enabled:
+        service.profiles = ProfileBuilder(store, embedder, settings.profiles)
     service.register_job_handler("consolidate", service.run_consolidate_job)
     if queue is not None:
         queue.set_handler(service.process_job)

@@ -79,7 +79,7 @@ class MemoryService:
         )
         if sync and result.queued:
             # Only this call's own jobs: never another tenant's backlog.
-            timeout = self.settings.sync_timeout_seconds if sync_timeout is None else sync_timeout
+            timeout = self.settings.api.sync_timeout_seconds if sync_timeout is None else sync_timeout
             result.processed = self.ingestor.wait_for_extraction(tenant, user_id, result, timeout)
         return result
 
@@ -124,7 +124,7 @@ class MemoryService:
             old,
             content=content,
             embedder=self.embedder,
-            coarse_dim=self.settings.coarse_dim,
+            coarse_dim=self.settings.embedding.coarse_dim,
             now=now,
             metadata={**old.metadata, "edited": "manual"},
         )
@@ -134,7 +134,12 @@ class MemoryService:
     def delete(self, tenant: str, user_id: str, memory_id: str, now: datetime | None = None) -> MemoryRecord:
         old = versions.current_or_404(self.store, tenant, user_id, memory_id)
         tombstone = versions.new_version(
-            old, content=None, embedder=None, coarse_dim=self.settings.coarse_dim, deleted=True, now=now
+            old,
+            content=None,
+            embedder=None,
+            coarse_dim=self.settings.embedding.coarse_dim,
+            deleted=True,
+            now=now,
         )
         self.store.supersede(tenant, user_id, old.id, tombstone)
         return tombstone
@@ -157,11 +162,13 @@ class MemoryService:
         """Write the memory named ``key`` directly (no extraction); returns (record, created)."""
         # The one bound every time entering the system goes through: year 10000 stored here
         # broke every later read and job of the user.
-        TimeBounds(self.settings.earliest_time, self.settings.latest_time).check([("event_time", event_time)])
+        TimeBounds(self.settings.api.earliest_time, self.settings.api.latest_time).check(
+            [("event_time", event_time)]
+        )
         return keyed.put_key(
             self.store,
             self.embedder,
-            self.settings.coarse_dim,
+            self.settings.embedding.coarse_dim,
             tenant,
             user_id,
             key,
@@ -204,7 +211,7 @@ class MemoryService:
             latest,
             content=target.content,
             embedder=self.embedder,
-            coarse_dim=self.settings.coarse_dim,
+            coarse_dim=self.settings.embedding.coarse_dim,
             now=now,
             metadata={**target.metadata, "edited": "restored", "restored_from": target.id},
         )
@@ -306,7 +313,7 @@ class MemoryService:
 
     def schedule_consolidation(self, now: datetime | None = None) -> dict[str, Any]:
         """Purge expired STM, then fan out one consolidate job per due user (run inline without a queue)."""
-        s = self.settings
+        s = self.settings.scheduler
         now_ = now or datetime.now(UTC)
         max_age = timedelta(hours=s.consolidation_max_age_hours)
         if self.queue is None:

@@ -1,21 +1,48 @@
-"""One typed settings object, read once from ``MEMSTACK_*`` environment variables.
+"""One typed settings object, read once from ``MEMSTACK_*`` environment variables, made of sections.
 
-Logic never reads ``os.environ``: it receives a ``Settings``. ``load_settings``
-turns a bad value into one ``SettingsError`` that names the variable.
+Logic never reads ``os.environ``: it receives a ``Settings``, or only the section
+it needs (``settings.retrieval`` is the pipeline's ``RetrievalConfig``). Each
+setting is declared once, with its default and its checks, in its section
+(``memstack.section``); the domain's sections live beside the code that reads
+them, the adapters' here. The variable of a field is ``MEMSTACK_<name>``, the
+name being the field's alias when it has one: the names are those of the flat
+settings of earlier releases. ``load_settings`` turns a bad value into one
+``SettingsError`` that names the variable.
+
+Adding a knob: one field in its section. ``Settings.variables()`` lists every
+variable with its default (the stack builds each function's environment from
+it), ``load_settings(name=value)`` and the environment take the flat names.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import (
+    BaseModel,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from memstack.domain.retrieval.calibration import DEFAULT_SCORE_MODEL
+from memstack.domain.consolidation.job import ConsolidationConfig
+from memstack.domain.consolidation.profiles import ProfileConfig
+from memstack.domain.extraction.handler import ExtractionConfig
+from memstack.domain.ingest import IngestConfig
+from memstack.domain.retrieval.types import RetrievalConfig
+from memstack.domain.vectors import Matryoshka
 from memstack.errors import SettingsError
+from memstack.section import Section, is_setting
 
 StoreBackend = Literal["embedded", "dynamodb", "postgres", "opensearch"]
 StmBackend = Literal["embedded", "dynamodb"]
@@ -25,24 +52,11 @@ RerankerName = Literal["none", "bedrock"]
 LlmName = Literal["local", "bedrock", "openai"]
 StructuredOutput = Literal["auto", "tools", "json_schema"]
 
+PREFIX = "MEMSTACK_"
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="MEMSTACK_", extra="ignore", frozen=True)
 
-    # --- where and which backends -------------------------------------------------
-    data_dir: Path = Path(".memstack")
-    store_backend: StoreBackend = "embedded"
-    stm_backend: StmBackend = "embedded"
-    queue_backend: QueueBackend = "local"
-    embedder: EmbedderName = "minilm"
-    reranker: RerankerName = "none"
-    llm: LlmName = "local"
-    default_tenant: str = Field("local", min_length=1, description="tenant of the CLI on the embedded store")
-    timezone: str = Field("UTC", description="timezone applied to naive timestamps")
-
-    # --- embeddings ----------------------------------------------------------------
+class EmbeddingSettings(Matryoshka):
     embedding_dim: int = Field(384, ge=8, le=4096, description="full dimension (hashing and Bedrock)")
-    coarse_dim: int = Field(128, ge=8, le=4096, description="Matryoshka prefix for the coarse pass")
     blas_threads: int = Field(
         1,
         ge=0,
@@ -51,102 +65,9 @@ class Settings(BaseSettings):
         "concurrency comes from requests, and OpenBLAS's own threads slow a shared machine down",
     )
 
-    # --- retrieval pipeline (defaults from the Cognis paper unless measured better) -
-    vector_candidates: int = Field(200, ge=1, le=10_000)
-    bm25_candidates: int = Field(200, ge=1, le=10_000)
-    # The paper's k=10 and 0.7/0.3 measured worse with the offline MiniLM model on
-    # LoCoMo (recall@10 0.60 against 0.79 with these); see docs/retrieval.md.
-    rrf_k: int = Field(5, ge=1)
-    weight_vector: float = Field(0.3, ge=0.0)
-    weight_bm25: float = Field(0.7, ge=0.0)
-    weight_prf: float = Field(0.3, ge=0.0, description="RRF weight of the BM25 feedback query's ranking")
-    # A memory whose turn is a candidate too is a second view of it: its embedding adds much,
-    # its BM25 little (LoCoMo, extraction on: docs/retrieval.md, "Evidence units").
-    weight_vector_memory: float = Field(0.3, ge=0.0, description="RRF weight of a memory's vector rank")
-    weight_bm25_memory: float = Field(0.1, ge=0.0, description="RRF weight of a memory's BM25 rank")
-    # Off by default: +0.003 recall@10 / +0.007 @25 with extraction on LoCoMo, for a second BM25
-    # query that made each search ~1.5x slower (docs/retrieval.md); MEMSTACK_PRF_TERMS=10 turns it on.
-    prf_terms: int = Field(0, ge=0, le=50, description="terms pseudo-relevance feedback adds (0: off)")
-    prf_docs: int = Field(5, ge=1, le=50, description="first BM25 hits the feedback terms come from")
-    prf_min_docs: int = Field(2, ge=1, le=50, description="feedback hits a term must occur in")
-    # The calibrated score (stage 4): σ(bias + rrf·RRF + vector·cosine + coverage·coverage),
-    # fitted by scripts/calibrate_scores.py for the minilm embedder (docs/retrieval.md).
-    score_bias: float = Field(DEFAULT_SCORE_MODEL.bias, description="calibrated score: intercept")
-    score_rrf: float = Field(DEFAULT_SCORE_MODEL.rrf, description="calibrated score: weight of scaled RRF")
-    score_vector: float = Field(DEFAULT_SCORE_MODEL.vector, description="calibrated score: weight of cosine")
-    score_coverage: float = Field(
-        DEFAULT_SCORE_MODEL.coverage, description="calibrated score: weight of query-word coverage"
-    )
-    score_result_cosine: float = Field(
-        DEFAULT_SCORE_MODEL.result_cosine, description="calibrated score: weight of the result's own cosine"
-    )
-    score_result_coverage: float = Field(
-        DEFAULT_SCORE_MODEL.result_coverage, description="calibrated score: weight of a result's coverage"
-    )
-    score_category: float = Field(
-        DEFAULT_SCORE_MODEL.category, description="calibrated score: weight of category affinity (0: off)"
-    )
-    temporal_window_days: float = Field(30.0, gt=0.0)
-    temporal_blend: float = Field(0.6, ge=0.0, le=1.0, description="share of the fused score in the blend")
-    temporal_report_lag_days: float = Field(
-        7.0, ge=0.0, le=365.0, description="days after a query's window a memory still counts as inside it"
-    )
-    dedup_threshold: float = Field(0.99, gt=0.0, le=1.0)
-    dedup_by_source: bool = Field(
-        True, description="drop a raw turn when an LTM memory made from it is also a result"
-    )
-    rerank_candidates: int = Field(50, ge=1, le=1000)
-    consolidated_stm_weight: float = Field(
-        0.5, ge=0.0, le=1.0, description="score factor for STM already consolidated (0 hides it)"
-    )
-    retrieval_pool: int = Field(
-        100, ge=1, le=10_000, description="fused candidates carried into the temporal/dedup/rerank stages"
-    )
-    superseded_turns_last: bool = Field(
-        True, description="rank raw turns whose memories were all replaced below current memories"
-    )
-    history_max_versions: int = Field(
-        20, ge=1, le=1000, description="versions per chain a history query shows"
-    )
-    index_context_turns: int = Field(
-        2, ge=0, le=10, description="earlier turns of the same batch indexed (BM25) with each turn"
-    )
-    index_context_after: int = Field(
-        0, ge=0, le=10, description="later turns of the same batch indexed (BM25) with each turn"
-    )
-    index_context_embedding: bool = Field(False, description="embed each turn with that context too")
-    index_date_in_text: bool = Field(True, description="index each turn's date with its text (BM25)")
 
-    # --- ingestion and consolidation -------------------------------------------------
-    extraction_neighbours: int = Field(10, ge=1, le=100)
-    stm_ttl_days: int = Field(30, ge=1)
-    consolidation_threshold: int = Field(10, ge=1)
-    consolidation_max_age_hours: float = Field(24.0, gt=0)
-    summary_max_tokens: int = Field(300, ge=16)
-    synthesis_max_tokens: int = Field(400, ge=16)
+class QueueSettings(Section):
     queue_max_attempts: int = Field(3, ge=1, le=100)
-    # Off by default: measured on LoCoMo with consolidation, recall did not gain (docs/retrieval.md).
-    profile_memories: bool = Field(
-        False, description="consolidation keeps one profile memory per person and category (cross-session)"
-    )
-    profile_min_items: int = Field(2, ge=1, le=100, description="memories a profile needs to be written")
-    profile_max_items: int = Field(
-        12, ge=1, le=100, description="most memories (newest first) one profile lists"
-    )
-    consolidation_window_hours: float = Field(24.0, gt=0, description="longest time span one summary covers")
-    consolidation_group_size: int = Field(20, ge=1, le=500, description="most STM turns one summary covers")
-    consolidation_max_entries: int = Field(
-        500, ge=1, description="most STM turns one job reads (oldest first; the next run takes the rest)"
-    )
-    consolidation_duplicate_threshold: float = Field(
-        0.95, gt=0.0, le=1.0, description="cosine at which a summary is already known (NONE)"
-    )
-    consolidation_synthesis_similarity: float = Field(
-        0.6, ge=0.0, le=1.0, description="cosine at which summaries and memories are synthesised together"
-    )
-    consolidation_interval_seconds: float = Field(
-        3600.0, gt=0, description="how often the scheduler runs (memstack serve's timer; job id slot)"
-    )
     job_idempotency_seconds: int = Field(
         345_600, ge=60, description="how long a worker remembers a done job id (SQS keeps messages 4 days)"
     )
@@ -155,6 +76,16 @@ class Settings(BaseSettings):
         ge=1.0,
         le=3600.0,
         description="how long a claimed job stays hidden; a heartbeat renews it while the job runs",
+    )
+
+
+class SchedulerSettings(Section):
+    """Which users are due for consolidation, and the outbox sweep of messages never extracted."""
+
+    consolidation_threshold: int = Field(10, ge=1)
+    consolidation_max_age_hours: float = Field(24.0, gt=0)
+    consolidation_interval_seconds: float = Field(
+        3600.0, gt=0, description="how often the scheduler runs (memstack serve's timer; job id slot)"
     )
     outbox_sweep_after_seconds: float = Field(
         300.0,
@@ -167,11 +98,9 @@ class Settings(BaseSettings):
     outbox_sweep_limit: int = Field(
         1000, ge=1, le=100_000, description="scheduler: most re-enqueued per pass"
     )
-    consolidation_lease_seconds: float = Field(
-        120.0, ge=5.0, le=3600.0, description="per-user consolidation lease; renewed while the run lasts"
-    )
 
-    # --- API limits ----------------------------------------------------------------
+
+class ApiLimits(Section):
     api_keys: str | None = Field(None, description="comma-separated key=tenant pairs")
     max_message_chars: int = Field(16_000, ge=1)
     max_messages_per_request: int = Field(100, ge=1)
@@ -192,13 +121,27 @@ class Settings(BaseSettings):
         None, gt=0, description="longest a sync=true request waits for its own jobs (unset: until done)"
     )
 
+    @field_validator("earliest_time", "latest_time")
+    @classmethod
+    def _representable(cls, value: datetime, info: ValidationInfo) -> datetime:
+        # Naive means UTC; years 2..9998 keep every time zone shift and window representable.
+        value = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        if not 2 <= value.astimezone(UTC).year <= 9998:
+            raise ValueError("must be between the years 2 and 9998")
+        earliest = info.data.get("earliest_time")  # validated first: it is declared first
+        if info.field_name == "latest_time" and earliest is not None and value <= earliest:
+            raise ValueError("must be after MEMSTACK_EARLIEST_TIME")
+        return value
+
+
+class ServerSettings(Section):
+    """memstack serve: its connections (docs/reliability.md), and the embedded store's disk reserve."""
+
     storage_reserve_bytes: int = Field(
         16 * 1024 * 1024,
         ge=0,
         description="embedded: space kept back on the data volume so an erase works on a full disk (0: none)",
     )
-
-    # --- memstack serve: connections (docs/reliability.md) ------------------------------
     server_connection_limit: int = Field(
         200, ge=2, le=100_000, description="open connections at most; a new one evicts the quietest idle one"
     )
@@ -215,7 +158,10 @@ class Settings(BaseSettings):
         30.0, ge=1.0, le=3600.0, description="a request must arrive whole within this long of its first byte"
     )
 
-    # --- MCP server (memstack mcp, /mcp on memstack serve) -----------------------------
+
+class McpSettings(Section):
+    """The MCP server (memstack mcp, /mcp on memstack serve)."""
+
     mcp_user_id: str | None = Field(
         None,
         min_length=1,
@@ -230,7 +176,10 @@ class Settings(BaseSettings):
     )
     mcp_allow_erase: bool = Field(False, description="offer the erase_user tool (off: a model cannot erase)")
 
-    # --- AWS -----------------------------------------------------------------------
+
+class AwsResources(Section):
+    """The region and the resources the stack creates (names, URLs)."""
+
     aws_region: str | None = None
     memories_table: str | None = None
     stm_table: str | None = None
@@ -240,72 +189,157 @@ class Settings(BaseSettings):
     # Dead-letter queues; unset means read from the source queue's RedrivePolicy.
     extraction_dlq_url: str | None = None
     consolidation_dlq_url: str | None = None
-    # PostgreSQL + pgvector (store_backend=postgres): a direct DSN (psycopg) or the RDS Data API.
-    postgres_executor: Literal["psycopg", "data-api"] = "psycopg"
-    postgres_dsn: str | None = Field(None, description="libpq connection string (postgres_executor=psycopg)")
-    postgres_cluster_arn: str | None = Field(None, description="Aurora cluster (postgres_executor=data-api)")
-    postgres_secret_arn: str | None = Field(None, description="Secrets Manager secret of the database user")
     cursor_secret_arn: str | None = Field(
         None, description="Secrets Manager secret that keys list cursors (unset: <data dir>/cursor.key)"
     )
-    postgres_database: str = "memstack"
-    postgres_schema: str = Field("memstack", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
-    postgres_pool_size: int = Field(4, ge=1, le=100, description="most connections one process opens")
-    postgres_connect_timeout: float = Field(10.0, gt=0)
-    postgres_migrate_on_start: bool = Field(True, description="apply pending migrations when the store opens")
-    postgres_exact_search_below: int = Field(
-        2000, ge=0, description="rows per user below which vector search scans exactly instead of HNSW"
+
+
+class PostgresSettings(Section):
+    """PostgreSQL + pgvector (store_backend=postgres): a direct DSN (psycopg) or the RDS Data API."""
+
+    executor: Literal["psycopg", "data-api"] = Field("psycopg", alias="postgres_executor")
+    dsn: str | None = Field(
+        None, alias="postgres_dsn", description="libpq connection string (postgres_executor=psycopg)"
     )
-    opensearch_endpoint: str | None = None
-    opensearch_index: str = "memstack-memories"
-    opensearch_service: Literal["es", "aoss"] = "es"
-    opensearch_engine: Literal["faiss", "lucene"] = "faiss"
-    opensearch_hnsw_m: int = Field(16, ge=2)
-    opensearch_hnsw_ef_construction: int = Field(128, ge=2)
-    opensearch_refresh: Literal["false", "true", "wait_for"] = Field(
-        "wait_for", description="managed domains only: serverless collections refuse the parameter"
+    cluster_arn: str | None = Field(
+        None, alias="postgres_cluster_arn", description="Aurora cluster (postgres_executor=data-api)"
     )
-    opensearch_visibility_seconds: float = Field(
-        15.0, ge=0, description="serverless: how long a write takes to become searchable (erase waits it)"
+    secret_arn: str | None = Field(
+        None, alias="postgres_secret_arn", description="Secrets Manager secret of the database user"
     )
-    bedrock_extraction_model: str = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
-    bedrock_synthesis_model: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-    bedrock_embedding_model: str = "amazon.titan-embed-text-v2:0"
-    bedrock_rerank_model_arn: str | None = None
-    bedrock_max_tokens: int = Field(1024, ge=1)
-    bedrock_prompt_cache: Literal["auto", "true", "false"] = Field(
+    database: str = Field("memstack", alias="postgres_database")
+    schema_name: str = Field("memstack", pattern=r"^[a-z_][a-z0-9_]{0,62}$", alias="postgres_schema")
+    pool_size: int = Field(
+        4, ge=1, le=100, alias="postgres_pool_size", description="most connections one process opens"
+    )
+    connect_timeout: float = Field(10.0, gt=0, alias="postgres_connect_timeout")
+    migrate_on_start: bool = Field(
+        True, alias="postgres_migrate_on_start", description="apply pending migrations when the store opens"
+    )
+    exact_search_below: int = Field(
+        2000,
+        ge=0,
+        alias="postgres_exact_search_below",
+        description="rows per user below which vector search scans exactly instead of HNSW",
+    )
+
+
+class OpenSearchSettings(Section):
+    endpoint: str | None = Field(None, alias="opensearch_endpoint")
+    index: str = Field("memstack-memories", alias="opensearch_index")
+    service: Literal["es", "aoss"] = Field("es", alias="opensearch_service")
+    engine: Literal["faiss", "lucene"] = Field("faiss", alias="opensearch_engine")
+    hnsw_m: int = Field(16, ge=2, alias="opensearch_hnsw_m")
+    hnsw_ef_construction: int = Field(128, ge=2, alias="opensearch_hnsw_ef_construction")
+    refresh: Literal["false", "true", "wait_for"] = Field(
+        "wait_for",
+        alias="opensearch_refresh",
+        description="managed domains only: serverless collections refuse the parameter",
+    )
+    visibility_seconds: float = Field(
+        15.0,
+        ge=0,
+        alias="opensearch_visibility_seconds",
+        description="serverless: how long a write takes to become searchable (erase waits it)",
+    )
+
+
+class BedrockSettings(Section):
+    extraction_model: str = Field(
+        "us.anthropic.claude-haiku-4-5-20251001-v1:0", alias="bedrock_extraction_model"
+    )
+    synthesis_model: str = Field(
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0", alias="bedrock_synthesis_model"
+    )
+    embedding_model: str = Field("amazon.titan-embed-text-v2:0", alias="bedrock_embedding_model")
+    rerank_model_arn: str | None = Field(None, alias="bedrock_rerank_model_arn")
+    max_tokens: int = Field(1024, ge=1, alias="bedrock_max_tokens")
+    prompt_cache: Literal["auto", "true", "false"] = Field(
         "auto",
+        alias="bedrock_prompt_cache",
         description="cache points after the fixed system prompt and tool schema (auto: only for a model "
         "that takes them and caches a prefix that short)",
     )
-    bedrock_temperature: float = Field(0.0, ge=0.0, le=1.0)
-    # --- OpenAI-compatible LLM server (MEMSTACK_LLM=openai: OpenAI, vLLM, Ollama, llama.cpp, LM Studio)
-    openai_base_url: str = Field("http://127.0.0.1:8080/v1", description="the server's /v1 root")
-    openai_model: str = Field("gpt-4o-mini", min_length=1, description="extraction model")
-    openai_synthesis_model: str | None = Field(None, description="consolidation model (default: the same)")
-    openai_api_key: SecretStr | None = Field(None, description="sent as a Bearer token when set")
-    openai_structured_output: StructuredOutput = Field(
-        "auto", description="tools, response_format json_schema, or auto (tools, then json_schema)"
+    temperature: float = Field(0.0, ge=0.0, le=1.0, alias="bedrock_temperature")
+
+
+class OpenAISettings(Section):
+    """An OpenAI-compatible LLM server (MEMSTACK_LLM=openai: OpenAI, vLLM, Ollama, llama.cpp, LM Studio)."""
+
+    base_url: str = Field(
+        "http://127.0.0.1:8080/v1", alias="openai_base_url", description="the server's /v1 root"
     )
-    openai_timeout_seconds: float = Field(60.0, gt=0)
-    openai_temperature: float = Field(0.0, ge=0.0, le=2.0)
-    openai_max_tokens: int = Field(1024, ge=1)
+    model: str = Field("gpt-4o-mini", min_length=1, alias="openai_model", description="extraction model")
+    synthesis_model: str | None = Field(
+        None, alias="openai_synthesis_model", description="consolidation model (default: the same)"
+    )
+    api_key: SecretStr | None = Field(
+        None, alias="openai_api_key", description="sent as a Bearer token when set"
+    )
+    structured_output: StructuredOutput = Field(
+        "auto",
+        alias="openai_structured_output",
+        description="tools, response_format json_schema, or auto (tools, then json_schema)",
+    )
+    timeout_seconds: float = Field(60.0, gt=0, alias="openai_timeout_seconds")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, alias="openai_temperature")
+    max_tokens: int = Field(1024, ge=1, alias="openai_max_tokens")
+
+
+class CostSettings(Section):
+    """The daily cost report and its tags."""
+
     cost_report_threshold: float = Field(10.0, ge=0.0)
     alert_topic_arn: str | None = None
     project_tag: str = "memstack"
     tier_tag: str | None = Field(None, description="the Tier cost tag (the stack sets it); unset: all tiers")
 
-    @field_validator("earliest_time", "latest_time")
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=PREFIX, extra="ignore", frozen=True)
+
+    # --- where and which backends (the root: no section) -----------------------------
+    data_dir: Path = Path(".memstack")
+    store_backend: StoreBackend = "embedded"
+    stm_backend: StmBackend = "embedded"
+    queue_backend: QueueBackend = "local"
+    embedder: EmbedderName = "minilm"
+    reranker: RerankerName = "none"
+    llm: LlmName = "local"
+    default_tenant: str = Field("local", min_length=1, description="tenant of the CLI on the embedded store")
+    timezone: str = Field("UTC", description="timezone applied to naive timestamps")
+
+    # --- sections ---------------------------------------------------------------------
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    ingest: IngestConfig = Field(default_factory=IngestConfig)
+    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
+    consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
+    profiles: ProfileConfig = Field(default_factory=ProfileConfig)
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    queue: QueueSettings = Field(default_factory=QueueSettings)
+    api: ApiLimits = Field(default_factory=ApiLimits)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
+    aws: AwsResources = Field(default_factory=AwsResources)
+    postgres: PostgresSettings = Field(default_factory=PostgresSettings)
+    opensearch: OpenSearchSettings = Field(default_factory=OpenSearchSettings)
+    bedrock: BedrockSettings = Field(default_factory=BedrockSettings)
+    openai: OpenAISettings = Field(default_factory=OpenAISettings)
+    cost: CostSettings = Field(default_factory=CostSettings)
+
     @classmethod
-    def _representable(cls, value: datetime, info: ValidationInfo) -> datetime:
-        # Naive means UTC; years 2..9998 keep every time zone shift and window representable.
-        value = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-        if not 2 <= value.astimezone(UTC).year <= 9998:
-            raise ValueError("must be between the years 2 and 9998")
-        earliest = info.data.get("earliest_time")  # validated first: it is declared first
-        if info.field_name == "latest_time" and earliest is not None and value <= earliest:
-            raise ValueError("must be after MEMSTACK_EARLIEST_TIME")
-        return value
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource, *_: Any, **__: Any
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Arguments first, then the flat MEMSTACK_* variables (never a .env file or secrets dir).
+        return (init_settings, _FlatEnvironment(settings_cls))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest(cls, data: Any) -> Any:
+        """Flat names (``rrf_k=5``, ``MEMSTACK_RRF_K``) into their sections; a section given whole is kept."""
+        return nest(data) if isinstance(data, dict) else data
 
     @field_validator("data_dir")
     @classmethod
@@ -317,10 +351,8 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Settings:
-        if self.coarse_dim > self.embedding_dim:
+        if self.embedding.coarse_dim > self.embedding.embedding_dim:
             raise ValueError("coarse_dim must not exceed embedding_dim")
-        if self.weight_vector + self.weight_bm25 <= 0:
-            raise ValueError("weight_vector + weight_bm25 must be positive")
         return self
 
     @property
@@ -333,28 +365,154 @@ class Settings(BaseSettings):
         The dev key's tenant is the CLI's (``MEMSTACK_DEFAULT_TENANT``): what ``memstack
         ingest`` wrote, ``memstack serve`` finds with ``dev-key``, and the other way round.
         """
-        if not self.api_keys:
+        if not self.api.api_keys:
             return {"dev-key": self.default_tenant}
         pairs: dict[str, str] = {}
-        for item in self.api_keys.split(","):
+        for item in self.api.api_keys.split(","):
             key, sep, tenant = item.strip().partition("=")
             if not sep or not key or not tenant:
                 raise SettingsError(f"MEMSTACK_API_KEYS: expected key=tenant pairs, got {item.strip()!r}")
             pairs[key] = tenant
         return pairs
 
+    # --- the flat view: one name per variable ----------------------------------------------
+    @classmethod
+    def variables(cls) -> dict[str, Any]:
+        """Every variable's name (``MEMSTACK_`` left off, lower case) and its default."""
+        return {name: _default(info) for name, (_, info) in _VARIABLES.items()}
+
+    def value(self, name: str) -> Any:
+        """The value of the variable ``name`` (as ``variables`` names it)."""
+        path, _ = _VARIABLES[name]
+        node: Any = self
+        for step in path:
+            node = getattr(node, step)
+        return node
+
+    def values(self) -> dict[str, Any]:
+        """Every variable and its value here (what ``load_settings(**settings.values())`` rebuilds)."""
+        return {name: self.value(name) for name in _VARIABLES}
+
+    def updated(self, **values: Any) -> Settings:
+        """These settings with some variables changed (flat names), validated again."""
+        return load_settings(**{**_given(self), **values})
+
+
+def _sections(
+    model: type[BaseModel], path: tuple[str, ...] = ()
+) -> Iterator[tuple[str, tuple[str, ...], FieldInfo]]:
+    """(variable name, field path, field) of every setting under ``model``, nested sections included."""
+    for field_name, info in model.model_fields.items():
+        if not is_setting(info.json_schema_extra):
+            continue
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, Section):
+            yield from _sections(kind, (*path, field_name))
+        else:
+            yield info.alias or field_name, (*path, field_name), info
+
+
+def _variables() -> tuple[dict[str, tuple[tuple[str, ...], FieldInfo]], dict[str, list[tuple[str, ...]]]]:
+    first: dict[str, tuple[tuple[str, ...], FieldInfo]] = {}
+    paths: dict[str, list[tuple[str, ...]]] = {}
+    for name, path, info in _sections(Settings):
+        if name in first and first[name][1].annotation != info.annotation:
+            raise TypeError(f"MEMSTACK_{name.upper()} is declared twice with different types")
+        first.setdefault(name, (path, info))
+        paths.setdefault(name, []).append(path)
+    return first, paths
+
+
+def _default(info: FieldInfo) -> Any:
+    return info.default_factory() if info.default_factory is not None else info.default  # type: ignore[call-arg]
+
+
+def nest(flat: dict[str, Any]) -> dict[str, Any]:
+    """``{"rrf_k": 5, "data_dir": ...}`` as ``{"retrieval": {"rrf_k": 5}, ..., "data_dir": ...}``.
+
+    A name shared by sections (``coarse_dim``) goes to each; a section given whole
+    (``retrieval=RetrievalConfig(...)``) is kept, and flat names given beside it win.
+    """
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        if key not in _PATHS:
+            # A root setting, a whole section (its fields, so flat names can be merged in), or unknown.
+            given = value.model_dump() if isinstance(value, BaseModel) else value
+            out[key] = (
+                {**given, **out[key]} if isinstance(given, dict) and isinstance(out.get(key), dict) else given
+            )
+            continue
+        for path in _PATHS[key]:
+            node = out
+            for step in path[:-1]:
+                child = node.get(step)
+                node[step] = child = child.model_dump() if isinstance(child, BaseModel) else (child or {})
+                node = child
+            node[path[-1]] = value
+    return out
+
+
+def _given(settings: Settings) -> dict[str, Any]:
+    # SecretStr values as given, so a rebuild keeps them.
+    return {
+        name: value.get_secret_value() if isinstance(value, SecretStr) else value
+        for name, value in settings.values().items()
+    }
+
+
+class _FlatEnvironment(PydanticBaseSettingsSource):
+    """Each setting from ``MEMSTACK_<NAME>`` (any case), as the flat settings always read them."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads every variable at once
+
+    def __call__(self) -> dict[str, Any]:
+        environ = {key.upper(): value for key, value in os.environ.items()}
+        names = [*_PATHS, *(n for n in Settings.model_fields if n not in _SECTIONS)]
+        return {name: environ[PREFIX + name.upper()] for name in names if PREFIX + name.upper() in environ}
+
+
+_SECTIONS = {
+    name
+    for name, info in Settings.model_fields.items()
+    if isinstance(info.annotation, type) and issubclass(info.annotation, Section)
+}
+_VARIABLES, _PATHS = _variables()
+for _root in Settings.model_fields:
+    if _root not in _SECTIONS:
+        _VARIABLES[_root] = ((_root,), Settings.model_fields[_root])
+#: field path (section, ..., field) -> its variable's name
+VARIABLE_OF = {path: name for name, paths in _PATHS.items() for path in paths} | {
+    (name,): name for name in Settings.model_fields if name not in _SECTIONS
+}
+
 
 def load_settings(**overrides: object) -> Settings:
-    """Read the environment once; overrides win (tests and CLI flags use them)."""
+    """Read the environment once; overrides (flat names) win (tests and CLI flags use them)."""
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            field = ".".join(str(p) for p in err["loc"]) or "settings"
-            name = f"MEMSTACK_{field.upper()}" if err["loc"] else "settings"
-            problems.append(f"{name}: {err['msg']}")
-        raise SettingsError("invalid configuration: " + "; ".join(problems)) from None
+        raise SettingsError("invalid configuration: " + "; ".join(problems(exc))) from None
+
+
+def problems(exc: ValidationError) -> list[str]:
+    """Each error as "MEMSTACK_<NAME>: <message>" (the variable to fix), or "settings: ..."."""
+    out = []
+    for err in exc.errors():
+        loc = tuple(str(p) for p in err["loc"])
+        name = _variable_at(loc)
+        out.append(f"{PREFIX}{name.upper()}: {err['msg']}" if name else f"settings: {err['msg']}")
+    return list(dict.fromkeys(out))  # a name shared by sections fails once
+
+
+def _variable_at(loc: tuple[str, ...]) -> str | None:
+    if not loc:
+        return None
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in VARIABLE_OF:
+            return VARIABLE_OF[loc[:end]]
+    # An alias in the location (pydantic reports the key as given) or a section's own check.
+    return loc[-1] if loc[-1] in _VARIABLES else None
 
 
 @lru_cache(maxsize=1)

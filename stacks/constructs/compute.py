@@ -200,8 +200,8 @@ class Compute(Construct):
             service_token=fn.function_arn,
             resource_type="Custom::MemstackSchema",
             properties={
-                "Schema": self.settings.postgres_schema,
-                "CoarseDim": str(self.settings.coarse_dim),
+                "Schema": self.settings.postgres.schema_name,
+                "CoarseDim": str(self.settings.embedding.coarse_dim),
                 "Migrations": str(LATEST),
             },
         )

@@ -187,7 +187,7 @@ class _ValuesOnly(Settings):
 
 def validate_overrides(overrides: dict[str, Any]) -> None:
     """``-c settings='{...}'``: known names and valid values, or a ConfigError naming the variable."""
-    unknown = sorted(set(overrides) - set(Settings.model_fields))
+    unknown = sorted(set(overrides) - set(Settings.variables()))
     if unknown:
         raise ConfigError(f"context 'settings': {', '.join(unknown)} are not memstack settings")
     _validated(overrides)
@@ -259,14 +259,14 @@ def env_value(value: Any) -> str:
 
 def default_of(name: str) -> Any:
     """What ``Settings`` reads when ``MEMSTACK_<NAME>`` is unset."""
-    return Settings.model_fields[name].get_default(call_default_factory=True)
+    return Settings.variables()[name]
 
 
 def function_environment(settings: Settings, names: tuple[str, ...]) -> dict[str, str]:
     """``MEMSTACK_<NAME>`` for each name whose value is not the default (an unset variable reads it)."""
     env = {}
     for name in names:
-        value = getattr(settings, name)
+        value = settings.value(name)
         if value is not None and value != default_of(name):
             env[f"MEMSTACK_{name.upper()}"] = env_value(value)
     return env

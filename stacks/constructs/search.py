@@ -29,7 +29,7 @@ from stacks.config import StackConfig
 from stacks.constructs.functions import retention
 
 ENGINE_VERSION = opensearch.EngineVersion.OPENSEARCH_2_19
-# Every index the adapters create (settings.opensearch_index defaults to "memstack-memories").
+# Every index the adapters create (settings.opensearch.index defaults to "memstack-memories").
 INDEX_PATTERN = "memstack-*"
 HANDLERS = Path(__file__).resolve().parent.parent / "handlers"
 #: the fine-grained access control roles: the functions', and the operators' who reindex

@@ -143,7 +143,7 @@ def test_the_factory_picks_the_serverless_store_for_aoss() -> None:
     )
     store = OpenSearchMemoryStore.from_settings(settings, client=object())
     assert isinstance(store, ServerlessMemoryStore) and store.refresh is None
-    assert store.visibility_seconds == settings.opensearch_visibility_seconds
+    assert store.visibility_seconds == settings.opensearch.visibility_seconds
 
 
 def test_reindex_is_refused_with_the_way_to_do_it(recorder: Recorder) -> None:

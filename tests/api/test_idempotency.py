@@ -130,7 +130,7 @@ def dynamodb() -> Iterator[object]:
 
 
 def test_dynamodb_persistence_in_aws(dynamodb: object, service: MemoryService, settings: Settings) -> None:
-    aws_settings = settings.model_copy(update={"idempotency_table": "memstack-idempotency"})
+    aws_settings = settings.updated(idempotency_table="memstack-idempotency")
     layer, close = build_persistence(aws_settings, dynamodb_client=dynamodb)
     api = Api(create_app(service, aws_settings, ApiKeyAuthenticator(KEYS), persistence=layer))
     first = api("POST", "/v1/memories", body=BODY, headers={"Idempotency-Key": "aws-1"})
@@ -148,7 +148,7 @@ def test_erase_removes_the_users_dynamodb_records_and_only_theirs(
     dynamodb: object, service: MemoryService, settings: Settings
 ) -> None:
     """The recorded answers list message ids: DELETE /v1/users/{id} finds them by owner and deletes them."""
-    aws_settings = settings.model_copy(update={"idempotency_table": "memstack-idempotency"})
+    aws_settings = settings.updated(idempotency_table="memstack-idempotency")
     layer, close = build_persistence(aws_settings, dynamodb_client=dynamodb)
     api = Api(create_app(service, aws_settings, ApiKeyAuthenticator(KEYS), persistence=layer))
     bob = {**BODY, "user_id": "bob"}

@@ -62,7 +62,9 @@ def test_run_over_25_turns_writes_ltm_with_full_provenance_and_marks_them(csvc: 
     # Summaries stay within their token budget.
     from memstack.adapters.llm.extractive_summariser import estimate_tokens
 
-    assert all(estimate_tokens(r.content) <= csvc.settings.summary_max_tokens for r in summaries)
+    assert all(
+        estimate_tokens(r.content) <= csvc.settings.consolidation.summary_max_tokens for r in summaries
+    )
 
 
 def test_a_second_run_changes_nothing(csvc: MemoryService) -> None:
@@ -197,7 +199,10 @@ def test_search_returns_consolidated_ltm_with_its_sources_and_down_weights_conso
     tokyo = {m.id for m in messages if "Tokyo" in m.content}
     assert tokyo & set(summaries[0].record.source_ids)
     stm_hits = [h for h in result.hits if h.record.tier == Tier.STM]
-    assert all(h.stages.get("consolidated_weight") == csvc.settings.consolidated_stm_weight for h in stm_hits)
+    assert all(
+        h.stages.get("consolidated_weight") == csvc.settings.retrieval.consolidated_stm_weight
+        for h in stm_hits
+    )
 
 
 def test_tenants_and_users_are_consolidated_separately(csvc: MemoryService) -> None:

@@ -21,7 +21,7 @@ def apply(
     return apply_operations(
         service.store,
         service.embedder,
-        service.settings.coarse_dim,
+        service.settings.embedding.coarse_dim,
         T,
         U,
         ops,
@@ -59,7 +59,7 @@ def test_add_writes_an_embedded_ltm_record_with_provenance(service: MemoryServic
     assert stored.source_ids == ["m1"]
     assert stored.session_id == "s1" and stored.scope == Scope.USER
     emb = service.store.embeddings(T, U, [rec.id])[rec.id]
-    assert len(emb) == service.settings.embedding_dim
+    assert len(emb) == service.settings.embedding.embedding_dim
 
 
 def test_update_supersedes_atomically_and_history_links_versions(service: MemoryService) -> None:

@@ -74,7 +74,7 @@ def test_functions_use_the_data_api_with_granted_access(aurora: Synth) -> None:
     assert env["MEMSTACK_POSTGRES_MIGRATE_ON_START"] == "false"
     assert {"MEMSTACK_POSTGRES_CLUSTER_ARN", "MEMSTACK_POSTGRES_SECRET_ARN"} <= set(env)
     assert "MEMSTACK_OPENSEARCH_ENDPOINT" not in env and "MEMSTACK_MEMORIES_TABLE" not in env
-    names = {f"MEMSTACK_{name.upper()}" for name in Settings.model_fields}
+    names = {f"MEMSTACK_{name.upper()}" for name in Settings.variables()}
     assert {k for k in env if k.startswith("MEMSTACK_")} <= names
     # The settings the functions load accept this environment (ARNs are tokens until deploy).
     postgres = {k.removeprefix("MEMSTACK_").lower(): v for k, v in env.items() if "POSTGRES" in k}
@@ -166,4 +166,7 @@ def test_the_documented_migrate_command_uses_the_functions_dimensions(aurora: Sy
     settings = aurora.stack.compute.settings
     for command in commands:
         given = dict(re.findall(r"MEMSTACK_(EMBEDDING_DIM|COARSE_DIM)=(\d+)", command))
-        assert given == {"EMBEDDING_DIM": str(settings.embedding_dim), "COARSE_DIM": str(settings.coarse_dim)}
+        assert given == {
+            "EMBEDDING_DIM": str(settings.embedding.embedding_dim),
+            "COARSE_DIM": str(settings.embedding.coarse_dim),
+        }

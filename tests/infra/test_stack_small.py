@@ -120,7 +120,7 @@ def test_function_environment_matches_settings_names(small: Synth) -> None:
     from memstack.settings import Settings
 
     env = _function_env(small, "memstack-api")
-    names = {f"MEMSTACK_{name.upper()}" for name in Settings.model_fields}
+    names = {f"MEMSTACK_{name.upper()}" for name in Settings.variables()}
     memstack_vars = {k for k in env if k.startswith("MEMSTACK_")}
     assert memstack_vars <= names, memstack_vars - names
     assert env["MEMSTACK_EMBEDDER"] == "bedrock-titan"

@@ -35,7 +35,9 @@ def test_the_floor_read_through_the_port_is_the_floor_of_the_file(tmp_path: Any)
     with BenchStore("hashing", data_dir=tmp_path, store_backend="embedded") as store:
         store.grow(0, 25)
         by_file = Floor.of_user(store.settings.db_path, TENANT, user_name(0))
-        by_port = Floor.of_store(store.service.store, TENANT, user_name(0), store.settings.coarse_dim)
+        by_port = Floor.of_store(
+            store.service.store, TENANT, user_name(0), store.settings.embedding.coarse_dim
+        )
     try:
         assert by_port.matrix.shape == by_file.matrix.shape
         order = np.lexsort(by_file.matrix.T)

@@ -51,7 +51,7 @@ def faulty_service(fast_settings: Settings) -> Iterator[ServiceFactory]:
             "store": Faulty(EmbeddedMemoryStore(db), **(store_faults or {})),
             "stm": Faulty(EmbeddedShortTermStore(db), **(stm_faults or {})),
             "queue": Faulty(
-                LocalJobQueue(db, max_attempts=s.queue_max_attempts, backoff_seconds=0.0),
+                LocalJobQueue(db, max_attempts=s.queue.queue_max_attempts, backoff_seconds=0.0),
                 **(queue_faults or {}),
             ),
         }

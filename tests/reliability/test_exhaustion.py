@@ -77,7 +77,7 @@ def full_disk(tmp_path: Path) -> Iterator[tuple[Any, Any, FullDisk]]:
         settings,
         store=EmbeddedMemoryStore(db),
         stm=EmbeddedShortTermStore(db),
-        queue=LocalJobQueue(db, max_attempts=settings.queue_max_attempts),
+        queue=LocalJobQueue(db, max_attempts=settings.queue.queue_max_attempts),
     )
     yield build_api(service, settings), service, db
     service.close()

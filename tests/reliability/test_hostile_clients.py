@@ -159,7 +159,9 @@ def test_an_add_whose_index_write_fails_stores_none_of_it(faulty_service) -> Non
     assert service.stm.get("acme", "alice", "m1") is None
     far = datetime(2199, 1, 1, tzinfo=UTC)
     assert (
-        service.stm.stale_pending(service.settings.earliest_time, far, service.settings.earliest_time, 1000)
+        service.stm.stale_pending(
+            service.settings.api.earliest_time, far, service.settings.api.earliest_time, 1000
+        )
         == []
     )
     # The retry stores it whole, once.

@@ -107,7 +107,7 @@ def make_rig(
         "store": EmbeddedMemoryStore(db),
         "stm": EmbeddedShortTermStore(db),
         "queue": LocalJobQueue(db, max_attempts=4, backoff_seconds=0.0, clock=clock),
-        "embedder": HashingEmbedder(settings.embedding_dim),
+        "embedder": HashingEmbedder(settings.embedding.embedding_dim),
         "extractor": LocalExtractor(),
         "summariser": ExtractiveSummariser(),
         "reranker": ScoreByOverlap(),

@@ -31,7 +31,7 @@ def record(service: MemoryService, content: str, source: str, **fields: Any) -> 
     return MemoryRecord(
         **base,
         embedding_full=vec.tolist(),
-        embedding_coarse=coarse_prefix(vec, service.settings.coarse_dim).tolist(),
+        embedding_coarse=coarse_prefix(vec, service.settings.embedding.coarse_dim).tolist(),
     )
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -143,10 +142,8 @@ def run(service: MemoryService, store: MemoryStore | None = None) -> dict[str, A
     store = store or service.store
     out: dict[str, Any] = {}
     for name, fields, changes in _cases():
-        config = replace(base, **{k: v for k, v in changes.items() if k != "rerank_candidates"})
+        config = base.model_copy(update=changes)
         reranker = LengthReranker() if "rerank_candidates" in changes else None
-        if reranker is not None:
-            config = replace(config, rerank_candidates=changes["rerank_candidates"])
         retriever = Retriever(store, service.embedder, config, reranker)
         out[name] = {
             q: _answer(

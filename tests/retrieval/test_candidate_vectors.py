@@ -42,7 +42,7 @@ def test_stage_two_reads_hits_and_vectors_in_one_call_and_ranks_the_same(service
     )
     req = SearchRequest(tenant=T, user_id=U, query="greyhound", reference_time=REF)
     query = service.embedder.embed(["greyhound"])[0]
-    coarse_dim = service.settings.coarse_dim
+    coarse_dim = service.settings.embedding.coarse_dim
     store = OneRoundTrip(service)
     assert isinstance(store, CandidateVectors)
 

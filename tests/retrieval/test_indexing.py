@@ -35,10 +35,8 @@ def test_a_reply_is_indexed_with_the_turn_it_answers_and_its_date() -> None:
 
 
 def test_context_makes_a_reply_findable_but_content_is_unchanged(settings: Settings) -> None:
-    plain = build_service(settings.model_copy(update={"index_context_turns": 0}))
-    contextual = build_service(
-        settings.model_copy(update={"data_dir": settings.data_dir / "ctx", "index_context_turns": 1})
-    )
+    plain = build_service(settings.updated(index_context_turns=0))
+    contextual = build_service(settings.updated(data_dir=settings.data_dir / "ctx", index_context_turns=1))
     try:
         for svc in (plain, contextual):
             svc.add("t", "u", BATCH, infer=False)

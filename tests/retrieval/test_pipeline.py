@@ -125,7 +125,7 @@ def test_no_time_phrase_leaves_the_fused_order(service: MemoryService) -> None:
 
 def test_matryoshka_coarse_pass_keeps_the_exact_top_k(service: MemoryService) -> None:
     rng = np.random.default_rng(7)
-    dim, coarse_dim = service.embedder.dim, service.settings.coarse_dim
+    dim, coarse_dim = service.embedder.dim, service.settings.embedding.coarse_dim
     # Vectors whose information is concentrated in the prefix, as Matryoshka training makes it.
     scale = np.where(np.arange(dim) < coarse_dim, 1.0, 0.15)
     records = []

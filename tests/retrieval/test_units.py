@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from memstack.domain.ingest import is_turn_id, stm_memory_id
 from memstack.domain.retrieval import units
@@ -126,7 +124,7 @@ def test_a_unit_outranks_a_turn_that_beats_each_of_its_records(service: MemorySe
     req = SearchRequest(tenant=T, user_id=U, query="did Sam buy a flat", reference_time=REF, explain=True)
     # Stage 6 off, so the turn stays visible. Each record alone, the echo leads:
     # what makes this test mean something.
-    config = replace(service.retriever.config, dedup_by_source=False)
+    config = service.retriever.config.model_copy(update={"dedup_by_source": False})
     alone = {
         h.record.id: h.stages for h in Retriever(service.store, service.embedder, config).search(req).hits
     }

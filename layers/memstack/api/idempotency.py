@@ -219,9 +219,9 @@ def build_persistence(
     settings: Settings, *, dynamodb_client: Any = None
 ) -> tuple[BasePersistenceLayer, Callable[[], None]]:
     """The persistence layer the settings choose, and a function that releases it."""
-    if settings.idempotency_table:
+    if settings.aws.idempotency_table:
         layer = OwnedDynamoDBPersistenceLayer(
-            table_name=settings.idempotency_table, boto3_client=dynamodb_client
+            table_name=settings.aws.idempotency_table, boto3_client=dynamodb_client
         )
         return layer, lambda: None
     db = Database(settings.db_path)
@@ -248,7 +248,7 @@ def idempotency_config(settings: Settings) -> IdempotencyConfig:
     config = IdempotencyConfig(
         event_key_jmespath="[tenant, key]",
         payload_validation_jmespath="body",
-        expires_after_seconds=settings.idempotency_expires_seconds,
+        expires_after_seconds=settings.api.idempotency_expires_seconds,
         raise_on_no_idempotency_key=True,
     )
     config.register_lambda_context(LocalRequestBudget())  # type: ignore[arg-type]

@@ -71,20 +71,20 @@ def check_body_size(body: str | None, is_base64: bool, settings: Settings) -> No
                 [{"field": "body", "location": "body", "message": "not UTF-8", "type": "json_invalid"}],
             ) from exc
     size = len(body) * 3 // 4 if is_base64 else len(body.encode("utf-8", errors="surrogatepass"))
-    if size > settings.max_body_bytes:
+    if size > settings.api.max_body_bytes:
         raise PayloadTooLarge(
-            f"the request body is {size} bytes; the limit is {settings.max_body_bytes}",
+            f"the request body is {size} bytes; the limit is {settings.api.max_body_bytes}",
             [
                 {
                     "field": "body",
                     "location": "body",
-                    "message": f"at most {settings.max_body_bytes} bytes",
+                    "message": f"at most {settings.api.max_body_bytes} bytes",
                     "type": "payload_too_large",
                 }
             ],
         )
-    if json_depth_exceeds(text, settings.max_json_depth):
-        _raise_if([_problem("body", f"JSON may nest at most {settings.max_json_depth} levels deep")])
+    if json_depth_exceeds(text, settings.api.max_json_depth):
+        _raise_if([_problem("body", f"JSON may nest at most {settings.api.max_json_depth} levels deep")])
 
 
 def check_times(settings: Settings, location: str, **values: datetime | None) -> None:
@@ -95,19 +95,20 @@ def check_times(settings: Settings, location: str, **values: datetime | None) ->
 
 def check_add(req: AddMemoriesRequest, settings: Settings) -> None:
     problems = []
-    if len(req.messages) > settings.max_messages_per_request:
+    most = settings.api.max_messages_per_request
+    if len(req.messages) > most:
         problems.append(
             _problem(
                 "messages",
-                f"at most {settings.max_messages_per_request} messages per request, got {len(req.messages)}",
+                f"at most {most} messages per request, got {len(req.messages)}",
             )
         )
     for i, message in enumerate(req.messages):
-        if len(message.content) > settings.max_message_chars:
+        if len(message.content) > settings.api.max_message_chars:
             problems.append(
                 _problem(
                     f"messages[{i}].content",
-                    f"at most {settings.max_message_chars} characters, got {len(message.content)}",
+                    f"at most {settings.api.max_message_chars} characters, got {len(message.content)}",
                 )
             )
     ids = [m.id for m in req.messages if m.id is not None]
@@ -126,12 +127,12 @@ def check_add(req: AddMemoriesRequest, settings: Settings) -> None:
 
 def check_search(req: SearchMemoriesRequest, settings: Settings) -> None:
     problems = []
-    if len(req.query) > settings.max_query_chars:
+    if len(req.query) > settings.api.max_query_chars:
         problems.append(
-            _problem("query", f"at most {settings.max_query_chars} characters, got {len(req.query)}")
+            _problem("query", f"at most {settings.api.max_query_chars} characters, got {len(req.query)}")
         )
-    if req.top_k > settings.max_top_k:
-        problems.append(_problem("top_k", f"must be between 1 and {settings.max_top_k}, got {req.top_k}"))
+    if req.top_k > settings.api.max_top_k:
+        problems.append(_problem("top_k", f"must be between 1 and {settings.api.max_top_k}, got {req.top_k}"))
     f = req.filters
     problems += time_bounds(settings).problems(
         [
@@ -144,7 +145,11 @@ def check_search(req: SearchMemoriesRequest, settings: Settings) -> None:
 
 
 def check_update(req: UpdateMemoryRequest, settings: Settings) -> None:
-    if len(req.content) > settings.max_message_chars:
+    if len(req.content) > settings.api.max_message_chars:
         _raise_if(
-            [_problem("content", f"at most {settings.max_message_chars} characters, got {len(req.content)}")]
+            [
+                _problem(
+                    "content", f"at most {settings.api.max_message_chars} characters, got {len(req.content)}"
+                )
+            ]
         )

@@ -182,7 +182,7 @@ class LocalApi:
 
     def _read_body(self, environ: dict[str, Any]) -> bytes | None:
         """The body, or ``None`` when it is larger than the limit (read no more than that)."""
-        limit = self.settings.max_body_bytes
+        limit = self.settings.api.max_body_bytes
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -212,7 +212,8 @@ class LocalApi:
         elif body is None:
             status = 413
             payload = error_body(
-                "payload_too_large", f"the request body is larger than {self.settings.max_body_bytes} bytes"
+                "payload_too_large",
+                f"the request body is larger than {self.settings.api.max_body_bytes} bytes",
             ).encode()
             headers = [("Content-Type", "application/json")]
         else:
@@ -302,10 +303,10 @@ def server_limits(settings: Settings) -> ServerLimits:
     from memstack.api.guarded_server import ServerLimits
 
     return ServerLimits(
-        total=settings.server_connection_limit,
-        per_client=settings.server_connections_per_client,
-        idle_timeout=settings.server_idle_timeout_seconds,
-        request_timeout=settings.server_request_timeout_seconds,
+        total=settings.server.server_connection_limit,
+        per_client=settings.server.server_connections_per_client,
+        idle_timeout=settings.server.server_idle_timeout_seconds,
+        request_timeout=settings.server.server_request_timeout_seconds,
     )
 
 

@@ -119,6 +119,6 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             "embedder": settings.embedder,
             "reranker": settings.reranker,
             "llm": settings.llm,
-            "idempotency": "dynamodb" if settings.idempotency_table else "embedded",
+            "idempotency": "dynamodb" if settings.aws.idempotency_table else "embedded",
         }
         return json_response(200, {"status": "ok", "version": API_VERSION, "backends": backends})

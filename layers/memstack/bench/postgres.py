@@ -22,7 +22,7 @@ StoreSettings = Callable[[], dict[str, Any]]
 def postgres_stores(settings: Settings) -> Iterator[StoreSettings]:
     """Yields a function giving the settings of one more store (a new schema) on the server."""
     server = None
-    dsn = settings.postgres_dsn
+    dsn = settings.postgres.dsn
     if not dsn:
         from memstack.adapters.postgres.devserver import start_dev_postgres
 

@@ -86,7 +86,7 @@ def _time_searches(
 ) -> list[_Run]:
     """One run per service, query by query in turn with the floor, so load drift weighs on all alike."""
     runs = [_Run([], [], {}, _first_search_ms(service, user, queries[0])) for service in services]
-    coarse_dim = services[0].settings.coarse_dim
+    coarse_dim = services[0].settings.embedding.coarse_dim
     for i, query in enumerate(queries):
         q_coarse = coarse_prefix(services[0].embedder.embed([query])[0], coarse_dim)
         floor_ms = floor.search(q_coarse, query)
@@ -109,7 +109,7 @@ def _floor(store: BenchStore) -> Floor:
     """The floor over what the measured store holds for user 0, whatever the backend."""
     if store.settings.store_backend == "embedded":
         return Floor.of_user(store.settings.db_path, TENANT, user_name(0))
-    return Floor.of_store(store.service.store, TENANT, user_name(0), store.settings.coarse_dim)
+    return Floor.of_store(store.service.store, TENANT, user_name(0), store.settings.embedding.coarse_dim)
 
 
 def _measure(stores: Sequence[BenchStore], queries: Sequence[str]) -> list[_Run]:

@@ -30,10 +30,10 @@ def cost_report(
         report = run_cost_report(
             settings,
             ce_client=boto3.client("ce", region_name=CE_REGION),
-            sns_client=boto3.client("sns", region_name=settings.aws_region)
-            if settings.alert_topic_arn
+            sns_client=boto3.client("sns", region_name=settings.aws.aws_region)
+            if settings.cost.alert_topic_arn
             else None,
-            record_metric=cloudwatch_sink(boto3.client("cloudwatch", region_name=settings.aws_region))
+            record_metric=cloudwatch_sink(boto3.client("cloudwatch", region_name=settings.aws.aws_region))
             if metric
             else None,
             publish=publish,

@@ -130,8 +130,8 @@ def locomo(
     settings = settings_from_cli(embedder=embedder)
     if plot is not None and plot.suffix.lower() != ".png":
         raise UserError(f"--plot writes a PNG: give a file name ending in .png, not {plot.name!r}")
-    if max(ks) > settings.max_top_k:
-        raise UserError(f"--k values must be at most {settings.max_top_k} (MEMSTACK_MAX_TOP_K)")
+    if max(ks) > settings.api.max_top_k:
+        raise UserError(f"--k values must be at most {settings.api.max_top_k} (MEMSTACK_MAX_TOP_K)")
     try:
         conversations = load_locomo(path)
     except LocomoFormatError as exc:

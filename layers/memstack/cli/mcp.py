@@ -62,16 +62,18 @@ def mcp(
         ) from None
     settings = settings_from_cli(mcp_user_id=user, mcp_agent_id=agent)
     if url:
-        toolkit = _remote_toolkit(url, api_key, aws_region, settings.mcp_user_id, settings.mcp_agent_id)
-        build_mcp_server(toolkit, allow_erase=settings.mcp_allow_erase).run("stdio")
+        toolkit = _remote_toolkit(
+            url, api_key, aws_region, settings.mcp.mcp_user_id, settings.mcp.mcp_agent_id
+        )
+        build_mcp_server(toolkit, allow_erase=settings.mcp.mcp_allow_erase).run("stdio")
         return
     with open_service(settings) as service, background_jobs(service):
         api = local_api(service, settings, tenant_or_default(tenant, settings))
         toolkit = MemoryToolkit(
-            in_process_client(api), user_id=settings.mcp_user_id, agent_id=settings.mcp_agent_id
+            in_process_client(api), user_id=settings.mcp.mcp_user_id, agent_id=settings.mcp.mcp_agent_id
         )
         try:
-            build_mcp_server(toolkit, allow_erase=settings.mcp_allow_erase).run("stdio")
+            build_mcp_server(toolkit, allow_erase=settings.mcp.mcp_allow_erase).run("stdio")
         finally:
             api.close()
 

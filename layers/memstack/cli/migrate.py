@@ -29,15 +29,19 @@ def migrate(
 
     executor = build_executor(settings)
     try:
-        applied = [] if status else run_migrations(executor, settings.postgres_schema, settings.coarse_dim)
-        versions = applied_versions(executor, settings.postgres_schema)
+        applied = (
+            []
+            if status
+            else run_migrations(executor, settings.postgres.schema_name, settings.embedding.coarse_dim)
+        )
+        versions = applied_versions(executor, settings.postgres.schema_name)
     finally:
         executor.close()
     pending = [m.version for m in MIGRATIONS if m.version not in versions]
     if as_json:
         print_json(
             {
-                "schema": settings.postgres_schema,
+                "schema": settings.postgres.schema_name,
                 "applied_now": [m.version for m in applied],
                 "versions": versions,
                 "pending": pending,
@@ -49,7 +53,7 @@ def migrate(
         console.print(f"applied {m.version}: {m.name}", highlight=False)
     state = f"at version {max(versions, default=0)} of {LATEST}"
     console.print(
-        f"schema {settings.postgres_schema}: {state}"
+        f"schema {settings.postgres.schema_name}: {state}"
         + (f", pending {pending}" if pending else ", up to date"),
         highlight=False,
     )

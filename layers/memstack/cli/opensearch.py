@@ -32,9 +32,9 @@ def reindex(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     finally:
         store.close()
     if as_json:
-        print_json({"alias": settings.opensearch_index, "index": new})
+        print_json({"alias": settings.opensearch.index, "index": new})
     else:
-        console.print(f"{settings.opensearch_index} now points at {new}")
+        console.print(f"{settings.opensearch.index} now points at {new}")
 
 
 def register(app: typer.Typer) -> None:

@@ -37,8 +37,8 @@ def search(
     if not query.strip():
         raise UserError("the query is empty")
     settings = settings_from_cli()
-    if not 1 <= k <= settings.max_top_k:
-        raise UserError(f"--top-k must be between 1 and {settings.max_top_k}")
+    if not 1 <= k <= settings.api.max_top_k:
+        raise UserError(f"--top-k must be between 1 and {settings.api.max_top_k}")
     t = tenant_or_default(tenant, settings)
     if min_score is not None and not 0.0 <= min_score <= 1.0:
         raise UserError(f"--min-score must be between 0 and 1, got {min_score}")

@@ -108,7 +108,7 @@ def _run(
     with open_service(settings) as service, background_jobs(service) if background else _no_jobs():
         # Extraction and consolidation jobs run in this process while the server is up.
         timer = (
-            _schedule_consolidation(service, settings.consolidation_interval_seconds, stop)
+            _schedule_consolidation(service, settings.scheduler.consolidation_interval_seconds, stop)
             if background
             else None
         )

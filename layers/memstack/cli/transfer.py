@@ -57,12 +57,22 @@ def import_(
     with open_service(settings) as service:
         if str(path) == "-":
             report = import_lines(
-                service.store, sys.stdin, service.embedder, settings.coarse_dim, tenant=tenant, user_id=user
+                service.store,
+                sys.stdin,
+                service.embedder,
+                settings.embedding.coarse_dim,
+                tenant=tenant,
+                user_id=user,
             )
         else:
             with path.open(encoding="utf-8") as fh:
                 report = import_lines(
-                    service.store, fh, service.embedder, settings.coarse_dim, tenant=tenant, user_id=user
+                    service.store,
+                    fh,
+                    service.embedder,
+                    settings.embedding.coarse_dim,
+                    tenant=tenant,
+                    user_id=user,
                 )
         # A bulk load leaves the planner's statistics behind (postgres): refresh them.
         analyze = getattr(service.store, "analyze", None)

@@ -129,18 +129,18 @@ def run_cost_report(
     """Fetch yesterday's costs, always record the total, publish the breakdown when over the threshold."""
     start, end = yesterday(now or datetime.now(UTC))
     by_service, currency, estimated = fetch_costs(
-        ce_client, start, end, settings.project_tag, settings.tier_tag
+        ce_client, start, end, settings.cost.project_tag, settings.cost.tier_tag
     )
     total = sum(by_service.values())
     report = CostReport(
         start=start,
         end=end,
-        project_tag=settings.project_tag,
-        tier_tag=settings.tier_tag,
+        project_tag=settings.cost.project_tag,
+        tier_tag=settings.cost.tier_tag,
         currency=currency,
         total=total,
         by_service=by_service,
-        threshold=settings.cost_report_threshold,
+        threshold=settings.cost.cost_report_threshold,
         estimated=estimated,
     )
     if record_metric is not None:
@@ -149,8 +149,8 @@ def run_cost_report(
         return report
     if not publish:
         return replace(report, skipped_reason="publishing disabled")
-    if sns_client is None or not settings.alert_topic_arn:
+    if sns_client is None or not settings.cost.alert_topic_arn:
         return replace(report, skipped_reason="no alert topic configured (MEMSTACK_ALERT_TOPIC_ARN)")
     subject, body = format_message(report)
-    response = sns_client.publish(TopicArn=settings.alert_topic_arn, Subject=subject, Message=body)
+    response = sns_client.publish(TopicArn=settings.cost.alert_topic_arn, Subject=subject, Message=body)
     return replace(report, published=True, message_id=response.get("MessageId"))

@@ -14,19 +14,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pydantic import Field
+
 from memstack.models import Message
+from memstack.section import Section
 
 
-@dataclass(frozen=True)
-class IndexingConfig:
-    #: turns before this one (same batch) added to its BM25 text
-    context_turns: int = 2
-    #: turns after this one (same batch) added to its BM25 text (the reply a turn got)
-    context_after: int = 0
-    #: also embed the turn with that context (else the turn alone is embedded)
-    context_in_embedding: bool = False
-    #: add the turn's date ("8 May 2023") to its BM25 text
-    date_in_text: bool = True
+class IndexingConfig(Section):
+    """The ``indexing`` section of ``Settings`` (``MEMSTACK_INDEX_*``)."""
+
+    context_turns: int = Field(
+        2,
+        ge=0,
+        le=10,
+        alias="index_context_turns",
+        description="earlier turns of the same batch indexed (BM25) with each turn",
+    )
+    context_after: int = Field(
+        0,
+        ge=0,
+        le=10,
+        alias="index_context_after",
+        description="later turns of the same batch indexed (BM25) with each turn",
+    )
+    context_in_embedding: bool = Field(
+        False, alias="index_context_embedding", description="embed each turn with that context too"
+    )
+    date_in_text: bool = Field(
+        True,
+        alias="index_date_in_text",
+        description='index each turn\'s date ("8 May 2023") with its text (BM25)',
+    )
 
 
 @dataclass(frozen=True)

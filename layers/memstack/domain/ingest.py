@@ -25,16 +25,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pydantic import Field
+
 from memstack.domain.bounds import TimeBounds
 from memstack.domain.erasure import began
 from memstack.domain.indexing import IndexingConfig, index_turns
-from memstack.domain.vectors import coarse_prefix
+from memstack.domain.vectors import Matryoshka, coarse_prefix
 from memstack.errors import Conflict
 from memstack.models import MemoryRecord, Message, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.queue import Job, JobQueue
 from memstack.ports.stm import ShortTermStore, StmEntry
 from memstack.ports.store import MemoryStore
+from memstack.section import fixed
 
 #: every raw turn's memory id starts with it; LTM ids (``models.new_id``) are uuid4 hex
 _TURN_PREFIX = "stm_"
@@ -76,12 +79,13 @@ def extraction_job(
 UnitOfWork = Callable[[], AbstractContextManager[object]]
 
 
-@dataclass(frozen=True)
-class IngestConfig:
-    coarse_dim: int = 128
-    stm_ttl_days: int = 30
-    indexing: IndexingConfig = field(default_factory=IndexingConfig)
-    time_bounds: TimeBounds = field(default_factory=TimeBounds)
+class IngestConfig(Matryoshka):
+    """The ``ingest`` section of ``Settings``: how long raw turns live, and what text indexes them."""
+
+    stm_ttl_days: int = Field(30, ge=1)
+    indexing: IndexingConfig = Field(default_factory=IndexingConfig)
+    #: the API's MEMSTACK_EARLIEST_TIME / LATEST_TIME (the factory sets it)
+    time_bounds: TimeBounds = fixed(default_factory=TimeBounds)
 
 
 @dataclass

@@ -35,7 +35,7 @@ import numpy as np
 from memstack.domain.retrieve import SearchRequest
 from memstack.evaluation.locomo import CATEGORIES, Conversation
 from memstack.evaluation.recall import MetricTable, QuestionResult
-from memstack.factory import build_embedder, build_service, indexing_config, retrieval_config
+from memstack.factory import build_embedder, build_service
 from memstack.models import MemoryFilters, Message, Role, Tier
 from memstack.ports.embedder import Embedder
 from memstack.service import MemoryService
@@ -111,15 +111,16 @@ class _QueryMemo:
 
 def ingest_fingerprint(settings: Settings, infer: bool, consolidate: bool) -> dict[str, Any]:
     """What decides the contents of an evaluation store (a kept store is reused only if it matches)."""
-    everything = settings.model_dump(mode="json")
     return {
         "embedder": settings.embedder,
         "llm": settings.llm,
         "infer": infer,
         "consolidate": consolidate,
-        "coarse_dim": settings.coarse_dim,
-        "indexing": asdict(indexing_config(settings)),
-        "consolidation": {k: v for k, v in everything.items() if k.startswith(("consolidation", "profile"))},
+        "coarse_dim": settings.embedding.coarse_dim,
+        "indexing": settings.ingest.indexing.model_dump(),
+        "consolidation": {
+            k: v for k, v in settings.values().items() if k.startswith(("consolidation", "profile"))
+        },
     }
 
 
@@ -189,7 +190,7 @@ class _Run:
     @property
     def top_k(self) -> int:
         # Ask for more records than sources needed: LTM memories and their turns may share sources.
-        return min(self.settings.max_top_k, 2 * self.depth)
+        return min(self.settings.api.max_top_k, 2 * self.depth)
 
     def open_store(self, root: Path, conv: Conversation, embedder: Embedder, keep: bool) -> MemoryService:
         """The conversation's store: reused when kept with the same ingest settings, else ingested now."""
@@ -279,8 +280,8 @@ class _Run:
                 "infer": self.infer,
                 "consolidate": self.consolidate,
                 "top_k": self.top_k,
-                **asdict(retrieval_config(self.settings)),
-                "indexing": asdict(indexing_config(self.settings)),
+                **self.settings.retrieval.model_dump(),
+                "indexing": self.settings.ingest.indexing.model_dump(),
             },
             stored=self.stored,
             unusable_questions=sum(c.unusable for c in conversations),

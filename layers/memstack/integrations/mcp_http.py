@@ -34,7 +34,7 @@ class McpHttpEndpoint:
     """A WSGI app serving one ``MCPServer`` over streamable HTTP; ``close()`` stops its loop."""
 
     def __init__(self, toolkit: MemoryToolkit, settings: Settings, host: str = "127.0.0.1") -> None:
-        server = build_mcp_server(toolkit, allow_erase=settings.mcp_allow_erase)
+        server = build_mcp_server(toolkit, allow_erase=settings.mcp.mcp_allow_erase)
         # Host/Origin checks (DNS-rebinding protection) stay on for a loopback server; a server
         # bound to another interface is reached by names the SDK cannot know.
         app = server.streamable_http_app(
@@ -80,7 +80,7 @@ class McpHttpEndpoint:
 def mount_mcp(api: LocalApi, settings: Settings, host: str = "127.0.0.1") -> McpHttpEndpoint:
     """Serve MCP at ``/mcp`` of ``api``; tools call ``api`` itself with the caller's credential."""
     toolkit = MemoryToolkit(
-        in_process_client(api), user_id=settings.mcp_user_id, agent_id=settings.mcp_agent_id
+        in_process_client(api), user_id=settings.mcp.mcp_user_id, agent_id=settings.mcp.mcp_agent_id
     )
     endpoint = McpHttpEndpoint(toolkit, settings, host)
     api.mount(MCP_PATH, endpoint)

@@ -60,9 +60,9 @@ def persistence_layer(settings: Settings, client: Any = None) -> Any:
     """Powertools' DynamoDB idempotency store on ``MEMSTACK_IDEMPOTENCY_TABLE`` (client injectable)."""
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
-    if not settings.idempotency_table:
+    if not settings.aws.idempotency_table:
         raise SettingsError("the queue workers need MEMSTACK_IDEMPOTENCY_TABLE")
-    return DynamoDBPersistenceLayer(table_name=settings.idempotency_table, boto3_client=client)
+    return DynamoDBPersistenceLayer(table_name=settings.aws.idempotency_table, boto3_client=client)
 
 
 def build_worker(job_type: str, service: MemoryService, persistence: Any, sqs: Any = None) -> JobWorker:
@@ -72,12 +72,12 @@ def build_worker(job_type: str, service: MemoryService, persistence: Any, sqs: A
         service.process_job,
         {job_type},
         persistence,
-        settings.job_idempotency_seconds,
+        settings.queue.job_idempotency_seconds,
         metrics=metrics,
         visibility=SqsVisibilityHeartbeat(
-            sqs, lease_seconds=round(settings.queue_lease_seconds), region=settings.aws_region
+            sqs, lease_seconds=round(settings.queue.queue_lease_seconds), region=settings.aws.aws_region
         ),
-        backoff=SqsThrottleBackoff(sqs, region=settings.aws_region),
+        backoff=SqsThrottleBackoff(sqs, region=settings.aws.aws_region),
     )
 
 

@@ -43,8 +43,8 @@ def migrate_schema(settings: Settings) -> dict[str, Any]:
 
     executor = build_executor(settings)
     try:
-        applied = migrate(executor, settings.postgres_schema, settings.coarse_dim)
-        versions = applied_versions(executor, settings.postgres_schema)
+        applied = migrate(executor, settings.postgres.schema_name, settings.embedding.coarse_dim)
+        versions = applied_versions(executor, settings.postgres.schema_name)
     finally:
         executor.close()
     return {"AppliedNow": len(applied), "Version": max(versions, default=0), "Latest": LATEST}
@@ -52,7 +52,7 @@ def migrate_schema(settings: Settings) -> dict[str, Any]:
 
 def on_event(event: dict[str, Any], settings: Settings, respond: Respond = put_response) -> dict[str, Any]:
     """Handle one custom-resource request and answer it; returns the answer sent."""
-    physical = event.get("PhysicalResourceId") or f"{settings.postgres_schema}-schema"
+    physical = event.get("PhysicalResourceId") or f"{settings.postgres.schema_name}-schema"
     answer: dict[str, Any] = {
         "StackId": event["StackId"],
         "RequestId": event["RequestId"],

@@ -1,6 +1,6 @@
 """The ``dynamodb`` memory store: one DynamoDB table, search ranked in-process (the small tier).
 
-Table layout (``settings.memories_table``; the CDK stack provisions exactly this key schema):
+Table layout (``settings.aws.memories_table``; the CDK stack provisions exactly this key schema):
 
 ==========================  ==================  ===============================================
 ``pk`` (S)                  ``sk`` (S)          item

@@ -52,14 +52,14 @@ class BedrockExtractor(StructuredExtractor):
     @classmethod
     def from_settings(cls, settings: Settings, client: Any | None = None) -> BedrockExtractor:
         return cls(
-            settings.bedrock_extraction_model,
+            settings.bedrock.extraction_model,
             client=client,
-            region=settings.aws_region,
-            max_tokens=settings.bedrock_max_tokens,
-            temperature=settings.bedrock_temperature,
+            region=settings.aws.aws_region,
+            max_tokens=settings.bedrock.max_tokens,
+            temperature=settings.bedrock.temperature,
             prompt_cache=prompt_cache_enabled(
-                settings.bedrock_prompt_cache,
-                settings.bedrock_extraction_model,
+                settings.bedrock.prompt_cache,
+                settings.bedrock.extraction_model,
                 prefix_tokens(SYSTEM_PROMPT, TOOL),
             ),
         )

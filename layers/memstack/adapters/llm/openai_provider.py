@@ -17,25 +17,25 @@ from memstack.settings import Settings
 
 
 def openai_chat(settings: Settings, model: str, client: Any | None = None) -> OpenAIChat:
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    key = settings.openai.api_key.get_secret_value() if settings.openai.api_key else None
     return OpenAIChat(
-        settings.openai_base_url,
+        settings.openai.base_url,
         model,
         api_key=key,
-        mode=settings.openai_structured_output,
-        temperature=settings.openai_temperature,
-        timeout=settings.openai_timeout_seconds,
+        mode=settings.openai.structured_output,
+        temperature=settings.openai.temperature,
+        timeout=settings.openai.timeout_seconds,
         client=client,
     )
 
 
 def openai_extractor(settings: Settings, client: Any | None = None) -> StructuredExtractor:
-    chat = openai_chat(settings, settings.openai_model, client)
+    chat = openai_chat(settings, settings.openai.model, client)
     return StructuredExtractor(
-        chat, name="openai", max_tokens=settings.openai_max_tokens, metrics=chat.metrics
+        chat, name="openai", max_tokens=settings.openai.max_tokens, metrics=chat.metrics
     )
 
 
 def openai_summariser(settings: Settings, client: Any | None = None) -> StructuredSummariser:
-    chat = openai_chat(settings, settings.openai_synthesis_model or settings.openai_model, client)
+    chat = openai_chat(settings, settings.openai.synthesis_model or settings.openai.model, client)
     return StructuredSummariser(chat, name="openai", metrics=chat.metrics)

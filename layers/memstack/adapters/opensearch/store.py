@@ -55,24 +55,24 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         """The store for the configured engine: a managed domain (``es``) or a serverless collection."""
         store_class: type[OpenSearchMemoryStore] = cls
         extra: dict[str, Any] = {}
-        if settings.opensearch_service == "aoss":
+        if settings.opensearch.service == "aoss":
             from memstack.adapters.opensearch.serverless import ServerlessMemoryStore
 
             store_class = ServerlessMemoryStore
-            extra["visibility_seconds"] = settings.opensearch_visibility_seconds
+            extra["visibility_seconds"] = settings.opensearch.visibility_seconds
         return store_class(
             client,
             **extra,
-            alias=settings.opensearch_index,
-            embedding_dim=settings.embedding_dim,
-            coarse_dim=settings.coarse_dim,
-            engine=settings.opensearch_engine,
-            m=settings.opensearch_hnsw_m,
-            ef_construction=settings.opensearch_hnsw_ef_construction,
-            refresh=None if settings.opensearch_service == "aoss" else settings.opensearch_refresh,
-            endpoint=settings.opensearch_endpoint,
-            service=settings.opensearch_service,
-            region=settings.aws_region,
+            alias=settings.opensearch.index,
+            embedding_dim=settings.embedding.embedding_dim,
+            coarse_dim=settings.embedding.coarse_dim,
+            engine=settings.opensearch.engine,
+            m=settings.opensearch.hnsw_m,
+            ef_construction=settings.opensearch.hnsw_ef_construction,
+            refresh=None if settings.opensearch.service == "aoss" else settings.opensearch.refresh,
+            endpoint=settings.opensearch.endpoint,
+            service=settings.opensearch.service,
+            region=settings.aws.aws_region,
         )
 
     def _create_op(self, record: MemoryRecord) -> Op:

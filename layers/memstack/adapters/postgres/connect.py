@@ -17,8 +17,8 @@ SESSION_SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "1
 
 def build_executor(settings: Settings, rds_data_client: Any | None = None) -> SqlExecutor:
     """The executor, or a ``SettingsError`` naming the variables the choice needs."""
-    if settings.postgres_executor == "data-api":
-        if not (settings.postgres_cluster_arn and settings.postgres_secret_arn):
+    if settings.postgres.executor == "data-api":
+        if not (settings.postgres.cluster_arn and settings.postgres.secret_arn):
             raise SettingsError(
                 "MEMSTACK_POSTGRES_EXECUTOR=data-api needs MEMSTACK_POSTGRES_CLUSTER_ARN "
                 "and MEMSTACK_POSTGRES_SECRET_ARN"
@@ -26,13 +26,13 @@ def build_executor(settings: Settings, rds_data_client: Any | None = None) -> Sq
         from memstack.adapters.postgres.data_api_executor import DataApiExecutor
 
         return DataApiExecutor(
-            settings.postgres_cluster_arn or "",
-            settings.postgres_secret_arn or "",
-            settings.postgres_database,
+            settings.postgres.cluster_arn or "",
+            settings.postgres.secret_arn or "",
+            settings.postgres.database,
             client=rds_data_client,
-            region=settings.aws_region,
+            region=settings.aws.aws_region,
         )
-    if not settings.postgres_dsn:
+    if not settings.postgres.dsn:
         raise SettingsError(
             "MEMSTACK_STORE_BACKEND=postgres needs MEMSTACK_POSTGRES_DSN "
             "(or MEMSTACK_POSTGRES_EXECUTOR=data-api with the cluster and secret ARNs)"
@@ -40,8 +40,8 @@ def build_executor(settings: Settings, rds_data_client: Any | None = None) -> Sq
     from memstack.adapters.postgres.psycopg_executor import PsycopgExecutor
 
     return PsycopgExecutor(
-        settings.postgres_dsn or "",
-        max_size=settings.postgres_pool_size,
-        connect_timeout=settings.postgres_connect_timeout,
+        settings.postgres.dsn or "",
+        max_size=settings.postgres.pool_size,
+        connect_timeout=settings.postgres.connect_timeout,
         session_settings=SESSION_SETTINGS,
     )

@@ -75,11 +75,11 @@ class PostgresMemoryStore:
         """The store the settings name: psycopg on ``postgres_dsn``, or the Data API on the cluster."""
         return cls(
             build_executor(settings, rds_data_client),
-            schema=settings.postgres_schema,
-            coarse_dim=settings.coarse_dim,
-            embedding_dim=settings.embedding_dim,
-            exact_below=settings.postgres_exact_search_below,
-            migrate_on_start=settings.postgres_migrate_on_start,
+            schema=settings.postgres.schema_name,
+            coarse_dim=settings.embedding.coarse_dim,
+            embedding_dim=settings.embedding.embedding_dim,
+            exact_below=settings.postgres.exact_search_below,
+            migrate_on_start=settings.postgres.migrate_on_start,
         )
 
     # ------------------------------------------------------------------ writes

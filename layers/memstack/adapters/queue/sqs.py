@@ -55,8 +55,11 @@ class SqsJobQueue:
 
     @classmethod
     def from_settings(cls, settings: Settings, client: Any = None) -> SqsJobQueue:
-        urls = {"extract": settings.extraction_queue_url, "consolidate": settings.consolidation_queue_url}
-        dlqs = {"extract": settings.extraction_dlq_url, "consolidate": settings.consolidation_dlq_url}
+        urls = {
+            "extract": settings.aws.extraction_queue_url,
+            "consolidate": settings.aws.consolidation_queue_url,
+        }
+        dlqs = {"extract": settings.aws.extraction_dlq_url, "consolidate": settings.aws.consolidation_dlq_url}
         if not any(urls.values()):
             raise SettingsError(
                 "queue_backend=sqs needs MEMSTACK_EXTRACTION_QUEUE_URL or MEMSTACK_CONSOLIDATION_QUEUE_URL"
@@ -65,8 +68,8 @@ class SqsJobQueue:
             {k: v for k, v in urls.items() if v},
             dlq_urls={k: v for k, v in dlqs.items() if v},
             client=client,
-            region=settings.aws_region,
-            lease_seconds=max(2, round(settings.queue_lease_seconds)),
+            region=settings.aws.aws_region,
+            lease_seconds=max(2, round(settings.queue.queue_lease_seconds)),
         )
 
     @property

@@ -25,8 +25,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from pydantic import Field
+
 from memstack.domain import versions
 from memstack.domain.ingest import stm_memory_id
+from memstack.domain.vectors import Matryoshka
 from memstack.errors import Conflict
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
 from memstack.ports.embedder import Embedder
@@ -55,12 +58,25 @@ CATEGORY_LABELS = {
 ApplyOperations = Callable[..., list[MemoryRecord]]
 
 
-@dataclass(frozen=True)
-class ProfileConfig:
-    enabled: bool = True
-    min_items: int = 2
-    max_items: int = 12
-    coarse_dim: int = 128
+class ProfileConfig(Matryoshka):
+    """The ``profiles`` section of ``Settings``."""
+
+    # Off by default: measured on LoCoMo with consolidation, recall did not gain (docs/retrieval.md).
+    enabled: bool = Field(
+        False,
+        alias="profile_memories",
+        description="consolidation keeps one profile memory per person and category (cross-session)",
+    )
+    min_items: int = Field(
+        2, ge=1, le=100, alias="profile_min_items", description="memories a profile needs to be written"
+    )
+    max_items: int = Field(
+        12,
+        ge=1,
+        le=100,
+        alias="profile_max_items",
+        description="most memories (newest first) one profile lists",
+    )
 
 
 @dataclass

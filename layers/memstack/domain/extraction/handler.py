@@ -15,11 +15,11 @@ and a retried job sees exactly what the first attempt saw.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger
+from pydantic import Field
 
 from memstack.domain.bounds import TimeBounds
 from memstack.domain.erasure import began
@@ -28,28 +28,30 @@ from memstack.domain.extraction.relative import Resolution, resolve_relative_dat
 from memstack.domain.extraction.timeparse import localise
 from memstack.domain.indexing import turn_text
 from memstack.domain.ingest import stm_memory_id
-from memstack.domain.scoring import weighted_rrf
-from memstack.domain.vectors import coarse_prefix
+from memstack.domain.scoring import RrfWeights, weighted_rrf
+from memstack.domain.vectors import Matryoshka, coarse_prefix
 from memstack.models import Kind, MemoryFilters, MemoryRecord, Message, Role, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp, Extractor
 from memstack.ports.queue import Job
 from memstack.ports.stm import ShortTermStore
 from memstack.ports.store import MemoryStore
+from memstack.section import fixed
 
 logger = Logger(service="memstack", child=True)
 
 
-@dataclass(frozen=True)
-class ExtractionConfig:
-    coarse_dim: int = 128
-    neighbours: int = 10
-    context_turns: int = 6
-    rrf_k: int = 10
-    weight_vector: float = 0.7
-    weight_bm25: float = 0.3
+class ExtractionConfig(Matryoshka, RrfWeights):
+    """The ``extraction`` section of ``Settings``: neighbours are fused as retrieval fuses (one RRF_K)."""
+
+    neighbours: int = Field(
+        10, ge=1, le=100, alias="extraction_neighbours", description="similar memories the extractor is shown"
+    )
+    #: earlier turns of the session given to the extractor as context
+    context_turns: int = fixed(6)
     #: an event time outside this range (a model's or a phrase's) is dropped, never stored
-    time_bounds: TimeBounds = field(default_factory=TimeBounds)
+    #: (the API's MEMSTACK_EARLIEST_TIME / LATEST_TIME: the factory sets it)
+    time_bounds: TimeBounds = fixed(default_factory=TimeBounds)
 
 
 def prepare_message(message: Message, received_at: datetime) -> tuple[Message, Resolution]:

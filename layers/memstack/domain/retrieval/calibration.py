@@ -37,19 +37,35 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from pydantic import Field
+
+from memstack.section import Section
 
 
-@dataclass(frozen=True)
-class ScoreModel:
-    bias: float
-    rrf: float
-    vector: float
-    coverage: float
-    category: float = 0.0
+class ScoreModel(Section):
+    """The weights of the calibrated score (``MEMSTACK_SCORE_*``).
+
+    The defaults are fitted by scripts/calibrate_scores.py on LoCoMo (embedder minilm,
+    extraction on, fusion over evidence units); see docs/retrieval.md.
+    """
+
+    bias: float = Field(-6.178, alias="score_bias", description="calibrated score: intercept")
+    rrf: float = Field(6.074, alias="score_rrf", description="calibrated score: weight of scaled RRF")
+    vector: float = Field(-0.475, alias="score_vector", description="calibrated score: weight of cosine")
+    coverage: float = Field(
+        0.0, alias="score_coverage", description="calibrated score: weight of query-word coverage"
+    )
+    category: float = Field(
+        0.0, alias="score_category", description="calibrated score: weight of category affinity (0: off)"
+    )
     #: weights of the result's own cosine and coverage (0 by default: they re-order the pool)
-    result_cosine: float = 0.0
-    result_coverage: float = 0.0
+    result_cosine: float = Field(
+        0.0, alias="score_result_cosine", description="calibrated score: weight of the result's own cosine"
+    )
+    result_coverage: float = Field(
+        0.0, alias="score_result_coverage", description="calibrated score: weight of a result's coverage"
+    )
 
     def probability(
         self,
@@ -76,6 +92,5 @@ def coverage(query_terms: set[str], document_terms: Iterable[str]) -> float:
     return len(query_terms.intersection(document_terms)) / len(query_terms)
 
 
-#: fitted by scripts/calibrate_scores.py on LoCoMo (embedder minilm, extraction on, fusion over
-#: evidence units); see docs/retrieval.md
-DEFAULT_SCORE_MODEL = ScoreModel(bias=-6.178, rrf=6.074, vector=-0.475, coverage=0.0, category=0.0)
+#: the fitted weights (the field defaults)
+DEFAULT_SCORE_MODEL = ScoreModel()

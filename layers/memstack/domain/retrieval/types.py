@@ -6,55 +6,70 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memstack.domain.retrieval.calibration import DEFAULT_SCORE_MODEL, ScoreModel
+from pydantic import Field
+
+from memstack.domain.retrieval.calibration import ScoreModel
 from memstack.domain.retrieval.units import FieldWeights
+from memstack.domain.scoring import RrfWeights
+from memstack.domain.vectors import Matryoshka
 from memstack.models import MemoryFilters, MemoryRecord
 
 
-@dataclass(frozen=True)
-class RetrievalConfig:
-    """Every parameter of the eight stages (``factory.retrieval_config`` fills it from Settings)."""
+class RetrievalConfig(Matryoshka, RrfWeights):
+    """Every parameter of the eight stages: the ``retrieval`` section of ``Settings`` (``MEMSTACK_*``).
+
+    Defaults are from the Cognis paper unless measured better (docs/retrieval.md).
+    ``coarse_dim`` (stage 2) and ``rrf_k`` / ``weight_vector`` / ``weight_bm25``
+    (stage 4) are shared with the sections that cut and fuse the same way.
+    """
 
     # stage 2: Matryoshka two-stage vector search
-    vector_candidates: int = 200
-    coarse_dim: int = 128
+    vector_candidates: int = Field(200, ge=1, le=10_000)
     # stage 3: BM25
-    bm25_candidates: int = 200
-    #: pseudo-relevance feedback: terms added to a second BM25 query (0 turns it off; 10 when on)
-    prf_terms: int = 0
-    #: the best first-query hits the terms are drawn from
-    prf_docs: int = 5
-    #: a term must occur in this many of them
-    prf_min_docs: int = 2
-    # stage 4: weighted RRF
-    rrf_k: int = 5
-    weight_vector: float = 0.3
-    weight_bm25: float = 0.7
-    #: RRF weight of the feedback query's ranking
-    weight_prf: float = 0.3
-    #: weights of the memory field (LTM memories whose turn is also a candidate: ``units``)
-    weight_vector_memory: float = 0.3
-    weight_bm25_memory: float = 0.1
-    #: fused candidates carried into stages 5-7 (loaded as records)
-    candidate_pool: int = 100
-    #: the calibrated score of stage 4 (a probability of relevance)
-    score_model: ScoreModel = DEFAULT_SCORE_MODEL
+    bm25_candidates: int = Field(200, ge=1, le=10_000)
+    # Off by default: +0.003 recall@10 / +0.007 @25 with extraction on LoCoMo, for a second BM25
+    # query that made each search ~1.5x slower (docs/retrieval.md); MEMSTACK_PRF_TERMS=10 turns it on.
+    prf_terms: int = Field(0, ge=0, le=50, description="terms pseudo-relevance feedback adds (0: off)")
+    prf_docs: int = Field(5, ge=1, le=50, description="first BM25 hits the feedback terms come from")
+    prf_min_docs: int = Field(2, ge=1, le=50, description="feedback hits a term must occur in")
+    # stage 4: weighted RRF (rrf_k, weight_vector, weight_bm25: RrfWeights)
+    weight_prf: float = Field(0.3, ge=0.0, description="RRF weight of the BM25 feedback query's ranking")
+    # A memory whose turn is a candidate too is a second view of it: its embedding adds much,
+    # its BM25 little (LoCoMo, extraction on: docs/retrieval.md, "Evidence units").
+    weight_vector_memory: float = Field(0.3, ge=0.0, description="RRF weight of a memory's vector rank")
+    weight_bm25_memory: float = Field(0.1, ge=0.0, description="RRF weight of a memory's BM25 rank")
+    candidate_pool: int = Field(
+        100,
+        ge=1,
+        le=10_000,
+        alias="retrieval_pool",
+        description="fused candidates carried into the temporal/dedup/rerank stages",
+    )
+    #: the calibrated score of stage 4 (a probability of relevance): MEMSTACK_SCORE_*
+    score_model: ScoreModel = Field(default_factory=ScoreModel)
     # stage 5: temporal boost
-    temporal_window_days: float = 30.0
-    temporal_blend: float = 0.6
-    #: a memory dated up to this long after the query's window still counts as inside it
-    temporal_report_lag_days: float = 7.0
-    consolidated_stm_weight: float = 0.5
+    temporal_window_days: float = Field(30.0, gt=0.0)
+    temporal_blend: float = Field(0.6, ge=0.0, le=1.0, description="share of the fused score in the blend")
+    temporal_report_lag_days: float = Field(
+        7.0, ge=0.0, le=365.0, description="days after a query's window a memory still counts as inside it"
+    )
+    consolidated_stm_weight: float = Field(
+        0.5, ge=0.0, le=1.0, description="score factor for STM already consolidated (0 hides it)"
+    )
     # stage 6: near-duplicate removal
-    dedup_threshold: float = 0.99
-    #: a raw turn (tier stm) and a current LTM memory made from it are one fact: keep the memory
-    dedup_by_source: bool = True
+    dedup_threshold: float = Field(0.99, gt=0.0, le=1.0)
+    dedup_by_source: bool = Field(
+        True, description="drop a raw turn when an LTM memory made from it is also a result"
+    )
     # stage 7: rerank
-    rerank_candidates: int = 50
+    rerank_candidates: int = Field(50, ge=1, le=1000)
     # stage 8: history
-    history_max_versions: int = 20
-    #: raw turns whose memories were all replaced rank below current memories (non-history queries)
-    superseded_turns_last: bool = True
+    history_max_versions: int = Field(
+        20, ge=1, le=1000, description="versions per chain a history query shows"
+    )
+    superseded_turns_last: bool = Field(
+        True, description="rank raw turns whose memories were all replaced below current memories"
+    )
 
     @property
     def field_weights(self) -> FieldWeights:
