@@ -4,6 +4,15 @@ Every method takes ``tenant`` and ``user_id`` first, and every implementation
 filters every read and write by both: a caller can never reach another
 tenant's or user's memories. Search methods return ids with scores; ranking,
 fusion and the later stages live in the domain (``memstack.domain.retrieve``).
+
+The erase rule (``memstack.domain.erasure``): ``erase_user`` leaves a marker of
+when the user was erased, and every write (``put``, ``supersede``) made by
+work that began before that time is refused with ``Erased`` *in the same
+transaction or condition as the write*, so nothing of it is stored; work
+that began after the erase, and writes outside declared work, are not
+fenced. A job that was running when its user was erased must never bring
+the user's data back. tests/conformance/test_erase_fence.py holds the cases
+every backend runs.
 """
 
 from __future__ import annotations
@@ -21,13 +30,18 @@ from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier, UserSum
 
 class MemoryStore(Protocol):
     def put(self, records: list[MemoryRecord]) -> None:
-        """Insert new records (with their embeddings). An existing id raises ``Conflict``."""
+        """Insert new records (with their embeddings). An existing id raises ``Conflict``.
+
+        Raises ``Erased`` (and stores none of them) when the work writing began before
+        the last ``erase_user`` of a record's user.
+        """
         ...
 
     def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
         """Atomically insert ``new`` (which replaces ``old_id``) and mark the old one not current.
 
-        Raises ``Conflict`` when ``old_id`` is no longer current (a concurrent update won).
+        Raises ``Conflict`` when ``old_id`` is no longer current (a concurrent update won), and
+        ``Erased`` (changing nothing) when the work writing began before the user's last erase.
         """
         ...
 
@@ -85,7 +99,11 @@ class MemoryStore(Protocol):
         ...
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
-        """Delete every record of the user in this tenant; report counts."""
+        """Delete every record of the user in this tenant, and fence later writes of earlier work.
+
+        Reports counts. The fence's marker holds no user id (a hash of tenant and user)
+        and lasts ``erasure.RETENTION_SECONDS``.
+        """
         ...
 
     def close(self) -> None: ...

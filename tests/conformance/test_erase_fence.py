@@ -1,0 +1,69 @@
+"""The erase rule of the ``MemoryStore`` port, run against every backend (conftest.py lists them).
+
+Work that began before a user's erasure must not write for that user again:
+each store refuses such a write in the same transaction (or condition) as the
+write, so nothing of it is stored, and says so with ``Erased``. Work that
+began after the erasure, and writes outside declared work, are not fenced.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from memstack.domain import versions
+from memstack.domain.erasure import Erased, began
+
+from .conftest import COARSE_DIM
+from .test_store_conformance import EMB, rec
+
+
+def _erased_while_working(store: Any) -> datetime:
+    """A record of t1/u1 stored, then the user erased; returns a time before the erase."""
+    before = datetime.now(UTC) - timedelta(seconds=30)
+    store.put([rec("I live in Lisbon")])
+    store.erase_user("t1", "u1")
+    return before
+
+
+def test_a_put_from_work_that_began_before_the_erase_is_refused_and_stores_nothing(store: Any) -> None:
+    before = _erased_while_working(store)
+    late = rec("I live in Porto")
+    with began(before), pytest.raises(Erased):
+        store.put([late])
+    assert store.get("t1", "u1", late.id) is None
+
+
+def test_a_supersede_from_work_that_began_before_the_erase_is_refused(store: Any) -> None:
+    old = rec("I work as a baker")
+    before = datetime.now(UTC) - timedelta(seconds=30)
+    store.put([old])
+    new = versions.new_version(old, content="I work as a chef", embedder=EMB, coarse_dim=COARSE_DIM)
+    # The user is erased and starts again: the old version is back (a re-import), the job is not.
+    store.erase_user("t1", "u1")
+    store.put([old])
+    with began(before), pytest.raises(Erased):
+        store.supersede("t1", "u1", old.id, new)
+    assert store.get("t1", "u1", new.id) is None
+    current = store.get("t1", "u1", old.id)
+    assert current is not None and current.is_current
+
+
+def test_work_that_began_after_the_erase_and_undeclared_writes_are_not_fenced(store: Any) -> None:
+    _erased_while_working(store)
+    fresh, imported = rec("I live in Porto"), rec("I have a cat")
+    with began(datetime.now(UTC) + timedelta(seconds=1)):
+        store.put([fresh])
+    store.put([imported])  # outside declared work (an import, a test)
+    assert store.get("t1", "u1", fresh.id) is not None and store.get("t1", "u1", imported.id) is not None
+
+
+def test_the_fence_is_per_user(store: Any) -> None:
+    before = _erased_while_working(store)
+    other_user, other_tenant = rec("I live in Oslo", user="u2"), rec("I live in Rome", tenant="t2")
+    with began(before):
+        store.put([other_user])
+        store.put([other_tenant])
+    assert store.get("t1", "u2", other_user.id) is not None
+    assert store.get("t2", "u1", other_tenant.id) is not None
