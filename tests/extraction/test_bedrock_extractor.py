@@ -286,7 +286,7 @@ def test_auto_caches_only_where_the_model_caches_a_prefix_that_long(tmp_path: An
     haiku = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
     assert cache_minimum_tokens(haiku) == 4096
     default = load_settings(data_dir=tmp_path, llm="bedrock")
-    assert default.bedrock_extraction_model == haiku
+    assert default.bedrock.extraction_model == haiku
     assert not build_extractor(default, client).converse.cache  # type: ignore[attr-defined]
     # The summary and synthesis prefixes are below even Sonnet's 1,024.
     assert not build_summariser(default, client).chat.cache  # type: ignore[attr-defined]
