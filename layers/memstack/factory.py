@@ -23,7 +23,7 @@ from memstack.ports.lease import Leases
 from memstack.ports.llm import Extractor, Summariser
 from memstack.ports.queue import JobQueue
 from memstack.ports.reranker import Reranker
-from memstack.ports.stm import ShortTermStore
+from memstack.ports.stm import ErasureLog, ShortTermStore
 from memstack.ports.store import MemoryStore
 from memstack.service import MemoryService
 from memstack.settings import Settings
@@ -159,10 +159,13 @@ def build_summariser(
     return ExtractiveSummariser()
 
 
-def build_store(settings: Settings, clients: dict[str, Any]) -> MemoryStore:
+def build_store(
+    settings: Settings, clients: dict[str, Any], stm: ShortTermStore | None = None
+) -> MemoryStore:
     """The ``dynamodb``, ``postgres`` or ``opensearch`` store.
 
-    ``clients`` may hold ready-made ``dynamodb``, ``rds_data`` or ``opensearch`` clients.
+    ``clients`` may hold ready-made ``dynamodb``, ``rds_data`` or ``opensearch`` clients;
+    ``stm`` is the short-term store, whose erasure log fences a serverless collection.
     """
     if settings.store_backend == "dynamodb":
         from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
@@ -177,7 +180,8 @@ def build_store(settings: Settings, clients: dict[str, Any]) -> MemoryStore:
     if settings.store_backend == "opensearch":
         from memstack.adapters.opensearch.store import OpenSearchMemoryStore
 
-        return OpenSearchMemoryStore.from_settings(settings, clients.get("opensearch"))
+        log = stm if isinstance(stm, ErasureLog) else None
+        return OpenSearchMemoryStore.from_settings(settings, clients.get("opensearch"), erasure_log=log)
     raise NotImplementedError(f"store backend {settings.store_backend!r} is not available in this build")
 
 
@@ -192,12 +196,6 @@ def build_leases(settings: Settings, db: Any, clients: dict[str, Any]) -> Leases
     from memstack.adapters.embedded.leases import EmbeddedLeases
 
     return EmbeddedLeases(db)
-
-
-def _wire_erasure_log(store: MemoryStore, stm: ShortTermStore | None) -> None:
-    """A serverless collection fences writes with the STM's erasure marker (it has no realtime read)."""
-    if getattr(store, "erasure_log", False) is None and hasattr(stm, "erased_at"):
-        store.erasure_log = stm  # type: ignore[attr-defined]
 
 
 def build_service(
@@ -226,14 +224,6 @@ def build_service(
         closers.append(db.close)
         reserve = StorageReserve(settings.data_dir, settings.server.storage_reserve_bytes)
         reserve.refill()
-    if store is None and settings.store_backend != "embedded":
-        store = build_store(settings, clients)
-        closers.append(store.close)
-    if store is None:
-        from memstack.adapters.embedded.store import EmbeddedMemoryStore
-
-        assert db is not None
-        store = EmbeddedMemoryStore(db)
     if stm is None and settings.stm_backend == "dynamodb":
         from memstack.adapters.dynamodb.stm import DynamoDbShortTermStore
 
@@ -247,7 +237,14 @@ def build_service(
 
         assert db is not None
         stm = EmbeddedShortTermStore(db)
-    _wire_erasure_log(store, stm)
+    if store is None and settings.store_backend != "embedded":
+        store = build_store(settings, clients, stm)
+        closers.append(store.close)
+    if store is None:
+        from memstack.adapters.embedded.store import EmbeddedMemoryStore
+
+        assert db is not None
+        store = EmbeddedMemoryStore(db)
     if queue is None and settings.queue_backend == "local":
         from memstack.adapters.queue.local import LocalJobQueue
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -72,3 +72,17 @@ class ShortTermStore(Protocol):
     def erase_user(self, tenant: str, user_id: str) -> int: ...
 
     def purge_expired(self, now: datetime) -> int: ...
+
+
+@runtime_checkable
+class ErasureLog(Protocol):
+    """Optional extra of a short-term store: when a user was last erased, read consistently.
+
+    A store with no consistent read of its own (an OpenSearch Serverless
+    collection) fences its writes with this log instead (``MemoryStore``'s
+    erase rule); the factory hands it the STM when the STM keeps one.
+    """
+
+    def erased_at(self, tenant: str, user_id: str) -> float | None:
+        """When the user was last erased (epoch seconds); None if never (or the marker expired)."""
+        ...

@@ -52,7 +52,7 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -61,17 +61,12 @@ from memstack.adapters.opensearch.index import Op
 from memstack.adapters.opensearch.store import _OK, OpenSearchMemoryStore
 from memstack.errors import BadRequest, Conflict, DependencyFailed
 from memstack.models import MemoryFilters, MemoryRecord
+from memstack.ports.stm import ErasureLog
 
 #: largest page of one user's documents read at once (erase, lookups by id)
 PAGE = 1000
 #: bulk ``index`` without ``_id``: the collection assigns one
 Copy = tuple[str, dict[str, Any]]  # (assigned _id, _source)
-
-
-class ErasureLog(Protocol):
-    def erased_at(self, tenant: str, user_id: str) -> float | None:
-        """When the user was last erased (epoch seconds), read consistently; None if never (or expired)."""
-        ...
 
 
 class ServerlessMemoryStore(OpenSearchMemoryStore):

@@ -42,6 +42,7 @@ from memstack.adapters.opensearch.index import Op, OpenSearchIndex, status_of
 from memstack.domain.erasure import RETENTION_SECONDS, Erased, erasure_key, refuse_if_erased, work_began
 from memstack.errors import BadRequest, Conflict, DependencyFailed
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId, UserSummary
+from memstack.ports.stm import ErasureLog
 from memstack.settings import Settings
 
 _OK = (200, 201)
@@ -51,8 +52,13 @@ class OpenSearchMemoryStore(OpenSearchIndex):
     """The ``MemoryStore`` port on an OpenSearch index (managed domain or serverless collection)."""
 
     @classmethod
-    def from_settings(cls, settings: Settings, client: Any | None = None) -> OpenSearchMemoryStore:
-        """The store for the configured engine: a managed domain (``es``) or a serverless collection."""
+    def from_settings(
+        cls, settings: Settings, client: Any | None = None, erasure_log: ErasureLog | None = None
+    ) -> OpenSearchMemoryStore:
+        """The store for the configured engine: a managed domain (``es``) or a serverless collection.
+
+        ``erasure_log``: what fences a serverless collection's writes (it has no consistent read).
+        """
         store_class: type[OpenSearchMemoryStore] = cls
         extra: dict[str, Any] = {}
         if settings.opensearch.service == "aoss":
@@ -60,6 +66,7 @@ class OpenSearchMemoryStore(OpenSearchIndex):
 
             store_class = ServerlessMemoryStore
             extra["visibility_seconds"] = settings.opensearch.visibility_seconds
+            extra["erasure_log"] = erasure_log
         return store_class(
             client,
             **extra,
