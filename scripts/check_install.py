@@ -83,19 +83,9 @@ def venv_with(name: str, wheel: Path, extras: str) -> Path:
     run([sys.executable, "-m", "venv", str(venv)])
     python = venv / "bin" / "python"
     spec = f"{wheel}[{extras}]" if extras else str(wheel)
-    run(
-        [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            spec,
-            "-c",
-            str(CONSTRAINTS),
-        ]
-    )
+    # --no-compile: the checks import a few modules; byte-compiling every installed file costs minutes.
+    pip = "-m pip install --quiet --no-compile --disable-pip-version-check"
+    run([str(python), *pip.split(), spec, "-c", str(CONSTRAINTS)])
     return venv
 
 
@@ -219,20 +209,61 @@ def check() -> None:
     print(f"install check: {time.perf_counter() - started:.1f} s in all")
 
 
+def closure(extras: tuple[str, ...]) -> set[str]:
+    """The distributions ``memstack[extras]`` installs besides memstack, from this (dev) venv's metadata."""
+    from importlib.metadata import requires
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[tuple[str, str]] = set()
+    todo = [("memstack", ""), *(("memstack", extra) for extra in extras)]
+    while todo:
+        name, extra = todo.pop()
+        key = (canonicalize_name(name), extra)
+        if key in seen:
+            continue
+        seen.add(key)
+        for line in requires(name) or []:
+            req = Requirement(line)
+            marker = str(req.marker) if req.marker is not None else ""
+            # An extra's own lines say `extra == "..."`; the others belong to the bare install.
+            if ("extra" in marker) != bool(extra):
+                continue
+            if req.marker is None or req.marker.evaluate({"extra": extra}):
+                todo.extend([(req.name, ""), *((req.name, e) for e in req.extras)])
+    return {name for name, _ in seen} - {"memstack"}
+
+
+def installed_size(names: set[str]) -> int:
+    from importlib.metadata import distribution
+
+    total = 0
+    for name in names:
+        dist = distribution(name)
+        for file in dist.files or ():
+            path = Path(str(dist.locate_file(file)))
+            if "__pycache__" not in path.parts and path.is_file():
+                total += path.stat().st_size
+    return total
+
+
 def sizes() -> None:
-    """Each extra alone in its own venv: the README's table."""
-    wheel = build_dists()
-    empty = empty_venv_size()
+    """Each extra's installed size (its distributions' files, no bytecode): the README's table.
+
+    Read from this venv (make install holds every extra at the locked versions), so it needs
+    no install; ``make test-install`` measures three of them in clean venvs the same way.
+    """
+    import zipfile
+
+    with zipfile.ZipFile(build_dists()) as wheel:
+        own = sum(info.file_size for info in wheel.infolist())
     print("| extra | installed |\n| --- | --- |")
-    for extra in ("", *EXTRAS):
-        venv = venv_with(f"size-{extra or 'bare'}", wheel, extra)
-        print(
-            f"| `memstack[{extra}]` | {mb(site_size(venv) - empty)} |"
-            if extra
-            else f"| `memstack` | {mb(site_size(venv) - empty)} |",
-            flush=True,
-        )
-        shutil.rmtree(venv)
+    for extra in ("", *EXTRAS, "dev"):
+        names = closure((extra,) if extra else ())
+        label = f"`memstack[{extra}]`" if extra else "`memstack`"
+        size = own + installed_size(names)
+        print(f"| {label} | {mb(size)} ({len(names) + 1} packages) |", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
