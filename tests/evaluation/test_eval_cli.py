@@ -45,7 +45,9 @@ def test_json_report_has_every_k_and_category(tmp_path: Path) -> None:
     first = report["per_question"][0]
     assert {"conversation", "category", "question", "evidence", "memstack", "bm25", "vector"} <= set(first)
     assert len(first["memstack"]["evidence_ranks"]) == len(first["evidence"])
-    assert report["config"]["embedder"] == "hashing" and report["config"]["rrf_k"] == Settings().retrieval.rrf_k
+    assert (
+        report["config"]["embedder"] == "hashing" and report["config"]["rrf_k"] == Settings().retrieval.rrf_k
+    )
     assert report["unusable_questions"] == 1 and report["dropped_evidence"] == 1
     assert set(report["stage_ms_median"]) >= {
         "query_analysis",
