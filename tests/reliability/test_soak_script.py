@@ -1,4 +1,7 @@
-"""``memstack bench soak`` runs end to end (2-second smokes; the real soak is run by hand, see the README)."""
+"""``memstack bench soak`` runs end to end (short smokes; the real soak is run by hand, see the README).
+
+The smokes ask for a number of operations per client as well as seconds: on a loaded machine two
+seconds may hold only a handful of requests, and what is asserted is what those requests did."""
 
 from __future__ import annotations
 
@@ -15,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_short_soak_holds_every_invariant(tmp_path: Path) -> None:
-    result = soak.run(clients=2, seconds=2.0, data_dir=tmp_path / "data", embedder="hashing", seed=3)
+    result = soak.run(
+        clients=2, seconds=1.0, data_dir=tmp_path / "data", embedder="hashing", seed=3, min_operations=40
+    )
     assert result["operations"] > 0 and result["errors"] == 0
     assert set(result["invariants"]) >= {"erased messages gone from every store", "version chains linear"}
     broken = {name: r["violations"] for name, r in result["invariants"].items() if not r["held"]}
@@ -25,7 +30,20 @@ def test_a_short_soak_holds_every_invariant(tmp_path: Path) -> None:
 
 def test_bench_soak_prints_the_summary_as_json(tmp_path: Path) -> None:
     out = CliRunner().invoke(
-        app, ["bench", "soak", "--clients", "1", "--seconds", "1", "--data-dir", str(tmp_path), "--json"]
+        app,
+        [
+            "bench",
+            "soak",
+            "--clients",
+            "1",
+            "--seconds",
+            "1",
+            "--min-operations",
+            "5",
+            "--data-dir",
+            str(tmp_path),
+            "--json",
+        ],
     )
     assert out.exit_code == 0, out.output
     report = json.loads(out.stdout)

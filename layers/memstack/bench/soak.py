@@ -212,12 +212,18 @@ def one_operation(
         client.request("GET", "/v1/health")
 
 
-def client_loop(url: str, traffic: Traffic, seed: int, deadline: float, name: str) -> None:
+def client_loop(
+    url: str, traffic: Traffic, seed: int, deadline: float, name: str, min_operations: int = 0
+) -> None:
+    """Mixed traffic until the deadline, and at least ``min_operations`` of it whatever the clock says
+    (a smoke test on a loaded machine counts work, not wall time)."""
     rng = random.Random(seed)
     clients = {key: MemoryClient(url, api_key=key, timeout=120) for key in TENANTS}
     ops, weights = zip(*MIX.items(), strict=True)
     seq = [0]
-    while time.monotonic() < deadline:
+    done = 0
+    while time.monotonic() < deadline or done < min_operations:
+        done += 1
         op = rng.choices(ops, weights)[0]
         o = rng.randrange(len(OWNERS))
         started = time.perf_counter()
@@ -381,7 +387,9 @@ def print_summary(s: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------- main
-def run(clients: int, seconds: float, data_dir: Path, embedder: str, seed: int) -> dict[str, Any]:
+def run(
+    clients: int, seconds: float, data_dir: Path, embedder: str, seed: int, min_operations: int = 0
+) -> dict[str, Any]:
     # waitress warns whenever a request waits for a free thread: under a soak that is the point;
     # and one log line per request and per search would bury the summary.
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
@@ -400,7 +408,9 @@ def run(clients: int, seconds: float, data_dir: Path, embedder: str, seed: int) 
         deadline = started + seconds
         workers = [
             threading.Thread(
-                target=client_loop, args=(url, traffic, seed + i, deadline, f"c{i}"), daemon=True
+                target=client_loop,
+                args=(url, traffic, seed + i, deadline, f"c{i}", min_operations),
+                daemon=True,
             )
             for i in range(clients)
         ]
@@ -425,10 +435,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default="hashing", choices=["hashing", "minilm"])
     parser.add_argument("--data-dir", type=Path, default=None, help="default: a fresh temporary directory")
     parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--min-operations", type=int, default=0, help="per client, however long it takes")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="memstack-soak-") as tmp:
-        result = run(args.clients, args.seconds, args.data_dir or Path(tmp), args.embedder, args.seed)
+        result = run(
+            args.clients,
+            args.seconds,
+            args.data_dir or Path(tmp),
+            args.embedder,
+            args.seed,
+            args.min_operations,
+        )
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -238,6 +238,9 @@ def soak(
         Path | None, typer.Option(help="where the server keeps its data (default: a fresh temporary dir)")
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the traffic mix")] = 12,
+    min_operations: Annotated[
+        int, typer.Option(min=0, help="operations per client at least, however long they take")
+    ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
 ) -> None:
     """N clients of mixed traffic on loopback, then every store checked: ops, errors, p50/p95, invariants."""
@@ -248,7 +251,7 @@ def soak(
     if embedder not in ("hashing", "minilm"):
         raise UserError("--embedder must be hashing or minilm")
     with tempfile.TemporaryDirectory(prefix="memstack-soak-") as tmp:
-        result = run(clients, seconds, data_dir or Path(tmp), embedder, seed)
+        result = run(clients, seconds, data_dir or Path(tmp), embedder, seed, min_operations)
     if as_json:
         print_json(result)
     else:
