@@ -65,8 +65,11 @@ def test_index_failure_after_the_stm_write_then_retry(faulty_service: ServiceFac
     service = faulty_service(store_faults={"put": Fail(DependencyFailed("index is down"))})
     with pytest.raises(DependencyFailed):
         service.add(T, U, [Message(id="m1", content="I live in Lisbon.")])
+    # On the embedded backend the add's STM entry and its index write are one unit: the failed add
+    # left nothing (no turn, nothing owed), so the retry stores the message as new and extracts it.
+    assert owed(service, ["m1"]) == {}
     result = service.add(T, U, [Message(id="m1", content="I live in Lisbon.")], sync=True)
-    assert result.stored == [] and result.queued == 1 and result.processed
+    assert result.stored == ["m1"] and result.queued == 1 and result.processed
     stm_turns, _ = service.list(T, U, MemoryFilters(tier=Tier.STM), 10)
     assert [r.source_ids for r in stm_turns] == [["m1"]]
     assert len(ltm(service)) == 1
