@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memstack.settings import Settings
+from memstack.settings import problems as settings_problems
 from pydantic import ValidationError
 
 from stacks.config import ConfigError, StackConfig
@@ -197,10 +198,8 @@ def _validated(values: dict[str, Any]) -> Settings:
     try:
         return _ValuesOnly(**values)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"MEMSTACK_{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors()
-        )
-        raise ConfigError(f"invalid function settings: {problems}") from None
+        # settings.problems names the MEMSTACK_* variable to fix, not the section path of the field.
+        raise ConfigError(f"invalid function settings: {'; '.join(settings_problems(exc))}") from None
 
 
 def deployment_settings(config: StackConfig, resources: dict[str, str]) -> Settings:

@@ -122,7 +122,7 @@ def test_function_settings_ignore_the_synth_machines_environment(monkeypatch: py
     from stacks.constructs.environment import deployment_settings
 
     monkeypatch.setenv("MEMSTACK_RRF_K", "99")
-    assert deployment_settings(_config(), {}).rrf_k != 99
+    assert deployment_settings(_config(), {}).retrieval.rrf_k != 99
 
 
 def test_settings_cannot_point_functions_at_a_table_the_stack_did_not_grant() -> None:
