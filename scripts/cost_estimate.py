@@ -200,7 +200,9 @@ def fixed_costs(template: dict[str, Any]) -> list[tuple[str, str, float]]:
         rows.append((what, qty, floor * PRICES["aurora_acu_hour"] * HOURS))
     secrets = len(_resources(template, "AWS::SecretsManager::Secret"))
     if secrets:
-        rows.append(("Secrets Manager secrets (cursor key, database)", str(secrets), secrets * PRICES["secret_month"]))
+        rows.append(
+            ("Secrets Manager secrets (cursor key, database)", str(secrets), secrets * PRICES["secret_month"])
+        )
     return rows
 
 
