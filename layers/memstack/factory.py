@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any, cast
 
 from memstack.adapters.blas import limit_blas_threads
-from memstack.domain.bounds import TimeBounds
 from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.cursors import CursorSigner
 from memstack.domain.extraction.handler import ExtractionJobHandler
-from memstack.domain.extraction.timeparse import set_default_timezone
 from memstack.domain.ingest import Ingestor, UnitOfWork
 from memstack.domain.retrieve import Retriever
+from memstack.domain.time.bounds import TimeBounds
+from memstack.domain.time.parse import set_default_timezone
 from memstack.ports.embedder import Embedder
 from memstack.ports.lease import Leases
 from memstack.ports.llm import Extractor, Summariser
@@ -85,7 +85,7 @@ def build_extractor(
     Bedrock Converse (``client``: bedrock-runtime), or an OpenAI-compatible server (``http_client``:
     an ``httpx.Client``)."""
     if settings.llm == "local":
-        from memstack.adapters.llm.local import LocalExtractor
+        from memstack.adapters.llm.rules.extractor import LocalExtractor
 
         return LocalExtractor(embedder)
     if settings.llm == "bedrock":
@@ -154,7 +154,7 @@ def build_summariser(
                 prefix_tokens(SYSTEM, SUMMARY_TOOL, SYNTHESIS_TOOL),
             ),
         )
-    from memstack.adapters.llm.extractive_summariser import ExtractiveSummariser
+    from memstack.adapters.llm.rules.extractive_summariser import ExtractiveSummariser
 
     return ExtractiveSummariser()
 

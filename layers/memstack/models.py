@@ -91,7 +91,7 @@ class Message(BaseModel):
         """
         if value is None:
             return None
-        from memstack.domain.extraction.timeparse import parse_timestamp
+        from memstack.domain.time.parse import parse_timestamp
 
         zone = (info.context or {}).get("timezone") if isinstance(info.context, dict) else None
         return parse_timestamp(value, zone)

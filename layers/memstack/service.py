@@ -15,13 +15,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memstack.domain import keyed, versions
-from memstack.domain.bounds import TimeBounds
 from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, housekeeping, schedule
 from memstack.domain.cursors import CursorSigner
 from memstack.domain.ingest import Ingestor, IngestResult, stm_memory_id
 from memstack.domain.retrieve import Retriever, SearchRequest, SearchResult
+from memstack.domain.time.bounds import TimeBounds
 from memstack.errors import Conflict, NotFound, StorageFull
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Message, Scope, UserSummary
 from memstack.ports.embedder import Embedder

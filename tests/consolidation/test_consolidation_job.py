@@ -60,7 +60,7 @@ def test_run_over_25_turns_writes_ltm_with_full_provenance_and_marks_them(csvc: 
         assert rec.metadata["consolidated"] is True
         assert mid in by_id[rec.metadata["consolidated_into"]].source_ids
     # Summaries stay within their token budget.
-    from memstack.adapters.llm.extractive_summariser import estimate_tokens
+    from memstack.adapters.llm.rules.extractive_summariser import estimate_tokens
 
     assert all(
         estimate_tokens(r.content) <= csvc.settings.consolidation.summary_max_tokens for r in summaries

@@ -9,7 +9,11 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 from memstack.adapters.llm.bedrock_summariser import SUMMARY_TOOL, SYNTHESIS_TOOL, BedrockSummariser
-from memstack.adapters.llm.extractive_summariser import ExtractiveSummariser, estimate_tokens, split_sentences
+from memstack.adapters.llm.rules.extractive_summariser import (
+    ExtractiveSummariser,
+    estimate_tokens,
+    split_sentences,
+)
 from memstack.domain.consolidation.grouping import classify, group_entries
 from memstack.errors import DependencyFailed
 from memstack.models import Category, Kind, MemoryRecord, Message, Scope

@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pytest
-from memstack.adapters.llm import cues
-from memstack.adapters.llm.attributes import find_attributes, present
-from memstack.adapters.llm.grammar import alternation, forms
-from memstack.adapters.llm.local import LocalExtractor
-from memstack.adapters.llm.rewrite import drop_duration, resolve_pronoun, with_antecedent
-from memstack.adapters.llm.targets import about_speaker
+from memstack.adapters.llm.rules import cues
+from memstack.adapters.llm.rules.attributes import find_attributes, present
+from memstack.adapters.llm.rules.extractor import LocalExtractor
+from memstack.adapters.llm.rules.grammar import alternation, forms
+from memstack.adapters.llm.rules.rewrite import drop_duration, resolve_pronoun, with_antecedent
+from memstack.adapters.llm.rules.targets import about_speaker
 from memstack.models import Kind, MemoryRecord, Message, Role
 
 SAID = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

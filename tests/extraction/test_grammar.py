@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from memstack.adapters.llm import grammar
-from memstack.adapters.llm.rewrite import to_third_person
+from memstack.adapters.llm.rules import grammar
+from memstack.adapters.llm.rules.rewrite import to_third_person
 
 # The verbs the hand-written suffix rules got wrong, and the words they took for verbs.
 HARD_VERBS = {"quiz": "quizzes", "tango": "tangos", "solo": "solos", "fly": "flies", "veto": "vetoes"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from memstack.adapters.llm.local import LocalExtractor
+from memstack.adapters.llm.rules.extractor import LocalExtractor
 from memstack.domain.categories import categorise
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
 

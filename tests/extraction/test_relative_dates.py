@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from memstack.domain.extraction.relative import resolve_relative_dates
+from memstack.domain.time.relative import resolve_relative_dates
 
 # A Monday in 2023: nothing below may depend on today's date.
 SAID = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

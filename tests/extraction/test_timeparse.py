@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from memstack.domain.extraction.timeparse import parse_timestamp, set_default_timezone
+from memstack.domain.time.parse import parse_timestamp, set_default_timezone
 from memstack.models import Message
 from pydantic import ValidationError
 

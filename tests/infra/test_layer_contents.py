@@ -80,8 +80,8 @@ _TIMESTAMPS = ("March 3rd, 2024 5pm", "Sat, 02 Mar 2024 10:00:00", "2 Mar 2024",
 
 
 def date_readings() -> list[str | None]:
-    from memstack.domain.extraction.timeparse import parse_timestamp
-    from memstack.domain.temporal import resolve_window
+    from memstack.domain.time.parse import parse_timestamp
+    from memstack.domain.time.windows import resolve_window
 
     from tests.retrieval.test_temporal_expressions import CASES, NEGATIVES, REF
 

@@ -147,7 +147,7 @@ def test_a_job_running_when_the_erase_came_cannot_bring_the_user_back(tmp_path: 
 
 
 def test_a_consolidation_running_when_the_erase_came_writes_nothing(tmp_path: Path) -> None:
-    from memstack.adapters.llm.extractive_summariser import ExtractiveSummariser
+    from memstack.adapters.llm.rules.extractive_summariser import ExtractiveSummariser
 
     settings = load_settings(data_dir=tmp_path / "data", embedder="hashing")
     service = build_service(settings)

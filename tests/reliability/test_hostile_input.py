@@ -186,7 +186,7 @@ def test_cursors_page_through_and_belong_to_their_user(api: Api) -> None:
 
 
 def test_time_bounds_unit() -> None:
-    from memstack.domain.bounds import TimeBounds
+    from memstack.domain.time.bounds import TimeBounds
 
     b = TimeBounds()
     assert b.contains(datetime(2023, 5, 8, tzinfo=UTC)) and b.contains(datetime(2023, 5, 8))

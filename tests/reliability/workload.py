@@ -27,8 +27,8 @@ from memstack.adapters.embedded.leases import EmbeddedLeases
 from memstack.adapters.embedded.stm import EmbeddedShortTermStore
 from memstack.adapters.embedded.store import EmbeddedMemoryStore
 from memstack.adapters.embedders.hashing import HashingEmbedder
-from memstack.adapters.llm.extractive_summariser import ExtractiveSummariser
-from memstack.adapters.llm.local import LocalExtractor
+from memstack.adapters.llm.rules.extractive_summariser import ExtractiveSummariser
+from memstack.adapters.llm.rules.extractor import LocalExtractor
 from memstack.adapters.queue.local import LocalJobQueue
 from memstack.domain.extraction.apply import normalise_text
 from memstack.domain.ingest import stm_memory_id

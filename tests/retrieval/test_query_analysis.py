@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 from memstack.domain.query_analysis import analyse_query
-from memstack.domain.temporal import TimeWindow, resolve_window, temporal_score
+from memstack.domain.time.windows import TimeWindow, resolve_window, temporal_score
 
 REF = datetime(2023, 8, 20, 14, 0, tzinfo=UTC)  # a Sunday
 

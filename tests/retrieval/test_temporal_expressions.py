@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 import pytest
-from memstack.domain.temporal import find_windows, resolve_window
+from memstack.domain.time.windows import find_windows, resolve_window
 
 REF = datetime(2023, 10, 15, 14, 0, tzinfo=UTC)
 

@@ -27,9 +27,9 @@ from typing import Any
 
 from pydantic import Field
 
-from memstack.domain.bounds import TimeBounds
 from memstack.domain.erasure import began
 from memstack.domain.indexing import IndexingConfig, index_turns
+from memstack.domain.time.bounds import TimeBounds
 from memstack.domain.vectors import Matryoshka, coarse_prefix
 from memstack.errors import Conflict
 from memstack.models import MemoryRecord, Message, Scope, Tier

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memstack.domain.temporal import TimeWindow, resolve_window
+from memstack.domain.time.windows import TimeWindow, resolve_window
 
 _WHEN = re.compile(r"\b(?:when|what (?:day|date|month|year|time)|how long ago|since when)\b", re.I)
 

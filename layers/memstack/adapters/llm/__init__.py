@@ -1,1 +1,2 @@
-"""Model adapters: the local rule-based extractor and the Bedrock (Converse) one."""
+"""Model adapters behind the LLM ports: the network providers (Bedrock Converse, OpenAI-compatible chat)
+here, the offline rule-based extractor and summariser in ``rules``."""

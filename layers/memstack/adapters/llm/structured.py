@@ -31,7 +31,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from memstack.adapters.llm.extractive_summariser import ExtractiveSummariser, estimate_tokens, truncate
+from memstack.adapters.llm.rules.extractive_summariser import ExtractiveSummariser, estimate_tokens, truncate
 from memstack.adapters.llm.tools import Tool, ToolAnswer, ToolChat, default_metrics
 from memstack.domain.categories import categorise
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
@@ -162,7 +162,7 @@ class _Op(BaseModel):
     def _time(cls, value: Any) -> Any:
         if value in (None, ""):
             return None
-        from memstack.domain.extraction.timeparse import parse_timestamp
+        from memstack.domain.time.parse import parse_timestamp
 
         return parse_timestamp(value)
 

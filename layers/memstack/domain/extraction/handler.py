@@ -21,14 +21,14 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from pydantic import Field
 
-from memstack.domain.bounds import TimeBounds
 from memstack.domain.erasure import began
 from memstack.domain.extraction.apply import apply_operations
-from memstack.domain.extraction.relative import Resolution, resolve_relative_dates
-from memstack.domain.extraction.timeparse import localise
 from memstack.domain.indexing import turn_text
 from memstack.domain.ingest import stm_memory_id
 from memstack.domain.scoring import RrfWeights, weighted_rrf
+from memstack.domain.time.bounds import TimeBounds
+from memstack.domain.time.parse import localise
+from memstack.domain.time.relative import Resolution, resolve_relative_dates
 from memstack.domain.vectors import Matryoshka, coarse_prefix
 from memstack.models import Kind, MemoryFilters, MemoryRecord, Message, Role, Scope, Tier
 from memstack.ports.embedder import Embedder

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from memstack.domain.retrieval import columns as col
 from memstack.domain.retrieval.stage import Search
 from memstack.domain.scoring import temporal_factor
-from memstack.domain.temporal import temporal_score
+from memstack.domain.time.windows import temporal_score
 
 
 class TemporalBoost:

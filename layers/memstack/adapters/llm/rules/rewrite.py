@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from memstack.adapters.llm import grammar
-from memstack.adapters.llm.grammar import word_set
-from memstack.domain.calendar_words import MONTH_NAMES, WEEKDAY_NAMES
+from memstack.adapters.llm.rules import grammar
+from memstack.adapters.llm.rules.grammar import word_set
+from memstack.domain.time.calendar_words import MONTH_NAMES, WEEKDAY_NAMES
 
 ADVERBS = word_set(
     "actually already also always currently even finally just mostly never now often only "

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from memstack.adapters.llm.grammar import word_set
+from memstack.adapters.llm.rules.grammar import word_set
 from memstack.domain.categories import categorise
 from memstack.domain.text import STOPWORDS, words
 from memstack.models import Category, Kind, MemoryRecord

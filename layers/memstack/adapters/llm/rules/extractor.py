@@ -32,9 +32,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memstack.adapters.llm import cues, grammar
-from memstack.adapters.llm.attributes import AttributeValue, find_attributes, present, same_value
-from memstack.adapters.llm.rewrite import (
+from memstack.adapters.llm.rules import cues, grammar
+from memstack.adapters.llm.rules.attributes import AttributeValue, find_attributes, present, same_value
+from memstack.adapters.llm.rules.rewrite import (
     definite_subject,
     drop_duration,
     is_first_person,
@@ -43,7 +43,7 @@ from memstack.adapters.llm.rewrite import (
     to_third_person,
     with_antecedent,
 )
-from memstack.adapters.llm.targets import (
+from memstack.adapters.llm.rules.targets import (
     about_speaker,
     best_target,
     editable,
@@ -53,8 +53,8 @@ from memstack.adapters.llm.targets import (
     topic,
 )
 from memstack.domain.categories import categorise, category_scores
-from memstack.domain.extraction.relative import is_future, resolve_relative_dates
 from memstack.domain.text import STOPWORDS, words
+from memstack.domain.time.relative import is_future, resolve_relative_dates
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp, OpName

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 
-from memstack.domain.calendar_words import (
+from memstack.domain.time.calendar_words import (
     CARDINAL_WORDS,
     MONTH_NAMES,
     MONTH_NUMBERS,

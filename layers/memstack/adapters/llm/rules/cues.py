@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memstack.adapters.llm.grammar import alternation
+from memstack.adapters.llm.rules.grammar import alternation
 
 _I = r"(?:I|we)"
 _IM = r"(?:I'm|I am|we're|we are)"

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import lemminflect
 
-from memstack.adapters.llm import grammar
-from memstack.adapters.llm.grammar import alternation
+from memstack.adapters.llm.rules import grammar
+from memstack.adapters.llm.rules.grammar import alternation
 
 # A place: a name ("Osaka", "Stratford upon Avon"), or a noun phrase that ends in one
 # ("a small town outside Lyon", "the suburbs of Porto"): the whole phrase is the value.

@@ -1,7 +1,7 @@
 """English calendar vocabulary shared by the query time windows and the message date resolver.
 
-Each user keeps its own shapes and extra words (see ``temporal`` and
-``extraction.relative``): their number words differ on purpose, since a word
+Each user keeps its own shapes and extra words (see ``windows`` and
+``relative``): their number words differ on purpose, since a word
 added to one would change which phrases its patterns match.
 """
 

@@ -33,7 +33,12 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
 
-from memstack.domain.calendar_words import CARDINAL_WORDS, MONTH_NUMBERS, SEASON_START_MONTHS, WEEKDAY_NAMES
+from memstack.domain.time.calendar_words import (
+    CARDINAL_WORDS,
+    MONTH_NUMBERS,
+    SEASON_START_MONTHS,
+    WEEKDAY_NAMES,
+)
 
 _DAY = timedelta(days=1)
 _MIN_YEAR, _MAX_YEAR = 1000, 9999
