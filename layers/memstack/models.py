@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -160,6 +160,13 @@ class MemoryFilters(BaseModel):
     # AND / OR / NOT over comparisons on metadata and record fields (``domain.filter_expr``),
     # ANDed with everything above; each backend translates it.
     where: Node | None = None
+
+
+#: how ``list`` orders a user's memories, newest first either way: by when each record was
+#: written (``created_at``), or by when what it says happened (``event_time``, or ``created_at``
+#: when it has none: the time the after/before filters compare). Ties go to the store's own key.
+ListOrder = Literal["created_at", "event_time"]
+LIST_ORDERS: tuple[ListOrder, ...] = ("created_at", "event_time")
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,16 @@ from memstack.domain.ingest import Ingestor, IngestResult, stm_memory_id
 from memstack.domain.retrieve import Retriever, SearchRequest, SearchResult
 from memstack.domain.time.bounds import TimeBounds
 from memstack.errors import Conflict, NotFound, StorageFull
-from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Message, Scope, UserSummary
+from memstack.models import (
+    Category,
+    Kind,
+    ListOrder,
+    MemoryFilters,
+    MemoryRecord,
+    Message,
+    Scope,
+    UserSummary,
+)
 from memstack.ports.embedder import Embedder
 from memstack.ports.queue import Job, JobQueue
 from memstack.ports.reserve import SpaceReserve
@@ -95,11 +104,14 @@ class MemoryService:
         filters: MemoryFilters | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        order: ListOrder = "created_at",
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
-        """A page of memories; ``cursor`` must be a ``next_cursor`` this service returned for this user."""
-        inner = self.cursors.verify(tenant, user_id, cursor)
-        records, after = self.store.list(tenant, user_id, filters or MemoryFilters(), limit, inner)
-        return records, self.cursors.sign(tenant, user_id, after)
+        """A page of memories; ``cursor`` must be a ``next_cursor`` this service returned for this
+        user in this ``order`` (a position in one order means nothing in the other: a 400)."""
+        scope = user_id if order == "created_at" else f"{user_id}\x1forder={order}"
+        inner = self.cursors.verify(tenant, scope, cursor)
+        records, after = self.store.list(tenant, user_id, filters or MemoryFilters(), limit, inner, order)
+        return records, self.cursors.sign(tenant, scope, after)
 
     def users(
         self, tenant: str, limit: int = 50, cursor: str | None = None

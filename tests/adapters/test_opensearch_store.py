@@ -741,6 +741,25 @@ def test_list_pages_with_search_after(store: OpenSearchMemoryStore, recorder: Re
     assert second.body["search_after"] == [2000, "m2"]
 
 
+def test_list_by_event_time_sorts_on_the_effective_time_and_pages_with_its_values(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    answer = rec.search_answer([])
+    answer["hits"]["hits"] = [
+        {"_index": rec.INDEX, "_id": did(m), "_score": None, "_source": _stored(m), "sort": [t, m]}
+        for m, t in (("m1", 9000), ("m3", 5000))
+    ]
+    recorder.reply(200, answer)
+    page, cursor = store.list("t1", "u1", MemoryFilters(), 1, None, "event_time")
+    assert [r.id for r in page] == ["m1"]
+    recorder.reply(200, rec.search_answer([]))
+    store.list("t1", "u1", MemoryFilters(), 1, cursor, "event_time")
+    first, second = recorder.requests
+    # effective_time is indexed as event_time, else created_at (mapping.to_source).
+    assert first.body["sort"] == [{"effective_time": {"order": "desc"}}, {"memory_id": {"order": "desc"}}]
+    assert second.body["search_after"] == [9000, "m1"]
+
+
 def test_users_is_one_composite_aggregation_over_the_tenant_paged_by_its_after_key(
     store: OpenSearchMemoryStore, recorder: Recorder
 ) -> None:

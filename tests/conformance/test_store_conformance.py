@@ -224,6 +224,71 @@ def test_list_cursor_pages_through_everything_once(store: Any) -> None:
     assert created == sorted(created, reverse=True)
 
 
+def event_order_of(store: Any, ids: list[str]) -> list[datetime]:
+    """The time ``order="event_time"`` sorts by: the event time, else the creation time."""
+    return [(r.event_time or r.created_at) for r in (store.get("t1", "u1", i) for i in ids)]
+
+
+def test_list_by_event_time_is_newest_event_first_falling_back_to_created_at(store: Any) -> None:
+    planned = rec("planned trip", minutes=1, kind=Kind.EVENT, event_time=T0 + timedelta(days=30))
+    undated = rec("likes tea", minutes=2)  # no event time: ordered by its creation time
+    childhood = rec("grew up in Lyon", minutes=3, event_time=T0 - timedelta(days=9000))
+    last_week = rec("ran a marathon", minutes=4, kind=Kind.EVENT, event_time=T0 - timedelta(days=7))
+    old = rec("works at a bakery", minutes=5, event_time=T0 + timedelta(days=40))
+    store.put([planned, undated, childhood, last_week, old])
+    newer = versions.new_version(
+        old,
+        content="works at a library",
+        embedder=EMB,
+        coarse_dim=COARSE_DIM,
+        now=T0 + timedelta(minutes=6),
+        event_time=T0 + timedelta(days=35),
+    )
+    store.supersede("t1", "u1", old.id, newer)
+
+    def ids(order: str = "event_time", **kw: Any) -> list[str]:
+        return [r.id for r in store.list("t1", "u1", MemoryFilters(**kw), 50, None, order)[0]]
+
+    assert ids() == [newer.id, planned.id, undated.id, last_week.id, childhood.id]
+    assert ids("created_at") == [newer.id, last_week.id, childhood.id, undated.id, planned.id]
+    # The filters apply as in the default order; a superseded version takes its own place.
+    assert ids(kind=Kind.EVENT) == [planned.id, last_week.id]
+    assert ids(include_superseded=True) == [
+        old.id,
+        newer.id,
+        planned.id,
+        undated.id,
+        last_week.id,
+        childhood.id,
+    ]
+    assert ids(before=T0) == [last_week.id, childhood.id]
+
+
+def test_list_by_event_time_pages_through_ties_once_in_the_one_page_order(store: Any) -> None:
+    # Many records share an event time (a day of i % 4), a few have none (their minute):
+    # the cursor must neither repeat nor skip a record inside a tie.
+    records = [
+        rec(f"memory number {i}", minutes=i, event_time=None if i % 5 == 0 else T0 + timedelta(days=i % 4))
+        for i in range(23)
+    ]
+    store.put(records)
+    whole = [r.id for r in store.list("t1", "u1", MemoryFilters(), 100, None, "event_time")[0]]
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        page, cursor = store.list("t1", "u1", MemoryFilters(), 5, cursor, "event_time")
+        seen += [r.id for r in page]
+        pages += 1
+        if cursor is None:
+            break
+    assert pages == 5
+    assert seen == whole
+    assert sorted(seen) == sorted(r.id for r in records)
+    times = event_order_of(store, seen)
+    assert times == sorted(times, reverse=True)
+
+
 def test_list_rejects_a_cursor_it_did_not_issue(store: Any) -> None:
     put_docs(store)
     for bad in ("not-base64!!", base64.urlsafe_b64encode(b"garbage").decode()):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memstack.adapters.embedded.database import Database
@@ -275,3 +276,32 @@ def test_a_filter_expression_narrows_the_list_and_a_bad_one_is_answered_in_the_a
     alert = page.get_by_role("alert")
     expect(alert).to_contain_text("422")
     expect(alert).to_contain_text("validation_error")
+
+
+def test_newest_event_first_is_the_apis_order_across_pages(page: Any, live_server: LiveServer) -> None:
+    # 52 turns written in one call; turn 00 happened last, turn 51 first. The page holds 50,
+    # so a re-order of one page could not put turns 50 and 51 on the second page.
+    user = fresh("chronicle")
+    start = datetime(2020, 1, 1, tzinfo=UTC)
+    turns = [
+        {
+            "role": "user",
+            "content": f"turn {i:02d}",
+            "timestamp": (start + timedelta(days=52 - i)).isoformat(),
+        }
+        for i in range(52)
+    ]
+    with live_server.client() as client:
+        client.add(turns, user_id=user, infer=False)
+    sign_in(page)
+    page.goto(f"{live_server.url}/ui#/user/{user}")
+    page.get_by_label("Order").select_option("event_time")
+    page.get_by_role("button", name="Apply filters").click()
+    expect(page).to_have_url(re.compile(r"order=event_time"))
+    rows = page.locator("table tbody tr td.content")
+    expect(rows).to_have_count(50)
+    expect(rows.first).to_have_text("turn 00")
+    expect(rows.last).to_have_text("turn 49")
+    page.get_by_role("button", name="Next page").click()
+    expect(rows).to_have_text(["turn 50", "turn 51"])
+    expect(page.get_by_label("Order")).to_have_value("event_time")

@@ -117,7 +117,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a user's current memories, newest first */
+        /** List a user's current memories, newest first (by write or event time) */
         get: operations["list_memories_v1_memories_get"];
         put?: never;
         /** Add conversation messages */
@@ -1502,6 +1502,8 @@ export interface operations {
                 where?: string | null;
                 /** @description older versions too (tombstones never show; history has them) */
                 include_superseded?: boolean;
+                /** @description newest first by when each memory was written (created_at), or by when what it says happened (event_time; created_at when it has none, as after/before compare); a cursor continues the order it came from */
+                order?: "created_at" | "event_time";
             };
             header?: never;
             path?: never;

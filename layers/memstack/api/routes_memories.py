@@ -36,7 +36,7 @@ from memstack.api.schemas import (
 )
 from memstack.domain import filter_expr
 from memstack.errors import ValidationFailed
-from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Message, Scope, Tier
+from memstack.models import Category, Kind, ListOrder, MemoryFilters, MemoryRecord, Message, Scope, Tier
 
 if TYPE_CHECKING:
     from memstack.api.app import ApiDeps, MemstackResolver
@@ -61,6 +61,7 @@ LIST_PARAMS = frozenset(
         "metadata",
         "where",
         "include_superseded",
+        "order",
     }
 )
 MAX_LIST_LIMIT = 1000
@@ -177,7 +178,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
 
     @app.get(
         "/v1/memories",
-        summary="List a user's current memories, newest first",
+        summary="List a user's current memories, newest first (by write or event time)",
         tags=["memories"],
         responses={
             200: {
@@ -225,6 +226,14 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         include_superseded: Annotated[
             bool, Query(description="older versions too (tombstones never show; history has them)")
         ] = False,
+        order: Annotated[
+            ListOrder,
+            Query(
+                description="newest first by when each memory was written (created_at), or by when "
+                "what it says happened (event_time; created_at when it has none, as after/before "
+                "compare); a cursor continues the order it came from"
+            ),
+        ] = "created_at",
     ):
         reject_unknown_query(app, LIST_PARAMS)
         check_times(settings, "query", after=after, before=before)
@@ -245,7 +254,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             where=filter_expr.both(where_query(where), metadata_ops),
             include_superseded=include_superseded,
         )
-        records, next_cursor = service.list(app.tenant(), user_id, filters, limit, cursor or None)
+        records, next_cursor = service.list(app.tenant(), user_id, filters, limit, cursor or None, order)
         return _json(200, {"memories": [memory_out(r) for r in records], "next_cursor": next_cursor})
 
     @app.get(

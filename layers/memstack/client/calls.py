@@ -203,9 +203,14 @@ def list_memories(
     agent_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     where: Mapping[str, Any] | None = None,
+    order: str | None = None,
     **filters: Any,
 ) -> ApiCall[MemoryList]:
-    """``filters``: kind, category, scope, tier, after, before; ``metadata``, ``where`` as in ``search``."""
+    """``filters``: kind, category, scope, tier, after, before; ``metadata``, ``where`` as in ``search``.
+
+    ``order``: ``"created_at"`` (newest written first, the default) or ``"event_time"`` (newest
+    event first); a ``next_cursor`` continues the order it came from.
+    """
     query = {
         "user_id": user_id,
         "limit": limit,
@@ -215,6 +220,7 @@ def list_memories(
         "agent_id": agent_id,
         "metadata": metadata_filter(metadata),  # sent as JSON text (query_params)
         "where": where,
+        "order": order,
         **filters,
     }
     return ApiCall("GET", "/v1/memories", _model(MemoryList), query=query)

@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier, UserSummary
+from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, Tier, UserSummary
 
 
 class MemoryStore(Protocol):
@@ -64,8 +64,14 @@ class MemoryStore(Protocol):
         filters: MemoryFilters,
         limit: int,
         cursor: str | None = None,
+        order: ListOrder = "created_at",
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
-        """Records newest first (current only unless ``include_superseded``); returns a next cursor."""
+        """Records newest first (current only unless ``include_superseded``); returns a next cursor.
+
+        ``order`` (``models.ListOrder``): newest written first, or newest event time first
+        (``event_time``, else ``created_at``), ties in the store's key order either way. A
+        cursor continues the order it came from; the service keeps cursors from crossing orders.
+        """
         ...
 
     def users(

@@ -377,7 +377,8 @@ function isoOf(value) {
 async function memoriesView(view, user, params) {
   const e = await enums();
   const query = { user_id: user, limit: 50, cursor: params.get("cursor") || undefined };
-  for (const name of FILTERS) if (params.get(name) && name !== "order") query[name] = params.get(name);
+  // order too: the API orders every page (newest written, or newest event first) and its cursor continues it.
+  for (const name of FILTERS) if (params.get(name)) query[name] = params.get(name);
   const page = await api("GET", "/v1/memories", { query });
   showAlert(null);
   view.append(
@@ -386,11 +387,7 @@ async function memoriesView(view, user, params) {
   );
   view.append(userToolbar(user));
   view.append(filterForm(user, params, e));
-  let memories = page.memories;
-  if (params.get("order") === "event_time") {
-    // The API lists newest written first; this page is re-ordered by when things happened.
-    memories = [...memories].sort((a, b) => (b.event_time || b.created_at).localeCompare(a.event_time || a.created_at));
-  }
+  const memories = page.memories;
   if (!memories.length) {
     view.append(h("p", { class: "empty" }, params.get("cursor") ? "No more memories." : "No memories match these filters."));
   } else {
@@ -471,7 +468,7 @@ function filterForm(user, params, e) {
   const controls = {
     ...filterControls(params, e),
     include_superseded: h("input", { type: "checkbox", name: "include_superseded", checked: params.get("include_superseded") === "true" }),
-    order: select("order", [["", "newest written first"], ["event_time", "by event time (this page)"]], params.get("order")),
+    order: select("order", [["", "newest written first"], ["event_time", "newest event first"]], params.get("order")),
   };
   const form = h(
     "form",

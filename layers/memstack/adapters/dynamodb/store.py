@@ -57,7 +57,7 @@ from memstack.domain.cursors import decode_position, encode_position
 from memstack.domain.erasure import erasure_key, refuse_if_erased
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict, DependencyFailed, SettingsError
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId, UserSummary
+from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.ports.store import MemoryStore
 
 # DynamoDB limits: 100 actions and 4 MB per transaction, 100 keys per BatchGetItem,
@@ -473,9 +473,10 @@ class DynamoDBMemoryStore:
         filters: MemoryFilters,
         limit: int,
         cursor: str | None = None,
+        order: ListOrder = "created_at",
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
         after = _decode_cursor(cursor)
-        return _page(self._snapshot(tenant, user_id), filters, limit, after)
+        return _page(self._snapshot(tenant, user_id), filters, limit, after, order)
 
     # ------------------------------------------------------------------ search
     def bm25_search(
@@ -531,21 +532,28 @@ def _decode_cursor(cursor: str | None) -> tuple[float, str] | None:
 
 
 def _page(
-    snap: Snapshot, filters: MemoryFilters, limit: int, after: tuple[float, str] | None
+    snap: Snapshot,
+    filters: MemoryFilters,
+    limit: int,
+    after: tuple[float, str] | None,
+    order: ListOrder = "created_at",
 ) -> tuple[builtins.list[MemoryRecord], str | None]:
-    """One page of ``list``: newest first, after the cursor's (created_at, id)."""
+    """One page of ``list``: newest first by ``order``'s time, after the cursor's (time, id)."""
+
+    def position(r: MemoryRecord) -> tuple[float, str]:
+        # The event time is what the after/before filters compare: event_time, else created_at.
+        at = r.created_at if order == "created_at" else (r.event_time or r.created_at)
+        return at.timestamp(), r.id
+
     rows = sorted(
-        (r for r in snap.records if items.matches(r, filters, search=False)),
-        key=lambda r: (r.created_at.timestamp(), r.id),
-        reverse=True,
+        (r for r in snap.records if items.matches(r, filters, search=False)), key=position, reverse=True
     )
     if after is not None:
-        rows = [r for r in rows if (r.created_at.timestamp(), r.id) < after]
+        rows = [r for r in rows if position(r) < after]
     page = rows[:limit]
     next_cursor = None
     if len(rows) > limit and page:
-        last = page[-1]
-        next_cursor = encode_position(last.created_at.timestamp(), last.id)
+        next_cursor = encode_position(*position(page[-1]))
     return page, next_cursor
 
 

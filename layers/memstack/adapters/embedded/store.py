@@ -32,7 +32,7 @@ from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_er
 from memstack.domain.filter_expr import Node
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId, Tier, UserSummary
+from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, Tier, UserSummary
 from memstack.ports.store import Candidates, Derived, MemoryStore
 
 #: ids per ``IN (...)`` list (SQLite's default limit on bound parameters is far above it)
@@ -345,21 +345,24 @@ class EmbeddedMemoryStore:
         filters: MemoryFilters,
         limit: int,
         cursor: str | None = None,
+        order: ListOrder = "created_at",
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
         uid = self._uid(tenant, user_id) if filters.metadata else None
         if filters.metadata and uid is None:
             return [], None  # no memories at all
         where, params = filter_sql(filters, search=False, uid=uid)
+        # The event time is what the after/before filters compare: event_time, else created_at.
+        when = "m.created_at" if order == "created_at" else "COALESCE(m.event_time, m.created_at)"
         if cursor:
-            created, rid = decode_row_position(cursor)
-            where += " AND (m.created_at < ? OR (m.created_at = ? AND m.rid < ?))"
-            params += [created, created, rid]
+            at, rid = decode_row_position(cursor)
+            where += f" AND ({when} < ? OR ({when} = ? AND m.rid < ?))"
+            params += [at, at, rid]
         rows = (
             self.db.read()
             .execute(
-                f"SELECT m.rid, {M_COLUMNS} FROM memories m "
+                f"SELECT m.rid, {when} AS list_position, {M_COLUMNS} FROM memories m "
                 f"WHERE m.tenant = ? AND m.user_id = ? AND m.deleted = 0{where} "
-                "ORDER BY m.created_at DESC, m.rid DESC LIMIT ?",
+                f"ORDER BY {when} DESC, m.rid DESC LIMIT ?",
                 (tenant, user_id, *params, limit + 1),
             )
             .fetchall()
@@ -368,7 +371,7 @@ class EmbeddedMemoryStore:
         next_cursor = None
         if len(rows) > limit and page:
             last = page[-1]
-            next_cursor = encode_position(last["created_at"], last["rid"])
+            next_cursor = encode_position(last["list_position"], last["rid"])
         return [to_record(r) for r in page], next_cursor
 
     # ------------------------------------------------------------------ search

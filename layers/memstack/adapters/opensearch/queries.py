@@ -14,7 +14,7 @@ from memstack.adapters.opensearch.mapping import METADATA_TERMS
 from memstack.adapters.opensearch.where import where_clause
 from memstack.domain.metadata_filter import wanted_terms
 from memstack.domain.text import query_terms
-from memstack.models import MemoryFilters
+from memstack.models import ListOrder, MemoryFilters
 
 #: what searches return per hit: the id only (records are fetched by id later)
 ID_ONLY = {"_source": ["memory_id"]}
@@ -129,14 +129,21 @@ def msearch_lines(index: str, *bodies: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def list_body(
-    tenant: str, user_id: str, filters: MemoryFilters, limit: int, search_after: list[Any] | None
+    tenant: str,
+    user_id: str,
+    filters: MemoryFilters,
+    limit: int,
+    search_after: list[Any] | None,
+    order: ListOrder = "created_at",
 ) -> dict[str, Any]:
-    """Newest first, ties broken by id; the cursor is the last hit's sort values."""
+    """Newest first by ``order``'s time, ties broken by id; the cursor is the last hit's sort values."""
+    # effective_time is event_time, else created_at: what the after/before filters compare.
+    field = "created_at" if order == "created_at" else "effective_time"
     body: dict[str, Any] = {
         "size": limit + 1,
         "_source": {"excludes": NO_VECTORS},
         "query": {"bool": {"filter": filter_clauses(tenant, user_id, filters, search=False)}},
-        "sort": [{"created_at": {"order": "desc"}}, {"memory_id": {"order": "desc"}}],
+        "sort": [{field: {"order": "desc"}}, {"memory_id": {"order": "desc"}}],
     }
     if search_after is not None:
         body["search_after"] = search_after

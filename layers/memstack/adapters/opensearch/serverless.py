@@ -60,7 +60,7 @@ from memstack.adapters.opensearch import mapping, queries
 from memstack.adapters.opensearch.index import Op
 from memstack.adapters.opensearch.store import _OK, OpenSearchMemoryStore
 from memstack.errors import BadRequest, Conflict, DependencyFailed
-from memstack.models import MemoryFilters, MemoryRecord
+from memstack.models import ListOrder, MemoryFilters, MemoryRecord
 from memstack.ports.stm import ErasureLog
 
 #: largest page of one user's documents read at once (erase, lookups by id)
@@ -330,7 +330,8 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
         filters: MemoryFilters,
         limit: int,
         cursor: str | None = None,
+        order: ListOrder = "created_at",
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
-        records, next_cursor = super().list(tenant, user_id, filters, limit, cursor)
+        records, next_cursor = super().list(tenant, user_id, filters, limit, cursor, order)
         unique = {r.id: r for r in records}  # a copy not yet deleted would show twice
         return [unique.pop(r.id) for r in records if r.id in unique], next_cursor

@@ -41,7 +41,7 @@ from memstack.adapters.opensearch import mapping, queries
 from memstack.adapters.opensearch.index import Op, OpenSearchIndex, status_of
 from memstack.domain.erasure import RETENTION_SECONDS, Erased, erasure_key, refuse_if_erased, work_began
 from memstack.errors import BadRequest, Conflict, DependencyFailed
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId, UserSummary
+from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.ports.stm import ErasureLog
 from memstack.settings import Settings
 
@@ -336,6 +336,7 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         filters: MemoryFilters,
         limit: int,
         cursor: str | None = None,
+        order: ListOrder = "created_at",
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
         search_after = None
         if cursor:
@@ -345,7 +346,7 @@ class OpenSearchMemoryStore(OpenSearchIndex):
                     raise ValueError("cursor shape")
             except (ValueError, UnicodeDecodeError) as exc:
                 raise BadRequest("cursor is not one this API returned") from exc
-        hits = self._search(queries.list_body(tenant, user_id, filters, limit, search_after), "list")
+        hits = self._search(queries.list_body(tenant, user_id, filters, limit, search_after, order), "list")
         page = hits[:limit]
         next_cursor = None
         if len(hits) > limit and page:

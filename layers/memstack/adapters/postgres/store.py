@@ -43,7 +43,7 @@ from memstack.adapters.postgres.schema import check_identifier, migrate
 from memstack.domain.cursors import decode_row_position, encode_position
 from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
 from memstack.errors import BadRequest, Conflict
-from memstack.models import MemoryFilters, MemoryRecord, ScoredId, UserSummary
+from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.settings import Settings
 
 
@@ -244,23 +244,27 @@ class PostgresMemoryStore:
         filters: MemoryFilters,
         limit: int,
         cursor: str | None = None,
+        order: ListOrder = "created_at",
     ) -> tuple[builtins.list[MemoryRecord], str | None]:
         where, params = filter_sql(filters, search=False)
         where += " AND NOT m.deleted"
+        # The event time is what the after/before filters compare: event_time, else created_at.
+        when = "m.created_at" if order == "created_at" else "coalesce(m.event_time, m.created_at)"
         if cursor:
-            created, seq = _decode_cursor(cursor)
-            where += f" AND (m.created_at, m.seq) < ({micros_sql(':c_created')}, :c_seq)"
-            params.update(c_created=created, c_seq=seq)
+            at, seq = _decode_cursor(cursor)
+            where += f" AND ({when}, m.seq) < ({micros_sql(':c_at')}, :c_seq)"
+            params.update(c_at=at, c_seq=seq)
         rows = self.executor.query(
-            f"SELECT {RECORD_COLUMNS} FROM {self.schema}.memories m WHERE {OWNER}{where} "
-            "ORDER BY m.created_at DESC, m.seq DESC LIMIT :limit",
+            f"SELECT {RECORD_COLUMNS}, {time_sql(when)} AS list_position "
+            f"FROM {self.schema}.memories m WHERE {OWNER}{where} "
+            f"ORDER BY {when} DESC, m.seq DESC LIMIT :limit",
             {"tenant": tenant, "user_id": user_id, "limit": limit + 1, **params},
         )
         page = rows[:limit]
         next_cursor = None
         if len(rows) > limit and page:
             last = page[-1]
-            next_cursor = encode_position(float(last["created_at"]), last["seq"])
+            next_cursor = encode_position(float(last["list_position"]), last["seq"])
         return [record_from_row(r) for r in page], next_cursor
 
     def bm25_search(
