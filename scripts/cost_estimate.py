@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What each tier costs a month: the fixed part counted from its synthesised template, the rest per request.
 
-``.venv/bin/python scripts/cost_estimate.py`` synthesises every tier (offline,
+``.venv/bin/python scripts/cost_estimate.py ["<section title>" ...]`` synthesises every tier
+(or only the sections named, e.g. "medium, store_backend=postgres"; offline,
 with a stand-in layer: only its path matters to the template), counts what
 AWS bills whether or not anyone calls the API (alarm metrics, custom metric
 series, dashboards, KMS keys, scheduled invocations, search nodes) and
@@ -316,24 +317,32 @@ def synth(tier: str, workdir: Path, **context: Any) -> dict[str, Any]:
     return dict(app.synth().get_stack_by_name(stack.stack_name).template)
 
 
-def main() -> int:
+def main(titles: list[str]) -> int:
+    """Every tier's tables, or only the sections titled ``titles`` ("medium", "large", ...)."""
+    wanted = set(titles)
+    sections = [(tier, tier, {}) for tier in ("small", "medium", "large")] + list(VARIANTS)
+    unknown = wanted - {title for title, _, _ in sections}
+    if unknown:
+        print(f"unknown sections: {sorted(unknown)}; known: {[t for t, _, _ in sections]}", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory() as tmp:
-        for tier, context in (("small", {}), ("medium", {}), ("large", {})):
+        for title, tier, context in sections:
+            if wanted and title not in wanted:
+                continue
             template = synth(tier, Path(tmp), **context)
-            print(f"### {tier}\n")
-            print(table(fixed_costs(template), "fixed (no traffic)") + "\n")
-            print(
-                table(
-                    request_costs(template, TRAFFIC[tier]),
-                    f"traffic: {TRAFFIC[tier].requests_per_day:,} requests/day",
-                )
-                + "\n"
-            )
-        for title, tier, context in VARIANTS:
             print(f"### {title}\n")
-            print(table(fixed_costs(synth(tier, Path(tmp), **context)), "fixed (no traffic)") + "\n")
+            print(table(fixed_costs(template), "fixed (no traffic)") + "\n")
+            if not context:  # the traffic model is per tier; a variant changes the fixed part
+                traffic = TRAFFIC[tier]
+                print(
+                    table(
+                        request_costs(template, traffic),
+                        f"traffic: {traffic.requests_per_day:,} requests/day",
+                    )
+                )
+                print()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

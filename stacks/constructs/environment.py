@@ -6,8 +6,10 @@ creates (tables, queues, topic, search endpoint) and ``-c settings='{...}'``
 overrides. Building that object at synth validates every value, so a bad
 override stops ``cdk synth`` with the variable's name.
 
-A function carries only the settings its handler reads (``FUNCTION_READS``)
-whose deployed value differs from the ``Settings`` default: the function's
+A function carries only the settings its handler reads (``function_reads``:
+the sections of ``Settings`` it reads, so a knob added to a section reaches
+every function that reads the section) whose deployed value differs from the
+``Settings`` default: the function's
 layer is built from this same source, so an unset variable reads that very
 default. Writing out every default (77-92 variables) took an environment
 past Lambda's 4 KB limit, which Lambda measures as the compact JSON of the
@@ -24,155 +26,49 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memstack.settings import Settings
+from memstack.settings import VARIABLE_OF, Settings
 from memstack.settings import problems as settings_problems
 from pydantic import ValidationError
 
 from stacks.config import ConfigError, StackConfig
 
-#: what ``build_service`` reads: backends, models, embeddings, every pipeline and consolidation knob
-SERVICE = (
-    "store_backend",
-    "stm_backend",
-    "queue_backend",
-    "embedder",
-    "llm",
-    "reranker",
-    "data_dir",
-    "timezone",
-    "aws_region",
-    "embedding_dim",
-    "coarse_dim",
-    "blas_threads",
-    "bedrock_extraction_model",
-    "bedrock_synthesis_model",
-    "bedrock_embedding_model",
-    "bedrock_rerank_model_arn",
-    "bedrock_max_tokens",
-    "bedrock_temperature",
-    "bedrock_prompt_cache",
-    "vector_candidates",
-    "bm25_candidates",
-    "rrf_k",
-    "weight_vector",
-    "weight_bm25",
-    "weight_prf",
-    "weight_vector_memory",
-    "weight_bm25_memory",
-    "prf_terms",
-    "prf_docs",
-    "prf_min_docs",
-    "score_bias",
-    "score_rrf",
-    "score_vector",
-    "score_coverage",
-    "score_result_cosine",
-    "score_result_coverage",
-    "score_category",
-    "temporal_window_days",
-    "temporal_blend",
-    "temporal_report_lag_days",
-    "dedup_threshold",
-    "dedup_by_source",
-    "rerank_candidates",
-    "consolidated_stm_weight",
-    "retrieval_pool",
-    "history_max_versions",
-    "superseded_turns_last",
-    "index_context_turns",
-    "index_context_after",
-    "index_context_embedding",
-    "index_date_in_text",
-    "extraction_neighbours",
-    "stm_ttl_days",
-    "summary_max_tokens",
-    "synthesis_max_tokens",
-    "consolidation_window_hours",
-    "consolidation_group_size",
-    "consolidation_max_entries",
-    "consolidation_duplicate_threshold",
-    "consolidation_synthesis_similarity",
-    "consolidation_lease_seconds",
-    "queue_lease_seconds",
-    "earliest_time",
-    "latest_time",
-    "profile_memories",
-    "profile_min_items",
-    "profile_max_items",
-    "stm_table",
-    "idempotency_table",
-    "extraction_queue_url",
-    "consolidation_queue_url",
-    "extraction_dlq_url",
-    "consolidation_dlq_url",
-)
-#: the ``dynamodb`` store's table (small tier)
-DYNAMODB_STORE = ("memories_table",)
-#: the ``opensearch`` store (medium, large)
-OPENSEARCH_STORE = (
-    "opensearch_endpoint",
-    "opensearch_service",
-    "opensearch_index",
-    "opensearch_engine",
-    "opensearch_hnsw_m",
-    "opensearch_hnsw_ef_construction",
-    "opensearch_refresh",
-    "opensearch_visibility_seconds",
-)
-#: the ``postgres`` store over the Data API (store_backend=postgres)
-POSTGRES_STORE = (
-    "postgres_executor",
-    "postgres_cluster_arn",
-    "postgres_secret_arn",
-    "postgres_database",
-    "postgres_schema",
-    "postgres_connect_timeout",
-    "postgres_migrate_on_start",
-    "postgres_exact_search_below",
-)
-API = (
-    "max_message_chars",
-    "max_messages_per_request",
-    "max_query_chars",
-    "max_top_k",
-    "max_body_bytes",
-    "idempotency_expires_seconds",
-    "sync_timeout_seconds",
-    "max_json_depth",
-    "cursor_secret_arn",
-)
-QUEUE_WORKER = ("job_idempotency_seconds",)
-SCHEDULER = (
-    "consolidation_threshold",
-    "consolidation_max_age_hours",
-    "consolidation_interval_seconds",
-    "outbox_sweep_after_seconds",
-    "outbox_sweep_window_hours",
-    "outbox_sweep_limit",
-)
-COST_REPORT = (
-    "aws_region",
-    "embedding_dim",
-    "coarse_dim",
-    "weight_vector",
-    "weight_bm25",
-    "alert_topic_arn",
-    "cost_report_threshold",
-    "project_tag",
-    "tier_tag",
-)
-
-#: the deploy-time migration (plus the postgres store's names, ``function_reads``)
-SCHEMA_MIGRATION = ("store_backend", "aws_region", "coarse_dim", "embedding_dim")
-
-FUNCTION_READS: dict[str, tuple[str, ...]] = {
-    "api": SERVICE + API,
-    "extraction_worker": SERVICE + QUEUE_WORKER,
-    "consolidation_scheduler": SERVICE + SCHEDULER,
-    "consolidation_worker": SERVICE + QUEUE_WORKER,
-    "cost_report": COST_REPORT,
-    "schema_migration": SCHEMA_MIGRATION,
+#: the sections ``build_service`` reads (Settings' fields): backends' models, embeddings, every
+#: pipeline and consolidation knob, the queue's leases and the resources the stack creates
+SERVICE_SECTIONS: tuple[str, ...] = ("embedding", "retrieval", "ingest", "extraction", "consolidation")
+SERVICE_SECTIONS += ("profiles", "queue", "bedrock", "aws")
+#: each store's own section; the ``dynamodb`` store's table is in ``aws``
+STORE_SECTIONS = {"opensearch": ("opensearch",), "postgres": ("postgres",)}
+#: the sections each function reads on top of the root settings and ``SERVICE_SECTIONS``
+FUNCTION_SECTIONS: dict[str, tuple[str, ...]] = {
+    "api": ("api",),
+    "extraction_worker": (),
+    "consolidation_scheduler": ("scheduler",),
+    "consolidation_worker": (),
 }
+#: the API section's time bounds, which the service checks every timestamp against (service.py)
+SERVICE_NAMES = ("earliest_time", "latest_time")
+#: resources only the API is granted: it alone signs and checks list cursors
+API_ONLY = ("cursor_secret_arn",)
+#: settings of the sections above that only a local process reads (the CLI's tenant, API keys,
+#: the local queue's attempts, a direct DSN): never written into a function's environment
+LOCAL_ONLY = ("default_tenant", "api_keys", "queue_max_attempts", "postgres_dsn", "postgres_pool_size")
+#: functions that build no service: the sections they read and the few other names
+#: (``Settings`` checks coarse_dim against embedding_dim and the retrieval weights on load)
+OWN_READS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "cost_report": (("cost", "embedding"), ("aws_region", "weight_vector", "weight_bm25")),
+    # the deploy-time migration (plus the postgres store's section, ``function_reads``)
+    "schema_migration": (("embedding",), ("store_backend", "aws_region")),
+}
+FUNCTIONS = (*FUNCTION_SECTIONS, *OWN_READS)
+#: settings of memstack serve, the MCP server and the CLI, never of a Lambda function
+NOT_IN_LAMBDA = ("server", "mcp", "openai")
+
+
+def section_variables(*sections: str) -> tuple[str, ...]:
+    """The variables of these sections of ``Settings`` ("" is the root: backends, data_dir, timezone)."""
+    names = (name for path, name in VARIABLE_OF.items() if (path[0] if len(path) > 1 else "") in sections)
+    return tuple(dict.fromkeys(names))
+
 
 #: Lambda's only writable path, should anything fall back to local files
 LAMBDA_DATA_DIR = "/tmp/memstack"
@@ -240,11 +136,17 @@ def deployment_settings(config: StackConfig, resources: dict[str, str]) -> Setti
 
 
 def function_reads(config: StackConfig, function: str) -> tuple[str, ...]:
-    reads = FUNCTION_READS[function]
-    if function != "cost_report":
-        stores = {"opensearch": OPENSEARCH_STORE, "postgres": POSTGRES_STORE}
-        reads += stores.get(config.store_backend, DYNAMODB_STORE)
-    return tuple(dict.fromkeys(reads))
+    """Every variable ``function``'s handler reads, from the sections of ``Settings`` it reads."""
+    store = STORE_SECTIONS.get(config.store_backend, ())
+    if function in OWN_READS:
+        sections, names = OWN_READS[function]
+        if function == "schema_migration":
+            sections += store
+        reads = (*section_variables(*sections), *names)
+        return tuple(n for n in dict.fromkeys(reads) if n not in LOCAL_ONLY)
+    reads = (*section_variables("", *SERVICE_SECTIONS, *FUNCTION_SECTIONS[function], *store), *SERVICE_NAMES)
+    skip = LOCAL_ONLY if function == "api" else LOCAL_ONLY + API_ONLY
+    return tuple(n for n in dict.fromkeys(reads) if n not in skip)
 
 
 def env_value(value: Any) -> str:

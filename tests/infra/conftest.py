@@ -93,6 +93,12 @@ def postgres_small(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) ->
     return synth("small", layer_dir, tmp_path_factory.mktemp("cdk-pg-small"), store_backend="postgres")
 
 
+@pytest.fixture(scope="session")
+def medium_postgres(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The medium tier on Aurora PostgreSQL, once per session (its properties and its cost table)."""
+    return synth("medium", layer_dir, tmp_path_factory.mktemp("cdk-aurora"), store_backend="postgres")
+
+
 def effective(env: dict[str, Any], name: str) -> Any:
     """What the function reads for a setting: its variable, else the default (the stack omits defaults)."""
     from stacks.constructs.environment import default_of, env_value

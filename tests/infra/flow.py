@@ -18,13 +18,15 @@ import importlib
 import importlib.util
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from stacks.constructs.api import PUBLIC_ROUTES
 from tests.api.conftest import EVENT_TEMPLATE
 from tests.infra.aws_calls import Call, CallRecorder
 from tests.infra.cloudformation import REGION
@@ -76,17 +78,47 @@ class Deployment:
             self.reads.setdefault(lid, set()).update(read)
 
     def as_function(self, lid: str) -> Any:
-        """Calls made inside are made with this function's role."""
+        """Calls made inside are made with this function's role; the caller before is the caller after.
+
+        Nested when one function runs between two calls of another (``run_between``): the
+        worker's calls are the worker's, and the API's calls after it are the API's again.
+        """
         recorder = self.recorder
 
         class _As:
             def __enter__(self) -> None:
+                self.before = recorder.caller
                 recorder.caller = lid
 
             def __exit__(self, *_: Any) -> None:
-                recorder.caller = None
+                recorder.caller = self.before
 
         return _As()
+
+    @contextmanager
+    def run_between(
+        self, caller: str, event: str, when: Callable[[dict[str, Any]], bool], then: Callable[[], Any]
+    ) -> Iterator[list[Any]]:
+        """Once, when ``caller`` gets an answer to ``event`` (botocore's ``after-call.<service>.<op>``)
+        that ``when`` holds for, run ``then`` before the caller goes on: another function running
+        meanwhile, as it does in AWS, in an order fixed here rather than left to two threads."""
+        lid = self.stack.function_id(caller)
+        done: list[Any] = []
+
+        def after(parsed: dict[str, Any], **_: Any) -> None:
+            if not done and self.recorder.caller == lid and when(parsed):
+                self.recorder.caller = None  # the test's own calls (reading the template back) are no one's
+                try:
+                    done.append(then())
+                finally:
+                    self.recorder.caller = lid
+
+        events = self.stack.session._session.get_component("event_emitter")
+        events.register(event, after)
+        try:
+            yield done
+        finally:
+            events.unregister(event, after)
 
     def deliver(self, handler_dir: str) -> dict[str, Any]:
         """What Lambda's event source mapping does: receive from the mapped queue, invoke, delete the rest."""
@@ -195,14 +227,23 @@ def _sqs_record(message: dict[str, Any], queue_arn: str) -> dict[str, Any]:
 def api_event(
     stage: str, method: str, path: str, body: Any = None, query: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    """The REST proxy event API Gateway sends for ``/v1/{proxy+}`` after IAM authorization."""
+    """The REST proxy event API Gateway sends after authorization, for the resource the path routes to.
+
+    A public route (``PUBLIC_ROUTES``: health, the docs, ``/ui`` and its files) is its own
+    resource and carries no caller (the gateway does not authenticate it); any other path is
+    ``/v1/{proxy+}``, authorised with SigV4 as ``CALLER``.
+    """
     event = copy.deepcopy(EVENT_TEMPLATE)
-    proxy = path.removeprefix("/v1/")
+    parts = tuple(path.strip("/").split("/"))
+    public = parts in PUBLIC_ROUTES or (parts[0], "{proxy+}") in PUBLIC_ROUTES
+    top, _, proxy = path.strip("/").partition("/")
+    resource = path if parts in PUBLIC_ROUTES else f"/{top}/{{proxy+}}"
+    proxy = "" if parts in PUBLIC_ROUTES else proxy
     event.update(
         httpMethod=method,
         path=path,
-        resource="/v1/{proxy+}",
-        pathParameters={"proxy": proxy},
+        resource=resource,
+        pathParameters={"proxy": proxy} if proxy else None,
         queryStringParameters=query,
         multiValueQueryStringParameters={k: [v] for k, v in query.items()} if query else None,
         body=None if body is None else json.dumps(body),
@@ -210,8 +251,8 @@ def api_event(
     headers = {"Content-Type": "application/json", "Host": "abc123.execute-api.us-east-1.amazonaws.com"}
     event["headers"], event["multiValueHeaders"] = headers, {k: [v] for k, v in headers.items()}
     context = event["requestContext"]
-    context.update(httpMethod=method, path=f"/{stage}{path}", resourcePath="/v1/{proxy+}", stage=stage)
-    context["identity"]["userArn"] = CALLER
+    context.update(httpMethod=method, path=f"/{stage}{path}", resourcePath=resource, stage=stage)
+    context["identity"]["userArn"] = None if public else CALLER
     context["identity"].pop("apiKey", None)
     return event
 

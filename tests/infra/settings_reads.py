@@ -65,6 +65,8 @@ class RecordingSettings(Settings):
 def recording(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
     """The names read while inside, as ``MEMSTACK_<FIELD>``; ``get_settings`` starts cold."""
     found: set[str] = set()
+    # Nested (one handler run between two calls of another): the outer one's reads so far are kept.
+    outer = set(_reads)
     _reads.clear()
     with monkeypatch.context() as patch:
         patch.setattr(settings_module, "Settings", RecordingSettings)
@@ -74,3 +76,5 @@ def recording(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
         finally:
             settings_module.get_settings.cache_clear()
             found.update(f"MEMSTACK_{name.upper()}" for name in _reads)
+            _reads.clear()
+            _reads.update(outer)

@@ -118,6 +118,46 @@ def test_every_function_setting_comes_from_the_one_config() -> None:
     assert "MEMSTACK_RRF_K" in env and "MEMSTACK_BM25_CANDIDATES" not in env
 
 
+def test_each_function_reads_whole_sections_of_the_settings_so_a_new_knob_reaches_it() -> None:
+    """Issue 23: the environment is derived from the sections of Settings, not from lists of names."""
+    from memstack.section import Section
+    from memstack.settings import Settings
+
+    from stacks.constructs import environment as env
+
+    # Every section is read by some function or is a local process's (serve, MCP, an OpenAI server).
+    sections = {n for n, f in Settings.model_fields.items() if isinstance(f.annotation, type)}
+    sections = {n for n in sections if issubclass(Settings.model_fields[n].annotation, Section)}  # type: ignore[arg-type]
+    lambda_sections = {
+        *env.SERVICE_SECTIONS,
+        *(s for own in env.FUNCTION_SECTIONS.values() for s in own),
+        *(s for own in env.STORE_SECTIONS.values() for s in own),
+        *(s for own, _ in env.OWN_READS.values() for s in own),
+    }
+    assert sections == lambda_sections | set(env.NOT_IN_LAMBDA), sections ^ (
+        lambda_sections | set(env.NOT_IN_LAMBDA)
+    )
+    assert not lambda_sections & set(env.NOT_IN_LAMBDA)
+
+    # A knob of a section reaches the functions that read that section, whatever its name.
+    config = _config(settings='{"consolidation_group_size": 7, "outbox_sweep_limit": 50, "max_top_k": 20}')
+    settings = env.deployment_settings(config, {})
+    reads = {fn: env.function_environment(settings, env.function_reads(config, fn)) for fn in env.FUNCTIONS}
+    for fn in ("api", "extraction_worker", "consolidation_scheduler", "consolidation_worker"):
+        assert reads[fn]["MEMSTACK_CONSOLIDATION_GROUP_SIZE"] == "7", fn
+    assert [fn for fn in env.FUNCTIONS if "MEMSTACK_OUTBOX_SWEEP_LIMIT" in reads[fn]] == [
+        "consolidation_scheduler"
+    ]
+    assert [fn for fn in env.FUNCTIONS if "MEMSTACK_MAX_TOP_K" in reads[fn]] == ["api"]
+    # A local process's setting never lands in a function's environment (API keys in plain text).
+    keyed = _config(settings='{"api_keys": "k=t", "default_tenant": "x"}')
+    keyed_settings = env.deployment_settings(keyed, {})
+    for fn in env.FUNCTIONS:
+        assert not {"MEMSTACK_API_KEYS", "MEMSTACK_DEFAULT_TENANT"} & set(
+            env.function_environment(keyed_settings, env.function_reads(keyed, fn))
+        ), fn
+
+
 def test_function_settings_ignore_the_synth_machines_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from stacks.constructs.environment import deployment_settings
 

@@ -22,12 +22,13 @@ def test_the_small_tiers_fixed_cost_in_the_docs_matches_its_template(small: Synt
     )
 
 
-@pytest.mark.parametrize("variant", ["serverless", "postgres_small"])
+@pytest.mark.parametrize("variant", ["serverless", "postgres_small", "medium_postgres"])
 def test_the_variants_fixed_costs_in_the_docs_match_their_templates(
     variant: str, request: pytest.FixtureRequest
 ) -> None:
     """Issue 23, item 7: OpenSearch Serverless' floor is 2 OCU with redundancy (was priced as 4), and
-    the Aurora floor and its secret are counted from the template."""
+    the Aurora floor and its secret are counted from the template; the medium tier on Aurora has its
+    own table (docs/deploy.md once quoted a figure for it that matched neither table)."""
     synth: Synth = request.getfixturevalue(variant)
     rendered = table(fixed_costs(synth.raw), "fixed (no traffic)")
     assert rendered in DEPLOY_MD.read_text(), (

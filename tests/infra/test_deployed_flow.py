@@ -2,8 +2,9 @@
 
 Each handler is the file the template ships (its code asset), imported cold
 with the environment CloudFormation gave the function. The drive covers
-every route (add sync and async, search, list, get, patch, history, delete,
-keyed memories, consolidation sync and async, erase) and every job type
+every route (add async, add sync=true with and without extraction, search,
+list, get, patch, history, delete, keyed memories, users, consolidation sync
+and async, erase, the memory browser's /ui files) and every job type
 (extraction, consolidation via the scheduler's fan-out, the outbox sweep,
 the cost report), plus the operator's dead-letter list and redrive.
 Bedrock is answered at the wire (``fake_bedrock``), the RDS Data API from
@@ -120,8 +121,17 @@ class Api:
     def __call__(
         self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None
     ) -> tuple[int, Any]:
-        answer = self.deployment.invoke("api", api_event(self.stage, method, path, body, query))
+        answer = self.raw(method, path, body, query)
         return answer["statusCode"], json.loads(answer["body"] or "null")
+
+    def raw(
+        self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """What the function answers API Gateway: status, headers, body as text."""
+        answer: dict[str, Any] = self.deployment.invoke(
+            "api", api_event(self.stage, method, path, body, query)
+        )
+        return answer
 
 
 def _cost_explorer(day: datetime) -> tuple[Any, Stubber]:
@@ -186,11 +196,7 @@ def _drive(deployment: Deployment, api: Api) -> None:
     assert "Lisbon" in memory["content"] and memory["source_ids"] == ["turn-1"]
     mid = memory["id"]
 
-    # sync with extraction would wait (up to the sync budget) for the worker; without, it answers now.
-    sync = {"id": "turn-2", "role": "user", "content": "My sister Ines lives in Porto."}
-    body = {"user_id": "maya", "sync": True, "infer": False, "messages": [sync]}
-    status, answer = api("POST", "/v1/memories", body)
-    assert (status, answer["status"], answer["queued"]) == (202, "stored", 0), answer
+    _sync_adds(deployment, api)
     status, listed = api("GET", "/v1/memories", query={"user_id": "maya"})
     assert status == 200 and listed["memories"], listed
     assert api("GET", f"/v1/memories/{mid}", query={"user_id": "maya"})[0] == 200
@@ -235,7 +241,62 @@ def _drive(deployment: Deployment, api: Api) -> None:
     assert report["total"] == 12.5 and report["over_threshold"] is True
     assert report["published"] is True  # to the template's alert topic
 
+    _memory_browser(api)
     _erase_with_a_dead_letter(deployment, api)
+
+
+def _extraction_pending(parsed: dict[str, Any]) -> bool:
+    """A read of outbox guards (``BatchGetItem`` on the STM table) that found one still pending."""
+    items = [item for found in parsed.get("Responses", {}).values() for item in found]
+    return any(item.get("extraction") == {"S": "pending"} for item in items)
+
+
+def _sync_adds(deployment: Deployment, api: Api) -> None:
+    """``sync=true``: with extraction the API answers once the worker has run the job; without, at once."""
+    # The API waits, watching its message's outbox guard, while the extraction worker (its own
+    # function, its own role) takes the job from the queue: here the worker runs right after the
+    # API first reads the guard still pending, so the API has waited and then sees it extracted.
+    turn = {"id": "turn-sync", "role": "user", "content": "I started learning the cello in May."}
+    worker = lambda: deployment.deliver("extraction_worker")  # noqa: E731
+    read_guards = "after-call.dynamodb.BatchGetItem"
+    with deployment.run_between("api", read_guards, _extraction_pending, worker) as ran:
+        status, answer = api("POST", "/v1/memories", {"user_id": "maya", "sync": True, "messages": [turn]})
+    assert ran == [{"received": 1, "failed": []}], ran
+    assert (status, answer["status"], answer["queued"]) == (200, "processed", 1), answer
+    status, found = api("POST", "/v1/memories/search", {"user_id": "maya", "query": "cello lessons"})
+    assert status == 200, found
+    assert [r for r in found["results"] if r["tier"] == "ltm" and r["source_ids"] == ["turn-sync"]], found
+
+    # Without extraction there is nothing to wait for: stored, answered now.
+    sync = {"id": "turn-2", "role": "user", "content": "My sister Ines lives in Porto."}
+    body = {"user_id": "maya", "sync": True, "infer": False, "messages": [sync]}
+    status, answer = api("POST", "/v1/memories", body)
+    assert (status, answer["status"], answer["queued"]) == (202, "stored", 0), answer
+
+
+def _header(answer: dict[str, Any], name: str) -> str:
+    """A response header, from either map a proxy integration answer may carry."""
+    single = answer.get("headers") or {}
+    return str(single.get(name) or (answer.get("multiValueHeaders") or {})[name][0])
+
+
+def _memory_browser(api: Api) -> None:
+    """``/ui`` and its files, public routes of the API function: the page knows the stage it is under."""
+    answer = api.raw("GET", "/ui")
+    assert answer["statusCode"] == 200, answer
+    assert _header(answer, "Content-Type").startswith("text/html")
+    # Behind API Gateway the page's own files and its /v1 calls are under the stage's path.
+    assert f'<meta name="memstack-base" content="/{api.stage}">' in answer["body"]
+    assert f'src="/{api.stage}/ui/app.js"' in answer["body"]
+    for name, kind in {
+        "app.js": "text/javascript",
+        "app.css": "text/css",
+        "icon.svg": "image/svg+xml",
+    }.items():
+        answer = api.raw("GET", f"/ui/{name}")
+        assert answer["statusCode"] == 200 and _header(answer, "Content-Type").startswith(kind), answer
+        assert answer["body"]
+    assert api.raw("GET", "/ui/handler.py")["statusCode"] == 404  # only the page's own files
 
 
 def _erase_with_a_dead_letter(deployment: Deployment, api: Api) -> None:

@@ -13,10 +13,10 @@ from tests.infra.conftest import Synth, effective, synth
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def aurora(layer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Synth:
+@pytest.fixture
+def aurora(medium_postgres: Synth) -> Synth:
     # A synth that returns passed cdk-nag's AwsSolutions checks.
-    return synth("medium", layer_dir, tmp_path_factory.mktemp("cdk-aurora"), store_backend="postgres")
+    return medium_postgres
 
 
 def _env(s: Synth, service: str) -> dict[str, Any]:
