@@ -10,7 +10,6 @@ at phone width. Every wait is on a condition (Playwright's ``expect``), never a 
 from __future__ import annotations
 
 import re
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,43 +21,7 @@ from playwright.sync_api import expect
 from tests.waiting import wait_until
 
 from .conftest import EMPTY_KEY, KEY, LiveServer, sign_in
-
-
-def fresh(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
-def seed(server: LiveServer, user: str) -> dict[str, Any]:
-    """Two turns, extracted at once (sync), so the user has raw turns and a long-term memory."""
-    with server.client() as client:
-        client.add(
-            [
-                {"role": "user", "content": "I moved to Lisbon last spring.", "speaker": "Ana"},
-                {"role": "user", "content": "I am allergic to peanuts.", "speaker": "Ana"},
-            ],
-            user_id=user,
-            sync=True,
-        )
-        memories = client.list(user_id=user, tier="ltm").memories
-    lisbon = next(m for m in memories if "Lisbon" in m.content)
-    return {"lisbon": lisbon}
-
-
-def open_user(page: Any, server: LiveServer, prefix: str, view: str = "") -> tuple[str, Any]:
-    """A new seeded user, signed in, on its page (``view``: a path below it): (user, its Lisbon memory)."""
-    user = fresh(prefix)
-    lisbon = seed(server, user)["lisbon"]
-    sign_in(page)
-    page.goto(f"{server.url}/ui#/user/{user}{view}")
-    return user, lisbon
-
-
-def open_memory(page: Any, server: LiveServer, prefix: str) -> tuple[str, Any]:
-    """A new seeded user, signed in, on the page of its Lisbon memory: (user, that memory)."""
-    user, lisbon = open_user(page, server, prefix)
-    page.goto(f"{server.url}/ui#/user/{user}/memory/{lisbon.id}")
-    expect(page.locator("#memory-content")).to_have_text(lisbon.content)
-    return user, lisbon
+from .steps import fresh, open_memory, open_user, seed
 
 
 def test_a_wrong_key_shows_the_apis_own_401(page: Any) -> None:
@@ -219,46 +182,6 @@ def test_see_a_dead_lettered_job_and_redrive_it(page: Any, live_server: LiveServ
     expect(row.get_by_role("link", name=user)).to_be_visible()
     row.get_by_role("button", name="Redrive").click()
     expect(page.get_by_role("status").filter(has_text="Redrove 1 job")).to_be_visible()
-
-
-def test_it_works_at_phone_width(browser: Any, live_server: LiveServer) -> None:
-    user = fresh("phone")
-    lisbon = seed(live_server, user)["lisbon"]
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
-    try:
-        tab = context.new_page()
-        tab.goto(f"{live_server.url}/ui#/user/{user}/memory/{lisbon.id}")
-        sign_in(tab)
-        expect(tab.locator("#memory-content")).to_have_text(lisbon.content)
-        # Nothing wider than the screen: the page never scrolls sideways (wide tables scroll in place).
-        assert tab.evaluate("document.documentElement.scrollWidth") <= 390
-        tab.goto(f"{live_server.url}/ui#/")
-        expect(tab.get_by_role("link", name=user, exact=True)).to_be_visible()
-        assert tab.evaluate("document.documentElement.scrollWidth") <= 390
-    finally:
-        context.close()
-
-
-def test_the_page_is_usable_from_the_keyboard(page: Any, live_server: LiveServer) -> None:
-    user = fresh("keyboard")
-    seed(live_server, user)
-    sign_in(page)
-    expect(page.get_by_role("heading", name="Users")).to_be_focused()
-    # Tab reaches the user's link; Enter follows it; focus lands on the new view's heading.
-    link = page.get_by_role("link", name=user, exact=True)
-    for _ in range(40):
-        if page.evaluate("document.activeElement && document.activeElement.textContent") == user:
-            break
-        page.keyboard.press("Tab")
-    expect(link).to_be_focused()
-    page.keyboard.press("Enter")
-    expect(page.get_by_role("heading", name=f"Memories of {user}")).to_be_focused()
-    # Every control of the filter form has a label.
-    unlabelled = page.evaluate(
-        "[...document.querySelectorAll('main input, main select, main textarea')]"
-        ".filter(el => !el.labels || el.labels.length === 0).length"
-    )
-    assert unlabelled == 0
 
 
 def test_a_filter_expression_narrows_the_list_and_a_bad_one_is_answered_in_the_apis_words(

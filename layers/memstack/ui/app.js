@@ -688,12 +688,21 @@ function memoryActions(user, m, chain) {
   const bar = h("div", { class: "toolbar" });
   if (m.is_current && !m.deleted) {
     const edit = h("textarea", { name: "content", required: true }, m.content);
+    const editButton = h("button", { type: "button", onclick: () => { form.hidden = false; edit.focus(); } }, "Edit");
+    // Cancel (or Esc, as in the dialogs) hides the form and gives focus back to the Edit button.
+    const cancel = () => {
+      form.hidden = true;
+      editButton.focus();
+    };
     const form = h(
       "form",
       { class: "panel", hidden: true, "aria-label": "Edit memory" },
       field("New content", edit, "saving writes a new version; this one stays in the timeline"),
-      h("div", { class: "actions" }, h("button", { type: "button", class: "secondary", onclick: () => (form.hidden = true) }, "Cancel"), h("button", { type: "submit" }, "Save new version")),
+      h("div", { class: "actions" }, h("button", { type: "button", class: "secondary", onclick: cancel }, "Cancel"), h("button", { type: "submit" }, "Save new version")),
     );
+    form.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") cancel();
+    });
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       try {
@@ -705,7 +714,7 @@ function memoryActions(user, m, chain) {
       }
     });
     bar.append(
-      h("button", { type: "button", onclick: () => { form.hidden = false; edit.focus(); } }, "Edit"),
+      editButton,
       h("button", { type: "button", class: "danger", onclick: () => deleteMemory(user, m) }, "Delete…"),
     );
     return h("div", {}, bar, form);
@@ -931,6 +940,11 @@ async function jobsView(view) {
 
 // -------------------------------------------------------------------------- start
 document.addEventListener("DOMContentLoaded", () => {
+  // The skip link moves focus only: as a "#main" link it would change the hash, which is the route.
+  document.querySelector("a.skip").addEventListener("click", (event) => {
+    event.preventDefault();
+    $("main").focus();
+  });
   $("sign-out").addEventListener("click", () => {
     sessionStorage.removeItem(CREDENTIAL);
     updateSession();
