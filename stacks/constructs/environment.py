@@ -132,6 +132,15 @@ def deployment_settings(config: StackConfig, resources: dict[str, str]) -> Setti
     clash = sorted(set(config.settings) & set(resources))
     if clash:
         raise ConfigError(f"context 'settings' cannot set {', '.join(clash)}: the stack creates those")
+    # A setting no function reads would be dropped without a word (memstack serve's API keys, a DSN,
+    # another store's options): refused, by name, instead.
+    read = {name for function in FUNCTIONS for name in function_reads(config, function)}
+    unread = sorted(set(config.settings) - read)
+    if unread:
+        raise ConfigError(
+            f"context 'settings': no function of this stack reads {', '.join(unread)} "
+            f"(store_backend={config.store_backend}; memstack serve's and the CLI's own settings stay local)"
+        )
     return _validated(values)
 
 

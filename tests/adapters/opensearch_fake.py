@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -35,6 +36,8 @@ class Request:
 class Recorder:
     requests: list[Request] = field(default_factory=list)
     answers: deque[tuple[int, Any]] = field(default_factory=deque)
+    #: answers every request no recorded answer is left for (tests/infra/opensearch_wire.py)
+    respond: Callable[[Request], tuple[int, Any]] | None = None
 
     def reply(self, status: int, body: Any = None) -> None:
         self.answers.append((status, body if body is not None else {}))
@@ -62,10 +65,14 @@ class RecordingConnection(Connection):
         if isinstance(body, str) and not (url.endswith("/_bulk") or url.endswith("/_msearch")):
             parsed = json.loads(body)
         plain = {k: v.decode() if isinstance(v, bytes) else v for k, v in (params or {}).items()}
-        self.recorder.requests.append(Request(method, unquote(url), plain, parsed))
-        if not self.recorder.answers:
+        request = Request(method, unquote(url), plain, parsed)
+        self.recorder.requests.append(request)
+        if self.recorder.answers:
+            status, answer = self.recorder.answers.popleft()
+        elif self.recorder.respond is not None:
+            status, answer = self.recorder.respond(request)
+        else:
             raise AssertionError(f"unexpected request {method} {url}")
-        status, answer = self.recorder.answers.popleft()
         raw = json.dumps(answer)
         if not 200 <= status < 300 and status not in ignore:
             self._raise_error(status, raw, "application/json")

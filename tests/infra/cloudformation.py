@@ -95,6 +95,23 @@ def _stand_in(lid: str, type_: str, props: dict[str, Any], stack: str) -> StandI
         return StandIn(name, {"DBClusterArn": arn, "Endpoint.Address": f"{name}.cluster.{region}.rds"})
     if type_ == "AWS::SecretsManager::Secret":
         return StandIn(f"arn:aws:secretsmanager:{region}:{account}:secret:{generated}-AbCdEf")
+    if type_ == "AWS::OpenSearchService::Domain":
+        # A generated domain name: lower case, at most 28 characters; the endpoint AWS gives it.
+        name = props.get("DomainName") or f"{stack}-{lid}"[:22].lower().rstrip("-") + "-abc12"
+        arn = f"arn:aws:es:{region}:{account}:domain/{name}"
+        endpoint = f"search-{name}-a1b2c3d4e5f6g7h8i9j0k1l2m3.{region}.es.amazonaws.com"
+        return StandIn(name, {"Arn": arn, "DomainArn": arn, "DomainEndpoint": endpoint})
+    if type_ == "AWS::OpenSearchServerless::Collection":
+        cid = "a1b2c3d4e5f6g7h8i9j0"  # a collection's id: 20 lower-case letters and digits
+        return StandIn(
+            cid,
+            {
+                "Id": cid,
+                "Arn": f"arn:aws:aoss:{region}:{account}:collection/{cid}",
+                "CollectionEndpoint": f"https://{cid}.{region}.aoss.amazonaws.com",
+                "DashboardEndpoint": f"https://{cid}.{region}.aoss.amazonaws.com/_dashboards",
+            },
+        )
     if type_ == "AWS::CloudWatch::Alarm":
         name = props.get("AlarmName", generated)
         return StandIn(name, {"Arn": f"arn:aws:cloudwatch:{region}:{account}:alarm:{name}"})

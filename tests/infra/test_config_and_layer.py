@@ -149,13 +149,14 @@ def test_each_function_reads_whole_sections_of_the_settings_so_a_new_knob_reache
         "consolidation_scheduler"
     ]
     assert [fn for fn in env.FUNCTIONS if "MEMSTACK_MAX_TOP_K" in reads[fn]] == ["api"]
-    # A local process's setting never lands in a function's environment (API keys in plain text).
-    keyed = _config(settings='{"api_keys": "k=t", "default_tenant": "x"}')
-    keyed_settings = env.deployment_settings(keyed, {})
+    # A local process's setting never lands in a function's environment (API keys in plain text), and
+    # one no function reads is refused by name rather than dropped without a word.
     for fn in env.FUNCTIONS:
-        assert not {"MEMSTACK_API_KEYS", "MEMSTACK_DEFAULT_TENANT"} & set(
-            env.function_environment(keyed_settings, env.function_reads(keyed, fn))
-        ), fn
+        assert not {"api_keys", "default_tenant", "postgres_dsn"} & set(env.function_reads(config, fn)), fn
+    for unread in ('{"api_keys": "k=t"}', '{"server_connection_limit": 50}', '{"postgres_schema": "x"}'):
+        with pytest.raises(ConfigError, match="no function of this stack reads"):
+            env.deployment_settings(_config(settings=unread), {})
+    env.deployment_settings(_config(store_backend="postgres", settings='{"postgres_schema": "x"}'), {})
 
 
 def test_function_settings_ignore_the_synth_machines_environment(monkeypatch: pytest.MonkeyPatch) -> None:
