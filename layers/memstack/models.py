@@ -137,6 +137,11 @@ class MemoryRecord(BaseModel):
         return self.search_text or self.content
 
 
+#: Metadata keys the system writes itself: a caller may not set them, and an edit of a
+#: memory's metadata keeps them (the agent it came from, its key, extraction bookkeeping).
+SYSTEM_METADATA_KEYS = frozenset({"role", "consolidated", "edited", "key", "agent_id", "op_key"})
+
+
 class MemoryFilters(BaseModel):
     """Filters every listing and search accepts; tenant and user are never optional."""
 

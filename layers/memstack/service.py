@@ -129,16 +129,28 @@ class MemoryService:
 
     # ------------------------------------------------------------------ writes
     def update(
-        self, tenant: str, user_id: str, memory_id: str, content: str, now: datetime | None = None
+        self,
+        tenant: str,
+        user_id: str,
+        memory_id: str,
+        content: str | None = None,
+        now: datetime | None = None,
+        *,
+        metadata: dict[str, Any] | None = None,
     ) -> MemoryRecord:
+        """A new version with new ``content`` and/or ``metadata`` (replacing the caller's labels)."""
         old = versions.current_or_404(self.store, tenant, user_id, memory_id)
+        labels = old.metadata if metadata is None else versions.relabelled(old.metadata, metadata)
+        # Unchanged text keeps its vector: nothing to embed again.
+        kept = None if content is not None else self.store.embeddings(tenant, user_id, [old.id]).get(old.id)
         new = versions.new_version(
             old,
             content=content,
             embedder=self.embedder,
             coarse_dim=self.settings.embedding.coarse_dim,
+            old_vector=kept,
             now=now,
-            metadata={**old.metadata, "edited": "manual"},
+            metadata={**labels, "edited": "manual"},
         )
         self.store.supersede(tenant, user_id, old.id, new)
         return new
@@ -155,6 +167,31 @@ class MemoryService:
         )
         self.store.supersede(tenant, user_id, old.id, tombstone)
         return tombstone
+
+    def delete_matching(
+        self, tenant: str, user_id: str, filters: MemoryFilters, now: datetime | None = None
+    ) -> builtins.list[str]:
+        """Delete (tombstone) every current memory of the user that ``filters`` keep; their ids.
+
+        Mem0's ``delete_all(agent_id=, run_id=)``. The ids are read first, then each is
+        deleted, so the listing never pages over its own tombstones; one edited or deleted
+        meanwhile is left to whoever changed it.
+        """
+        ids: builtins.list[str] = []
+        cursor = None
+        while True:
+            page, cursor = self.store.list(tenant, user_id, filters, 500, cursor)
+            ids.extend(r.id for r in page)
+            if cursor is None:
+                break
+        deleted = []
+        for memory_id in ids:
+            try:
+                self.delete(tenant, user_id, memory_id, now=now)
+            except (Conflict, NotFound):
+                continue
+            deleted.append(memory_id)
+        return deleted
 
     # ------------------------------------------------------------ keyed memories
     def put_key(

@@ -176,7 +176,15 @@ def test_update_errors(api: Api) -> None:
     assert_error(
         *api("PATCH", path, body={"user_id": "alice", "content": ""}), 422, "validation_error", "content"
     )
-    assert_error(*api("PATCH", path, body={"user_id": "alice"}), 422, "validation_error", "content")
+    status, nothing = api("PATCH", path, body={"user_id": "alice"})
+    assert_error(status, nothing, 422, "validation_error")
+    assert "give content or metadata" in nothing["error"]["message"]
+    assert_error(
+        *api("PATCH", path, body={"user_id": "alice", "metadata": {"agent_id": "x"}}),
+        422,
+        "validation_error",
+        "metadata",
+    )
     assert_error(
         *api("PATCH", path, body={"user_id": "alice", "content": "x", "version": 9}),
         422,

@@ -15,7 +15,7 @@ def test_api_details(api: Api) -> None:
     result = api.app.resolve(rest_event("PUT", "/v1/memories"), None)
     assert result["statusCode"] == 405
     assert json.loads(result["body"])["error"]["code"] == "method_not_allowed"
-    assert result["multiValueHeaders"]["Allow"] == ["GET, POST"]
+    assert result["multiValueHeaders"]["Allow"] == ["DELETE, GET, POST"]
     status, _ = api("GET", "/v1/no-such-route")
     assert status == 404
     assert api("GET", "/v1/health", key=None)[1]["version"] == __version__

@@ -211,6 +211,7 @@ def test_openapi_document_lists_every_route(api: Api) -> None:
         ("/v1/memories/keys/{key}", "delete"),
         ("/v1/memories", "post"),
         ("/v1/memories", "get"),
+        ("/v1/memories", "delete"),
         ("/v1/memories/search", "post"),
         ("/v1/memories/{memory_id}", "get"),
         ("/v1/memories/{memory_id}", "patch"),

@@ -15,6 +15,7 @@ TOOLS = {
     "get_memory",
     "update_memory",
     "delete_memory",
+    "delete_memories",
     "memory_history",
 }
 
@@ -60,8 +61,16 @@ async def walk_every_tool(session: ClientSession, user: dict[str, str]) -> None:
         )
     )
     assert new["replaces_id"] == lisbon["id"] and new["version"] == lisbon["version"] + 1
-    chain = ok(await session.call_tool("memory_history", {"memory_id": new["id"], **user}))["memories"]
-    assert [m["id"] for m in chain] == [lisbon["id"], new["id"]]
+    # Relabelling alone keeps the text: a new version with the new metadata.
+    labelled = ok(
+        await session.call_tool(
+            "update_memory", {"memory_id": new["id"], "metadata": {"place": "home"}, **user}
+        )
+    )
+    assert labelled["content"] == new["content"] and labelled["metadata"]["place"] == "home"
+    chain = ok(await session.call_tool("memory_history", {"memory_id": labelled["id"], **user}))["memories"]
+    assert [m["id"] for m in chain] == [lisbon["id"], new["id"], labelled["id"]]
+    new = labelled
 
     gone = ok(await session.call_tool("delete_memory", {"memory_id": new["id"], **user}))
     assert gone["deleted"] is True
@@ -135,3 +144,8 @@ async def check_filters(session: ClientSession, user: dict[str, str]) -> None:
         await session.call_tool("search_memories", {"query": "I", "metadata": {"topic": {"eq": 1}}, **user})
     )
     assert "metadata" in bad
+    # Forget one agent's memories; the other agent's stay.
+    gone = ok(await session.call_tool("delete_memories", {"agent_id": "chef", **user}))
+    assert gone["deleted"] >= 2
+    assert ok(await session.call_tool("list_memories", {"agent_id": "chef", **user}))["memories"] == []
+    assert ok(await session.call_tool("list_memories", {"agent_id": "coach", **user}))["memories"]

@@ -184,6 +184,11 @@ export class MemstackClient {
     return unwrap(this.api.DELETE("/v1/memories/{memory_id}", { params: { path: { memory_id: memoryId }, query: { user_id: userId } } }));
   }
 
+  /** Delete every current memory of a user from one agent and/or one session (Mem0's `delete_all`). */
+  deleteAll(query: Query<"/v1/memories", "delete">) {
+    return unwrap(this.api.DELETE("/v1/memories", { params: { query } }));
+  }
+
   async history(memoryId: string, userId: string): Promise<Memory[]> {
     const chain = await unwrap(
       this.api.GET("/v1/memories/{memory_id}/history", { params: { path: { memory_id: memoryId }, query: { user_id: userId } } }),

@@ -122,7 +122,8 @@ export interface paths {
         put?: never;
         /** Add conversation messages */
         post: operations["add_memories_v1_memories_post"];
-        delete?: never;
+        /** Delete every current memory of a user from one agent and/or one session (run) */
+        delete: operations["delete_memories_v1_memories_delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -343,6 +344,19 @@ export interface components {
             marked?: number;
         } & {
             [key: string]: unknown;
+        };
+        /** DeleteMemoriesResponse */
+        DeleteMemoriesResponse: {
+            /**
+             * Deleted
+             * @description how many memories were deleted (each now ends in a tombstone version)
+             */
+            deleted: number;
+            /**
+             * Ids
+             * @description the ids of the versions that were current and are now deleted
+             */
+            ids: string[];
         };
         /** DeleteMemoryResponse */
         DeleteMemoryResponse: {
@@ -823,12 +837,25 @@ export interface components {
              */
             ltm: number;
         };
-        /** UpdateMemoryRequest */
+        /**
+         * UpdateMemoryRequest
+         * @description At least one of ``content`` and ``metadata``; what is not given stays as it was.
+         */
         UpdateMemoryRequest: {
             /** User Id */
             user_id: string;
-            /** Content */
-            content: string;
+            /**
+             * Content
+             * @description the new text (embedded again)
+             */
+            content?: string | null;
+            /**
+             * Metadata
+             * @description replaces the memory's metadata (keys the system keeps, such as agent_id, stay)
+             */
+            metadata?: {
+                [key: string]: string | number | boolean | null;
+            } | null;
         };
         /** UserList */
         UserList: {
@@ -1612,6 +1639,53 @@ export interface operations {
             };
             /** @description request body too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a field is invalid (details name it) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    delete_memories_v1_memories_delete: {
+        parameters: {
+            query: {
+                /** @description the user */
+                user_id: string;
+                /** @description only this agent's memories */
+                agent_id?: string | null;
+                /** @description only this session's memories */
+                session_id?: string | null;
+                /** @description an alias of session_id */
+                run_id?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description what was deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteMemoriesResponse"];
+                };
+            };
+            /** @description missing or unknown credentials */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

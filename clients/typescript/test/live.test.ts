@@ -116,6 +116,21 @@ test("search and list filter on the agent and on metadata", async () => {
   );
 });
 
+test("a metadata edit keeps the text; deleteAll forgets one agent's memories", async () => {
+  const memstack = new MemstackClient({ baseUrl, apiKey: "ts-key" });
+  for (const [content, agent_id] of [["I swim on Mondays.", "coach"], ["I run on Fridays.", "coach"], ["I bake.", "chef"]]) {
+    await memstack.add({ user_id: "dee", agent_id, infer: false, messages: [{ role: "user", content: content! }] });
+  }
+  const swim = (await memstack.list({ user_id: "dee" })).memories.find((m) => m.content === "I swim on Mondays.")!;
+  const relabelled = await memstack.update(swim.id, { user_id: "dee", metadata: { topic: "water" } });
+  assert.equal(relabelled.content, swim.content);
+  assert.equal(relabelled.metadata?.topic, "water");
+  assert.equal(relabelled.agent_id, "coach");
+  const gone = await memstack.deleteAll({ user_id: "dee", agent_id: "coach" });
+  assert.equal(gone.deleted, 2);
+  assert.deepEqual((await memstack.list({ user_id: "dee" })).memories.map((m) => m.content), ["I bake."]);
+});
+
 test("errors carry the API's code, and tenants stay apart", async () => {
   const ts = new MemstackClient({ baseUrl, apiKey: "ts-key" });
   const other = new MemstackClient({ baseUrl, apiKey: "other-key" });

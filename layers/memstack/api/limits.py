@@ -145,7 +145,7 @@ def check_search(req: SearchMemoriesRequest, settings: Settings) -> None:
 
 
 def check_update(req: UpdateMemoryRequest, settings: Settings) -> None:
-    if len(req.content) > settings.api.max_message_chars:
+    if req.content is not None and len(req.content) > settings.api.max_message_chars:
         _raise_if(
             [
                 _problem(

@@ -25,6 +25,7 @@ from memstack.api.schemas import (
     SESSION_MODE,
     AddMemoriesRequest,
     AddMemoriesResponse,
+    DeleteMemoriesResponse,
     DeleteMemoryResponse,
     Memory,
     MemoryHistory,
@@ -102,6 +103,13 @@ def reject_unknown_query(app: MemstackResolver, allowed: frozenset[str]) -> None
                 for name in unknown
             ],
         )
+
+
+def one_session(session_id: str | None, run_id: str | None) -> str | None:
+    """``run_id`` is an alias of ``session_id`` (Mem0's name); both at once must agree."""
+    if session_id and run_id and session_id != run_id:
+        raise ValidationFailed("run_id is an alias of session_id: send one of them (or the same value)")
+    return session_id or run_id
 
 
 def register(app: MemstackResolver, deps: ApiDeps) -> None:
@@ -237,9 +245,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
     ):
         reject_unknown_query(app, LIST_PARAMS)
         check_times(settings, "query", after=after, before=before)
-        if session_id and run_id and session_id != run_id:
-            raise ValidationFailed("run_id is an alias of session_id: send one of them (or the same value)")
-        session_id = session_id or run_id
+        session_id = one_session(session_id, run_id)
         plain_metadata, metadata_ops = conditions(metadata_query(metadata), agent_id, field="metadata")
         filters = MemoryFilters(
             kind=kind,
@@ -281,8 +287,55 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
     )
     def update_memory(memory_id: MemoryIdPath, body: Annotated[UpdateMemoryRequest, Body()]):
         check_update(body, settings)
-        record = service.update(app.tenant(), body.user_id, memory_id, body.content)
+        record = service.update(app.tenant(), body.user_id, memory_id, body.content, metadata=body.metadata)
         return _json(200, memory_out(record))
+
+    @app.delete(
+        "/v1/memories",
+        summary="Delete every current memory of a user from one agent and/or one session (run)",
+        tags=["memories"],
+        responses={
+            200: {
+                "description": "what was deleted",
+                "content": {"application/json": {"model": DeleteMemoriesResponse}},
+            },
+            **error_responses(401, 422),
+        },
+    )
+    def delete_memories(
+        user_id: UserIdQuery,
+        agent_id: Annotated[
+            str | None, Query(max_length=128, pattern=ID_PATTERN, description="only this agent's memories")
+        ] = None,
+        session_id: Annotated[
+            str | None, Query(max_length=128, pattern=ID_PATTERN, description="only this session's memories")
+        ] = None,
+        run_id: Annotated[
+            str | None, Query(max_length=128, pattern=ID_PATTERN, description="an alias of session_id")
+        ] = None,
+    ):
+        reject_unknown_query(app, frozenset({"user_id", "agent_id", "session_id", "run_id"}))
+        session_id = one_session(session_id, run_id)
+        if not (agent_id or session_id):
+            # Every memory of the user is an erasure, which has its own route (and removes the raw turns too).
+            raise ValidationFailed(
+                "give agent_id and/or session_id (run_id); to delete all of a user: DELETE /v1/users/{id}",
+                [
+                    {
+                        "field": "agent_id",
+                        "location": "query",
+                        "message": "agent_id or session_id is required",
+                        "type": "missing",
+                    }
+                ],
+            )
+        filters = MemoryFilters(
+            session_id=session_id,
+            session_only=session_id is not None,
+            metadata=conditions(None, agent_id, field="metadata")[0],
+        )
+        ids = service.delete_matching(app.tenant(), user_id, filters)
+        return _json(200, {"deleted": len(ids), "ids": ids})
 
     @app.delete(
         "/v1/memories/<memory_id>",

@@ -33,7 +33,7 @@ from pydantic import (
 
 from memstack.api.json_body import OversizedInteger
 from memstack.domain import filter_expr
-from memstack.models import Category, Kind, Role, Scope, Tier
+from memstack.models import SYSTEM_METADATA_KEYS, Category, Kind, Role, Scope, Tier
 
 # Any C0 control character or DEL. Free text may keep tab, newline and carriage return.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -206,7 +206,7 @@ def merged_expression(*parts: Any) -> Any:
 
 
 # Keys the system itself writes into a record's metadata; a caller may not forge them.
-RESERVED_METADATA_KEYS = frozenset({"role", "consolidated", "edited", "key", "agent_id", "op_key"})
+RESERVED_METADATA_KEYS = SYSTEM_METADATA_KEYS
 
 
 def _no_reserved_keys(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -344,8 +344,21 @@ class PutKeyedMemoryRequest(Strict):
 
 
 class UpdateMemoryRequest(Strict):
+    """At least one of ``content`` and ``metadata``; what is not given stays as it was."""
+
     user_id: IdStr
-    content: Text
+    content: Text | None = Field(None, description="the new text (embedded again)")
+    metadata: Annotated[dict[MetadataKey, MetadataValue] | None, AfterValidator(_no_reserved_keys)] = Field(
+        None,
+        max_length=50,
+        description="replaces the memory's metadata (keys the system keeps, such as agent_id, stay)",
+    )
+
+    @model_validator(mode="after")
+    def _something_to_change(self) -> UpdateMemoryRequest:
+        if self.content is None and self.metadata is None:
+            raise ValueError("nothing to change: give content or metadata (or both)")
+        return self
 
 
 class RestoreMemoryRequest(Strict):
@@ -434,6 +447,11 @@ class DeleteMemoryResponse(BaseModel):
     deleted: bool
     tombstone_id: str
     version: int
+
+
+class DeleteMemoriesResponse(BaseModel):
+    deleted: int = Field(description="how many memories were deleted (each now ends in a tombstone version)")
+    ids: list[str] = Field(description="the ids of the versions that were current and are now deleted")
 
 
 class SourceTurn(BaseModel):

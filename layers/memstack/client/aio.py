@@ -78,6 +78,7 @@ class AsyncMemoryClient(ClientCore):
     get = async_method(calls.get)
     update = async_method(calls.update)
     delete = async_method(calls.delete)
+    delete_all = async_method(calls.delete_all)
     history = async_method(calls.history)
     put_key = async_method(calls.put_key)
     get_key = async_method(calls.get_key)

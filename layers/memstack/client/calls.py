@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from memstack.api.schemas import (
     AddMemoriesResponse,
     ConsolidationResponse,
+    DeleteMemoriesResponse,
     DeleteMemoryResponse,
     EraseUserResponse,
     HealthResponse,
@@ -230,9 +231,16 @@ def get(memory_id: str, *, user_id: str) -> ApiCall[Memory]:
     return ApiCall("GET", f"/v1/memories/{_segment(memory_id)}", _model(Memory), query={"user_id": user_id})
 
 
-def update(memory_id: str, content: str, *, user_id: str) -> ApiCall[Memory]:
+def update(
+    memory_id: str,
+    content: str | None = None,
+    *,
+    user_id: str,
+    metadata: Mapping[str, Any] | None = None,
+) -> ApiCall[Memory]:
+    """A new version: new ``content`` and/or ``metadata`` (it replaces the caller's labels)."""
     # Not idempotent: a second PATCH after a lost answer would find the memory superseded (409).
-    body = {"user_id": user_id, "content": content}
+    body = {"user_id": user_id, "content": content, "metadata": metadata}
     return ApiCall(
         "PATCH", f"/v1/memories/{_segment(memory_id)}", _model(Memory), body=body, idempotent=False
     )
@@ -246,6 +254,14 @@ def delete(memory_id: str, *, user_id: str) -> ApiCall[DeleteMemoryResponse]:
         query={"user_id": user_id},
         idempotent=False,
     )
+
+
+def delete_all(
+    *, user_id: str, agent_id: str | None = None, session_id: str | None = None, run_id: str | None = None
+) -> ApiCall[DeleteMemoriesResponse]:
+    """Delete every current memory of the user from this agent and/or session (Mem0's ``delete_all``)."""
+    query = {"user_id": user_id, "agent_id": agent_id, "session_id": session_of(session_id, run_id)}
+    return ApiCall("DELETE", "/v1/memories", _model(DeleteMemoriesResponse), query=query, idempotent=False)
 
 
 def history(memory_id: str, *, user_id: str) -> ApiCall[list[Memory]]:

@@ -89,6 +89,7 @@ class MemoryClient(ClientCore):
     get = sync_method(calls.get)
     update = sync_method(calls.update)
     delete = sync_method(calls.delete)
+    delete_all = sync_method(calls.delete_all)
     history = sync_method(calls.history)
     put_key = sync_method(calls.put_key)
     get_key = sync_method(calls.get_key)

@@ -13,9 +13,14 @@ import numpy as np
 
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import Conflict, NotFound
-from memstack.models import MemoryRecord, new_id
+from memstack.models import SYSTEM_METADATA_KEYS, MemoryRecord, new_id
 from memstack.ports.embedder import Embedder
 from memstack.ports.store import MemoryStore
+
+
+def relabelled(old: dict[str, object], labels: dict[str, object]) -> dict[str, object]:
+    """``labels`` replace the caller's metadata of ``old``; the system's keys stay as they were."""
+    return {**labels, **{k: v for k, v in old.items() if k in SYSTEM_METADATA_KEYS}}
 
 
 def visible_or_404(store: MemoryStore, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:

@@ -1,7 +1,7 @@
 """memstack as a Model Context Protocol server, on the official ``mcp`` SDK (``MCPServer``).
 
 Tools: ``add_memory``, ``search_memories``, ``list_memories``, ``get_memory``,
-``update_memory``, ``delete_memory``, ``memory_history``, and ``erase_user``
+``update_memory``, ``delete_memory``, ``delete_memories``, ``memory_history``, and ``erase_user``
 when ``MEMSTACK_MCP_ALLOW_ERASE=true``. Each has a JSON schema built from its
 signature and descriptions written for the model that reads them. The tenant
 is the credential of the connection (stdio: ``MEMSTACK_DEFAULT_TENANT``; HTTP:
@@ -26,6 +26,7 @@ from pydantic import Field
 from memstack import __version__
 from memstack.api.schemas import (
     AddMemoriesResponse,
+    DeleteMemoriesResponse,
     DeleteMemoryResponse,
     EraseUserResponse,
     Memory,
@@ -239,12 +240,19 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
     @tool_errors
     def update_memory(
         memory_id: MemoryIdArg,
-        content: Annotated[str, Field(description="the corrected memory, as a full sentence")],
         ctx: Context[Any, Any],
+        content: Annotated[
+            str | None, Field(description="the corrected memory, as a full sentence (empty: keep the text)")
+        ] = None,
+        metadata: Annotated[
+            dict[str, str | int | float | bool] | None,
+            Field(description="new labels, replacing the memory's labels (empty: keep them)"),
+        ] = None,
         user_id: UserArg = None,
     ) -> Memory:
-        """Correct a memory. memstack writes a new version; the old one stays in its history."""
-        return kit.run(calls.update(memory_id, content, user_id=kit.user(user_id)), headers(ctx))
+        """Correct a memory or relabel it. memstack writes a new version; the old one stays in its history."""
+        call = calls.update(memory_id, content, user_id=kit.user(user_id), metadata=metadata)
+        return kit.run(call, headers(ctx))
 
     @server.tool(annotations=DESTRUCTIVE)
     @tool_errors
@@ -253,6 +261,20 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
     ) -> DeleteMemoryResponse:
         """Forget one memory (it stops appearing in search; its history keeps a tombstone)."""
         return kit.run(calls.delete(memory_id, user_id=kit.user(user_id)), headers(ctx))
+
+    @server.tool(annotations=DESTRUCTIVE)
+    @tool_errors
+    def delete_memories(
+        ctx: Context[Any, Any],
+        agent_id: Annotated[str | None, Field(description="forget what came from this agent")] = None,
+        session_id: Annotated[str | None, Field(description="forget what came from this session")] = None,
+        user_id: UserArg = None,
+    ) -> DeleteMemoriesResponse:
+        """Forget every memory from one agent and/or one session (each keeps a tombstone in its history)."""
+        call = calls.delete_all(
+            user_id=kit.user(user_id), agent_id=kit.agent(agent_id), session_id=session_id
+        )
+        return kit.run(call, headers(ctx))
 
     @server.tool(annotations=READ_ONLY)
     @tool_errors
