@@ -32,9 +32,10 @@ def test_json_report_has_every_k_and_category(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert report["questions"] == 6
     assert set(report["recall"]) == {"1", "3"} and set(report["recall"]["3"]) == CATEGORIES
-    assert set(report["baselines"]) == {"bm25", "vector"}
-    assert set(report["metrics"]) == {"memstack", "bm25", "vector"}
-    metrics = {"turn_recall", "any", "all", "ndcg", "session_recall", "cited"}
+    # memstack's own stages alone, and the plain baselines over the raw turns
+    assert set(report["baselines"]) == {"bm25", "vector", "bm25-turns", "dense-turns"}
+    assert set(report["metrics"]) == {"memstack", "bm25", "vector", "bm25-turns", "dense-turns"}
+    metrics = {"turn_recall", "any", "all", "ndcg", "session_recall", "cited", "no_new"}
     assert set(report["metrics"]["memstack"]) == metrics
     assert report["metrics"]["memstack"]["turn_recall"] == report["recall"]
     # The default ingest is the product's: extraction ran, so LTM memories exist beside the turns.
@@ -67,7 +68,7 @@ def test_json_report_has_every_k_and_category(tmp_path: Path) -> None:
 def test_table_output(tmp_path: Path) -> None:
     proc = run(["eval", "locomo", str(FIXTURE), "--baselines"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    for label in ("memstack", "bm25-only", "vector-only", "single-hop", "adversarial"):
+    for label in ("memstack", "bm25-only", "vector-only", "dense-turns", "single-hop", "adversarial"):
         assert label in proc.stdout
     ks = [line.split("│")[2].strip() for line in proc.stdout.splitlines() if "│ memstack" in line]
     # once in the recall table, once in the table of every metric

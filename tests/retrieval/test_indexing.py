@@ -49,3 +49,25 @@ def test_context_makes_a_reply_findable_but_content_is_unchanged(settings: Setti
     finally:
         plain.close()
         contextual.close()
+
+
+def test_a_long_turn_is_never_context() -> None:
+    """A long reply carries its own subject; its words must not drown the next turn's."""
+    long_reply = "Here is a long walkthrough of socket error handling. " * 30
+    chat = [
+        Message(id="u1", role="user", content="How should I handle socket errors?", timestamp=WHEN),
+        Message(id="a1", role="assistant", content=long_reply, timestamp=WHEN),
+        Message(id="u2", role="user", content="Thanks. Our deadline moved to March 3.", timestamp=WHEN),
+    ]
+    config = IndexingConfig(context_turns=2, date_in_text=False, context_max_chars=1000)
+    [_, answer, follow_up] = index_turns(chat, config)
+    # The answer keeps the short question it answers; the user's next turn gets no context,
+    # and the long turn also cuts off the short one beyond it.
+    assert answer.search_text == f"How should I handle socket errors?\n{long_reply}"
+    assert follow_up.search_text == "Thanks. Our deadline moved to March 3."
+    unlimited = index_turns(chat, IndexingConfig(context_turns=2, date_in_text=False, context_max_chars=0))
+    assert unlimited[2].search_text.startswith("How should I handle socket errors?\n" + long_reply)
+    # Later context follows the same rule.
+    after = index_turns(chat, IndexingConfig(context_turns=0, context_after=1, date_in_text=False))
+    assert after[0].search_text == "How should I handle socket errors?"
+    assert after[1].search_text == f"{long_reply}\nThanks. Our deadline moved to March 3."

@@ -1,9 +1,11 @@
-"""``memstack eval locomo PATH``: recall@k of the retrieval pipeline on LoCoMo-format data."""
+"""``memstack eval locomo|beam PATH``: retrieval metrics on two benchmarks; ``eval extraction``."""
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: typer reads the option annotations of the
+# commands `_benchmark_command` defines, which name its arguments (evaluated at definition).
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,14 +15,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memstack.cli.app import UserError, console, print_json, settings_from_cli
+from memstack.evaluation import beam as beam_format
 from memstack.evaluation.embedding_cache import CachedEmbedder
 from memstack.evaluation.extraction import ExtractionReport, evaluate_extraction
-from memstack.evaluation.locomo import LocomoFormatError, load_locomo
+from memstack.evaluation.locomo import Conversation, LocomoFormatError, load_locomo
 from memstack.evaluation.plot import plot_recall
 from memstack.evaluation.recall import METRICS
 from memstack.evaluation.runner import CATEGORY_ORDER, EvalReport, evaluate
 from memstack.evaluation.scenarios import ScenarioFormatError, load_scenarios
 from memstack.factory import build_embedder
+from memstack.settings import Settings
 
 eval_app = typer.Typer(
     help="Measure retrieval and extraction quality on benchmark data.", no_args_is_help=True
@@ -53,17 +57,54 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def render_table(report: EvalReport, wall: float) -> Table:
-    table = Table(title=f"LoCoMo recall@k ({report.questions} questions, {wall:.0f} s)", title_justify="left")
+def _label(name: str) -> str:
+    """memstack; its own stages alone ``bm25-only``, ``vector-only``; the plain baselines as named."""
+    return name if name == "memstack" or name.endswith("-turns") else f"{name}-only"
+
+
+def render_table(report: EvalReport, wall: float, benchmark: str, categories: list[str]) -> Table:
+    title = f"{benchmark} turn recall@k ({report.questions} questions, {wall:.0f} s)"
+    table = Table(title=title, title_justify="left")
     table.add_column("retriever")
     table.add_column("k", justify="right")
-    for name in ["all", *CATEGORY_ORDER]:
+    shown = [c for c in ["all", *categories] if report.counts.get(c)]
+    for name in shown:
         table.add_column(f"{name}\n(n={report.counts.get(name, 0)})", justify="right")
-    rows = [("memstack", report.recall), *((f"{n}-only", r) for n, r in report.baselines.items())]
+    rows = [("memstack", report.recall), *((_label(n), r) for n, r in report.baselines.items())]
     for k in report.recall:
         for label, recall in rows:
-            table.add_row(label, k, *(_fmt(recall[k].get(c)) for c in ["all", *CATEGORY_ORDER]))
+            table.add_row(label, k, *(_fmt(recall[k].get(c)) for c in shown))
         table.add_section()
+    return table
+
+
+def render_questions(report: EvalReport) -> Table | None:
+    """Abstention, knowledge-update ordering and the head-to-head counts, per retriever (when measured)."""
+    if not (report.abstention or report.knowledge_update):
+        return None
+    table = Table(title="whole-question figures", title_justify="left")
+    for column in (
+        "retriever",
+        "abstention AUROC\n(top score)",
+        "top score median\nanswerable / not",
+        "update in top 5",
+        "update above\noriginal",
+        "memstack @10\nbetter / worse",
+    ):
+        table.add_column(column, justify="left" if column == "retriever" else "right")
+    k = "10" if "10" in report.recall else list(report.recall)[-1]
+    for name in report.metrics:
+        a = report.abstention.get(name, {})
+        u = report.knowledge_update.get(name, {})
+        v = report.versus.get(name, {}).get(k)
+        table.add_row(
+            _label(name),
+            _fmt(a.get("auroc")),
+            f"{_fmt(a.get('answerable_median'))} / {_fmt(a.get('unanswerable_median'))}" if a else "-",
+            _fmt(u.get("updated_in_top5")),
+            _fmt(u.get("updated_first")),
+            f"{v['better']} / {v['worse']}" if v else "-",
+        )
     return table
 
 
@@ -74,6 +115,7 @@ _METRIC_LABELS = {
     "ndcg": "NDCG",
     "session_recall": "session recall",
     "cited": "turns cited",
+    "no_new": "slots without\na new turn",
 }
 
 
@@ -86,59 +128,35 @@ def render_metrics(report: EvalReport) -> Table:
         table.add_column(_METRIC_LABELS[metric], justify="right")
     for k in report.recall:
         for name, metrics in report.metrics.items():
-            label = name if name == "memstack" else f"{name}-only"
+            label = _label(name)
             cells = []
             for metric in METRICS:
                 value = metrics[metric][k].get("all")
-                shown = "-" if value is None else f"{value:.1f}" if metric == "cited" else f"{value:.3f}"
+                wide = metric in ("cited", "no_new")
+                shown = "-" if value is None else f"{value:.2f}" if wide else f"{value:.3f}"
                 cells.append(shown)
             table.add_row(label, k, *cells)
         table.add_section()
     return table
 
 
-@eval_app.command("locomo")
-def locomo(
-    path: Annotated[Path, typer.Argument(help="a LoCoMo JSON file (a list of conversations)")],
-    k: Annotated[str, typer.Option("--k", help="cut-offs, comma-separated")] = "5,10,25",
-    baselines: Annotated[bool, typer.Option(help="also measure BM25-only and vector-only")] = False,
-    raw: Annotated[
-        bool, typer.Option("--raw", help="store the raw turns only (no extraction): the turns-only baseline")
-    ] = False,
-    consolidate: Annotated[
-        bool, typer.Option("--consolidate", help="consolidate after each session, as the scheduler would")
-    ] = False,
-    limit: Annotated[int | None, typer.Option(help="only the first N conversations")] = None,
-    embedder: Annotated[str | None, typer.Option(help="override MEMSTACK_EMBEDDER")] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="print every figure as JSON (with each question's evidence ranks)")
-    ] = False,
-    plot: Annotated[
-        Path | None, typer.Option("--plot", help="write a PNG: turn recall@k by category, with the baselines")
-    ] = None,
-    cache_dir: Annotated[
-        Path | None, typer.Option("--cache-dir", help="keep embeddings on disk here and reuse them next run")
-    ] = None,
-    store_dir: Annotated[
-        Path | None,
-        typer.Option("--store-dir", help="keep each conversation's store here, reused when ingest matches"),
-    ] = None,
+def _run_benchmark(
+    benchmark: str,
+    conversations: list[Conversation],
+    categories: list[str],
+    settings: Settings,
+    ks: list[int],
+    *,
+    baselines: bool,
+    raw: bool,
+    consolidate: bool,
+    as_json: bool,
+    plot: Path | None,
+    cache_dir: Path | None,
+    store_dir: Path | None,
 ) -> None:
-    """Ingest each conversation as the product does and report retrieval metrics per question category."""
-
-    ks = parse_ks(k)
-    settings = settings_from_cli(embedder=embedder)
-    if plot is not None and plot.suffix.lower() != ".png":
-        raise UserError(f"--plot writes a PNG: give a file name ending in .png, not {plot.name!r}")
-    if max(ks) > settings.api.max_top_k:
-        raise UserError(f"--k values must be at most {settings.api.max_top_k} (MEMSTACK_MAX_TOP_K)")
-    try:
-        conversations = load_locomo(path)
-    except LocomoFormatError as exc:
-        raise UserError(str(exc)) from None
-    if limit is not None:
-        conversations = conversations[: max(limit, 1)]
-    turns = sum(len(c.turns) for c in conversations)
+    """Evaluate, then print the tables (or the JSON) and write the plot: the same for every benchmark."""
+    turns = sum(1 for c in conversations for t in c.turns if t.content.strip())
     questions = sum(len(c.questions) for c in conversations)
     # One log line per search would bury the progress bar; the figures are in the report.
     logging.getLogger("memstack").setLevel(logging.WARNING)
@@ -160,6 +178,7 @@ def locomo(
                 embedder=cached or model,
                 store_dir=store_dir,
                 progress=lambda stage, n: bar.advance(tasks[stage], n),
+                categories=categories,
             )
         finally:
             if cached is not None:
@@ -167,18 +186,21 @@ def locomo(
     wall = time.perf_counter() - started
     report.seconds["wall"] = round(wall, 2)
     if plot is not None:
-        plot_recall(report.as_dict(), plot, CATEGORY_ORDER)
+        plot_recall(report.as_dict(), plot, categories, benchmark)
     if as_json:
         print_json(report.as_dict())
         return
     # Wide enough for every column header even when stdout is not a terminal.
-    out = Console(width=max(console.width, 120))
-    out.print(render_table(report, wall))
+    out = Console(width=max(console.width, 120 if len(categories) < 6 else 200))
+    out.print(render_table(report, wall, benchmark, categories))
     out.print(render_metrics(report))
+    whole = render_questions(report)
+    if whole is not None:
+        out.print(whole)
     mode = "raw turns only (--raw)" if raw else "extraction on"
     if consolidate:
         mode += ", consolidation after each session"
-    out.print(f"ingest: {mode}; stored {report.stored}")
+    out.print(f"{len(conversations)} conversations, {turns} turns; ingest: {mode}; stored {report.stored}")
     if plot is not None:
         out.print(f"plot written to {plot}")
     if report.stage_ms_median:
@@ -192,6 +214,125 @@ def locomo(
             f"skipped {report.unusable_questions} questions without usable evidence; "
             f"ignored {report.dropped_evidence} evidence ids that name no turn"
         )
+
+
+def _load_first(
+    load: Callable[[Any], list[Any]], errors: type[Exception], source: Any, limit: int | None
+) -> list[Any]:
+    """The first ``limit`` items ``load`` reads from ``source``; format errors become user errors."""
+    try:
+        items = load(source)
+    except errors as exc:
+        raise UserError(str(exc)) from None
+    return items if limit is None else items[: max(limit, 1)]
+
+
+def _benchmark_command(
+    benchmark: str,
+    load: Callable[[Path], list[Conversation]],
+    errors: type[Exception],
+    categories: list[str],
+    *,
+    path_help: str,
+    command_help: str,
+    baselines_default: bool,
+    cache_by_default: bool,
+) -> None:
+    """Registers ``memstack eval <benchmark>``: the same options and run for every benchmark."""
+
+    def command(
+        path: Annotated[Path, typer.Argument(help=path_help)],
+        k: Annotated[str, typer.Option("--k", help="cut-offs, comma-separated")] = "5,10,25",
+        baselines: Annotated[
+            bool,
+            typer.Option(
+                help="also measure BM25-only, vector-only and plain BM25 / dense over the raw turns"
+            ),
+        ] = baselines_default,
+        raw: Annotated[
+            bool,
+            typer.Option("--raw", help="store the raw turns only (no extraction): the turns-only baseline"),
+        ] = False,
+        consolidate: Annotated[
+            bool, typer.Option("--consolidate", help="consolidate after each session, as the scheduler would")
+        ] = False,
+        limit: Annotated[
+            int | None, typer.Option("--conversations", "--limit", help="only the first N conversations")
+        ] = None,
+        embedder: Annotated[str | None, typer.Option(help="override MEMSTACK_EMBEDDER")] = None,
+        as_json: Annotated[
+            bool,
+            typer.Option("--json", help="print every figure as JSON (with each question's evidence ranks)"),
+        ] = False,
+        plot: Annotated[
+            Path | None,
+            typer.Option("--plot", help="write a PNG: turn recall@k by category, with the baselines"),
+        ] = None,
+        cache_dir: Annotated[
+            Path | None,
+            typer.Option(
+                "--cache-dir",
+                help="keep embeddings here (by model and text) and reuse them next run"
+                + (" (default: <MEMSTACK_DATA_DIR>/eval-cache)" if cache_by_default else ""),
+            ),
+        ] = None,
+        no_cache: Annotated[bool, typer.Option("--no-cache", help="keep no embeddings on disk")] = False,
+        store_dir: Annotated[
+            Path | None,
+            typer.Option(
+                "--store-dir", help="keep each conversation's store here, reused when ingest matches"
+            ),
+        ] = None,
+    ) -> None:
+        ks = parse_ks(k)
+        settings = settings_from_cli(embedder=embedder)
+        if plot is not None and plot.suffix.lower() != ".png":
+            raise UserError(f"--plot writes a PNG: give a file name ending in .png, not {plot.name!r}")
+        if max(ks) > settings.api.max_top_k:
+            raise UserError(f"--k values must be at most {settings.api.max_top_k} (MEMSTACK_MAX_TOP_K)")
+        conversations = _load_first(load, errors, path, limit)
+        # Long chats take long to embed on a laptop: there the vectors are kept for the next run.
+        default_cache = settings.data_dir / "eval-cache" if cache_by_default else None
+        _run_benchmark(
+            benchmark,
+            conversations,
+            categories,
+            settings,
+            ks,
+            baselines=baselines,
+            raw=raw,
+            consolidate=consolidate,
+            as_json=as_json,
+            plot=plot,
+            cache_dir=None if no_cache else cache_dir or default_cache,
+            store_dir=store_dir,
+        )
+
+    eval_app.command(benchmark.lower(), help=command_help)(command)
+
+
+_benchmark_command(
+    "LoCoMo",
+    load_locomo,
+    LocomoFormatError,
+    CATEGORY_ORDER,
+    path_help="a LoCoMo JSON file (a list of conversations)",
+    command_help="Ingest each conversation as the product does and report retrieval metrics per question "
+    "category (short two-person chats).",
+    baselines_default=False,
+    cache_by_default=False,
+)
+_benchmark_command(
+    "BEAM",
+    beam_format.load_beam,
+    beam_format.BeamFormatError,
+    list(beam_format.CATEGORIES),
+    path_help="a BEAM file (.json.gz or .json: the development copy's format)",
+    command_help="The same on BEAM (long user-assistant chats): recall per category, abstention AUROC, "
+    "knowledge-update ordering, slots without new evidence, with the baselines of the same run.",
+    baselines_default=True,
+    cache_by_default=True,
+)
 
 
 def render_extraction(report: ExtractionReport, show_failures: bool) -> list[Any]:
@@ -235,12 +376,7 @@ def extraction(
 ) -> None:
     """Run each scenario in a fresh store through the ingest path and check what memstack ends up knowing."""
     settings = settings_from_cli(llm=llm, embedder=embedder)
-    try:
-        scenarios = load_scenarios(paths)
-    except ScenarioFormatError as exc:
-        raise UserError(str(exc)) from None
-    if limit is not None:
-        scenarios = scenarios[: max(limit, 1)]
+    scenarios = _load_first(load_scenarios, ScenarioFormatError, paths, limit)
     logging.getLogger("memstack").setLevel(logging.ERROR)
     with progress_bar(transient=True) as bar:
         task = bar.add_task("scenarios", total=len(scenarios))

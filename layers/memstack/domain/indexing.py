@@ -7,6 +7,13 @@ the turn it answers. So a turn can carry the turns before it in the same
 batch as context, and the date it was said on, in its BM25 text and,
 optionally, in the text that is embedded. The record's ``content`` is never
 changed: context only affects what finds it.
+
+Context adapts to the conversation: a turn longer than ``context_max_chars``
+is never context. A short reply needs its subject, but a long turn (a
+3,700-character assistant answer before a user's next question, a pasted
+log) carries its own, and its words would outweigh the turn's in BM25: in
+long user–assistant chats a user turn then gets no context while the
+assistant's reply still gets the short question it answers.
 """
 
 from __future__ import annotations
@@ -45,6 +52,12 @@ class IndexingConfig(Section):
         alias="index_date_in_text",
         description='index each turn\'s date ("8 May 2023") with its text (BM25)',
     )
+    context_max_chars: int = Field(
+        1000,
+        ge=0,
+        alias="index_context_max_chars",
+        description="a turn longer than this (characters) is never another turn's context (0: no limit)",
+    )
 
 
 @dataclass(frozen=True)
@@ -65,15 +78,28 @@ def _date_text(message: Message) -> str:
     return f"{ts.day} {ts.strftime('%B %Y')}"
 
 
+def _short(turns: Sequence[Message], limit: int) -> list[str]:
+    """The contents of ``turns`` (nearest first) up to the first one longer than ``limit``."""
+    out = []
+    for m in turns:
+        if limit and len(m.content) > limit:
+            break
+        out.append(m.content)
+    return out
+
+
 def index_turns(messages: Sequence[Message], config: IndexingConfig) -> list[IndexedTurn]:
     """The indexed and embedded text of each message, in order."""
     out = []
+    limit = config.context_max_chars
     for pos, message in enumerate(messages):
         own = turn_text(message)
         # Context lines carry the words, not the speaker names: repeating a name
         # in every following turn would make it outscore the turn that said it.
-        context = [m.content for m in messages[max(0, pos - config.context_turns) : pos]]
-        after = [m.content for m in messages[pos + 1 : pos + 1 + config.context_after]]
+        # Nearest first, so a long turn cuts off everything beyond it too.
+        before = messages[max(0, pos - config.context_turns) : pos]
+        context = _short(before[::-1], limit)[::-1]
+        after = _short(messages[pos + 1 : pos + 1 + config.context_after], limit)
         with_context = "\n".join([*context, own])
         search = "\n".join([with_context, *after])
         if config.date_in_text and (date := _date_text(message)):

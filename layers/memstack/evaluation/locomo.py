@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memstack.models import Role
+
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 _SESSION = re.compile(r"^session_(\d+)$")
@@ -31,10 +33,12 @@ class LocomoFormatError(ValueError):
 class Turn:
     dia_id: str
     session: int
-    speaker: str
+    speaker: str | None
     text: str
     timestamp: datetime
     caption: str | None = None
+    #: LoCoMo's two people are both users of the agent; BEAM's turns are user or assistant
+    role: Role = Role.USER
 
     @property
     def content(self) -> str:
@@ -51,13 +55,20 @@ class Turn:
 @dataclass(frozen=True)
 class Question:
     text: str
-    category: int
+    #: LoCoMo's code (1-5), or a benchmark's category name
+    category: int | str
     evidence: tuple[str, ...]
     #: evidence ids the file gives that name no turn (after normalisation)
     dropped_evidence: tuple[str, ...] = ()
+    #: named parts of the evidence (BEAM: ``original_info`` / ``updated_info`` of a knowledge update)
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: False for a question the conversation cannot answer (BEAM's abstention): no evidence
+    answerable: bool = True
 
     @property
     def category_name(self) -> str:
+        if isinstance(self.category, str):
+            return self.category
         return CATEGORIES.get(self.category, f"category-{self.category}")
 
 

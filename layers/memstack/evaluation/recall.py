@@ -15,6 +15,9 @@ reads one ranked list of results (each a list of cited turn ids):
   k distinct sessions the results cite (what retrieval-only peers publish).
 * **cited@k**: the number of distinct turns the first k *results* cite (with
   raw turns it is k; with memories it shows how much each result carries).
+* **no_new@k**: how many of the first k *results* cite no turn that an earlier
+  result did not already cite: slots spent on evidence the caller already has
+  (several memories of one turn in a row, say). 0 for distinct raw turns.
 
 ``QuestionResult`` keeps the rank of each evidence turn among the distinct
 turns (and of each evidence session), so every figure can be recomputed for
@@ -28,7 +31,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-METRICS = ("turn_recall", "any", "all", "ndcg", "session_recall", "cited")
+METRICS = ("turn_recall", "any", "all", "ndcg", "session_recall", "cited", "no_new")
 
 
 def distinct_sources(source_lists: Iterable[Sequence[str]], limit: int) -> list[str]:
@@ -108,6 +111,11 @@ class QuestionResult:
             if not self.cited_by_results:
                 return 0.0
             return float(self.cited_by_results[min(k, len(self.cited_by_results)) - 1])
+        if metric == "no_new":
+            head = self.cited_by_results[:k]
+            # A slot brings a new turn exactly when the running count of cited turns grows.
+            grew = sum(1 for before, now in zip((0, *head), head, strict=False) if now > before)
+            return float(len(head) - grew)
         raise ValueError(f"unknown metric {metric!r}")
 
 

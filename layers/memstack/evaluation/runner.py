@@ -1,4 +1,7 @@
-"""Runs the product on LoCoMo: ingest each conversation into a fresh store, search every question.
+"""Runs the product on a benchmark: ingest each conversation into a fresh store, search every question.
+
+The same harness runs LoCoMo (``memstack eval locomo``) and BEAM (``memstack
+eval beam``: the BEAM loader reads into the same ``Conversation``).
 
 Each conversation gets its own embedded store and one user; every turn is
 ingested as a message (id = its dialog id, speaker, timestamp = its
@@ -12,8 +15,13 @@ two conversations a day apart.
 Every question with usable evidence is then searched with ``reference_time``
 = the conversation's last session date, through the full pipeline and, with
 ``baselines``, through BM25 alone and the vector stage alone on the same
-store in the same run. Each question's evidence ranks are kept
-(``QuestionResult``), so every metric of ``recall`` is computed from them.
+store in the same run, and through two plain baselines over the raw turns
+that share nothing with memstack's indexing: BM25 (``domain.bm25``) over each
+turn's text and dense cosine over each turn's embedding, with the same
+embedder. Each question's evidence ranks are kept (``QuestionResult``), so
+every metric of ``recall`` is computed from them. Questions the conversation
+cannot answer (BEAM's abstention) are searched too: their top score against
+the answerable questions' is the abstention AUROC (``separation``).
 """
 
 from __future__ import annotations
@@ -32,17 +40,26 @@ from typing import Any
 
 import numpy as np
 
+from memstack.domain.bm25 import Bm25Index
+from memstack.domain.indexing import turn_text
 from memstack.domain.retrieve import SearchRequest
-from memstack.evaluation.locomo import CATEGORIES, Conversation
+from memstack.evaluation.locomo import CATEGORIES, Conversation, Question
 from memstack.evaluation.recall import MetricTable, QuestionResult
+from memstack.evaluation.separation import (
+    Ordering,
+    abstention_summary,
+    ordering_summary,
+    update_ordering,
+)
 from memstack.factory import build_embedder, build_service
-from memstack.models import MemoryFilters, Message, Role, Tier
+from memstack.models import MemoryFilters, Message, Tier
 from memstack.ports.embedder import Embedder
 from memstack.service import MemoryService
 from memstack.settings import Settings
 
 CATEGORY_ORDER = [CATEGORIES[c] for c in (4, 1, 2, 3, 5)]
-RETRIEVERS = ("memstack", "bm25", "vector")
+#: the pipeline; its BM25 stage and its vector stage alone (same store); plain baselines on raw turns
+RETRIEVERS = ("memstack", "bm25", "vector", "bm25-turns", "dense-turns")
 TENANT = "eval"
 USER = "locomo"
 
@@ -71,42 +88,85 @@ class EvalReport:
     search_ms_p95: float = 0.0
     #: per question: conversation, category, text, evidence and, per retriever, where the evidence ranked
     per_question: list[dict[str, Any]] = field(default_factory=list)
+    #: per retriever: AUROC of the top score, answerable against unanswerable questions (and medians)
+    abstention: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    #: per retriever: knowledge-update questions with the updated turn in the top 5 / above the original
+    knowledge_update: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    #: per baseline and k: questions where the pipeline's turn recall is higher / lower than the baseline's
+    versus: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    #: questions searched that the conversation cannot answer (in ``abstention``, not in recall)
+    unanswerable: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def messages_of(conv: Conversation, session: int) -> list[Message]:
+def messages_of(conv: Conversation, session: int | None = None) -> list[Message]:
+    """The turns of one session (every session: None) as the messages an agent would send."""
     return [
-        Message(id=t.dia_id, role=Role.USER, speaker=t.speaker, content=t.content, timestamp=t.timestamp)
+        Message(id=t.dia_id, role=t.role, speaker=t.speaker or None, content=t.content, timestamp=t.timestamp)
         for t in conv.turns
-        if t.session == session and t.content.strip()
+        if (session is None or t.session == session) and t.content.strip()
     ]
 
 
 class _QueryMemo:
-    """Wraps the embedder so each question is embedded once, in batches.
+    """Wraps the embedder so each text of a conversation is embedded once, questions in batches.
 
     The questions of a conversation are embedded together up front (batches
     are far cheaper per text than one call per question); the pipeline and
-    the vector baseline then read the same vectors. Other texts (the turns
-    being ingested) pass straight through.
+    the vector baselines then read the same vectors, and the dense baseline
+    reads the turn vectors ingestion computed. ``reset`` forgets them between
+    conversations.
     """
 
     def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self.dim = inner.dim
         self.name = inner.name
-        self._questions: dict[str, np.ndarray] = {}
+        self._known: dict[str, np.ndarray] = {}
+
+    def reset(self) -> None:
+        self._known = {}
 
     def prime(self, questions: Sequence[str]) -> None:
-        texts = list(dict.fromkeys(questions))
-        self._questions = dict(zip(texts, self.inner.embed(texts), strict=True)) if texts else {}
+        self.embed(list(questions))
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        if texts and all(t in self._questions for t in texts):
-            return np.vstack([self._questions[t] for t in texts])
-        return self.inner.embed(texts)
+        if not texts:
+            return self.inner.embed(texts)
+        missing = list(dict.fromkeys(t for t in texts if t not in self._known))
+        if missing:
+            self._known.update(zip(missing, self.inner.embed(missing), strict=True))
+        return np.vstack([self._known[t] for t in texts])
+
+
+class TurnBaselines:
+    """Plain BM25 and plain dense cosine over a conversation's raw turns (each turn's own text).
+
+    Nothing of memstack's indexing (context turns, dates, memories) is in
+    them: they are what "just index the turns" would return.
+    """
+
+    def __init__(self, messages: Sequence[Message], embedder: Embedder) -> None:
+        texts = [turn_text(m) for m in messages]
+        self.ids = [m.id or "" for m in messages]
+        self.bm25 = Bm25Index(texts)
+        matrix = embedder.embed(texts) if texts else np.zeros((0, embedder.dim), np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        self.vectors = matrix / np.where(norms > 0, norms, 1.0)
+        self.embedder = embedder
+
+    def rank_bm25(self, query: str, k: int) -> tuple[list[list[str]], float]:
+        top = self.bm25.top(query, k)
+        return [[self.ids[i]] for i, _ in top], (top[0][1] if top else 0.0)
+
+    def rank_dense(self, query: str, k: int) -> tuple[list[list[str]], float]:
+        q = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
+        q = q / (np.linalg.norm(q) or 1.0)
+        scores = self.vectors @ q
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [[self.ids[i]] for i in order.tolist()], (float(scores[order[0]]) if len(order) else 0.0)
 
 
 def ingest_fingerprint(settings: Settings, infer: bool, consolidate: bool) -> dict[str, Any]:
@@ -178,6 +238,10 @@ class _Run:
     durations: dict[str, list[float]] = field(default_factory=dict)
     stored: dict[str, int] = field(default_factory=dict)
     per_question: list[dict[str, Any]] = field(default_factory=list)
+    #: per retriever: the top score of (answerable, unanswerable) questions
+    top_scores: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
+    #: per retriever: the knowledge-update ordering of each question that has one
+    orderings: dict[str, list[Ordering]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         names = RETRIEVERS if self.baselines else RETRIEVERS[:1]
@@ -217,26 +281,33 @@ class _Run:
             self.stored[key] = self.stored.get(key, 0) + n
         return service
 
-    def rankings(self, service: MemoryService, req: SearchRequest) -> dict[str, list[list[str]]]:
-        """The cited turns of each result, per retriever, best first."""
+    def rankings(
+        self, service: MemoryService, req: SearchRequest, plain: TurnBaselines | None
+    ) -> dict[str, tuple[list[list[str]], float]]:
+        """The cited turns of each result and the top score, per retriever, best first."""
         result = service.search(req)
         for stage, ms in result.stage_durations.items():
             self.durations.setdefault(stage, []).append(ms)
-        ranked = {"memstack": [h.record.source_ids for h in result.hits]}
+        top = result.hits[0].score if result.hits else 0.0
+        ranked = {"memstack": ([h.record.source_ids for h in result.hits], top)}
         if self.baselines:
             bm25 = service.store.bm25_search(TENANT, USER, req.query, req.top_k, req.filters)
-            ranked["bm25"] = _record_sources(service, [s.id for s in bm25])
+            ranked["bm25"] = (_record_sources(service, [s.id for s in bm25]), bm25[0].score if bm25 else 0.0)
             qvec = service.embedder.embed([req.query])[0]
             vec = service.retriever.vector_stage(req, qvec)[: req.top_k]
-            ranked["vector"] = _record_sources(service, [s.id for s in vec])
+            ranked["vector"] = (_record_sources(service, [s.id for s in vec]), vec[0].score if vec else 0.0)
+        if plain is not None:
+            ranked["bm25-turns"] = plain.rank_bm25(req.query, req.top_k)
+            ranked["dense-turns"] = plain.rank_dense(req.query, req.top_k)
         return ranked
 
-    def search_all(self, service: MemoryService, conv: Conversation) -> None:
+    def search_all(self, service: MemoryService, conv: Conversation, embedder: Embedder) -> None:
         session_of = {t.dia_id: str(t.session) for t in conv.turns}
 
         def session(turn: str) -> str:
             return session_of.get(turn, turn)
 
+        plain = TurnBaselines(messages_of(conv), embedder) if self.baselines else None
         start = time.perf_counter()
         for q in conv.questions:
             req = SearchRequest(
@@ -252,34 +323,70 @@ class _Run:
                 "category": q.category_name,
                 "question": q.text,
                 "evidence": list(q.evidence),
+                "answerable": q.answerable,
             }
-            for name, results in self.rankings(service, req).items():
-                res = QuestionResult.from_results(q.category_name, results, q.evidence, session, self.depth)
-                self.tables[name].add(res)
-                entry[name] = {
-                    "evidence_ranks": list(res.evidence_ranks),
-                    "session_rank": res.session_rank,
-                    "cited": list(res.cited_by_results[: self.depth]),
-                }
+            for name, (results, top_score) in self.rankings(service, req, plain).items():
+                entry[name] = {"top_score": round(float(top_score), 6)}
+                self.top_scores.setdefault(name, ([], []))[0 if q.answerable else 1].append(float(top_score))
+                if q.evidence:
+                    entry[name].update(self._measure(name, q, results, session))
             self.per_question.append(entry)
             self.tick("search", 1)
         self.timings["search"] += time.perf_counter() - start
 
-    def report(self, conversations: Sequence[Conversation]) -> EvalReport:
+    def _measure(
+        self, name: str, q: Question, results: list[list[str]], session: Callable[[str], str]
+    ) -> dict[str, Any]:
+        res = QuestionResult.from_results(q.category_name, results, q.evidence, session, self.depth)
+        self.tables[name].add(res)
+        out: dict[str, Any] = {
+            "evidence_ranks": list(res.evidence_ranks),
+            "session_rank": res.session_rank,
+            "cited": list(res.cited_by_results[: self.depth]),
+        }
+        ordering = update_ordering(
+            dict(zip(dict.fromkeys(q.evidence), res.evidence_ranks, strict=True)), q.groups
+        )
+        if ordering is not None:
+            self.orderings.setdefault(name, []).append(ordering)
+            out["updated_in_top5"], out["updated_first"] = ordering.updated_in_top5, ordering.updated_first
+        return out
+
+    def versus(self) -> dict[str, dict[str, dict[str, int]]]:
+        """Per baseline and k: questions where memstack's turn recall is above / below the baseline's."""
+        main = self.tables["memstack"].results
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        for name, table in self.tables.items():
+            if name == "memstack":
+                continue
+            out[name] = {}
+            for k in self.ks:
+                pairs = [
+                    (a.value("turn_recall", k), b.value("turn_recall", k))
+                    for a, b in zip(main, table.results, strict=True)
+                ]
+                out[name][str(k)] = {
+                    "better": sum(1 for a, b in pairs if a > b),
+                    "worse": sum(1 for a, b in pairs if a < b),
+                }
+        return out
+
+    def report(self, conversations: Sequence[Conversation], categories: Sequence[str]) -> EvalReport:
         main = self.tables["memstack"]
         totals = sorted(self.durations.get("total", [0.0]))
         return EvalReport(
             questions=len(main.results),
-            recall=main.means(CATEGORY_ORDER),
-            baselines={n: t.means(CATEGORY_ORDER) for n, t in self.tables.items() if n != "memstack"},
-            metrics={name: t.all_means(CATEGORY_ORDER) for name, t in self.tables.items()},
-            counts={name: main.counts.get(name, 0) for name in ["all", *CATEGORY_ORDER]},
+            recall=main.means(categories),
+            baselines={n: t.means(categories) for n, t in self.tables.items() if n != "memstack"},
+            metrics={name: t.all_means(categories) for name, t in self.tables.items()},
+            counts={name: main.counts.get(name, 0) for name in ["all", *categories]},
             config={
                 "embedder": self.settings.embedder,
                 "reranker": self.settings.reranker,
                 "infer": self.infer,
                 "consolidate": self.consolidate,
                 "top_k": self.top_k,
+                "conversations": len(conversations),
                 **self.settings.retrieval.model_dump(),
                 "indexing": self.settings.ingest.indexing.model_dump(),
             },
@@ -290,6 +397,12 @@ class _Run:
             stage_ms_median={k: round(statistics.median(v), 3) for k, v in self.durations.items()},
             search_ms_p95=round(totals[min(len(totals) - 1, int(0.95 * len(totals)))], 3),
             per_question=self.per_question,
+            abstention={
+                name: abstention_summary(yes, no) for name, (yes, no) in self.top_scores.items() if no
+            },
+            knowledge_update={name: ordering_summary(o) for name, o in self.orderings.items()},
+            versus=self.versus(),
+            unanswerable=sum(1 for c in conversations for q in c.questions if not q.answerable),
         )
 
 
@@ -327,6 +440,7 @@ def evaluate(
     embedder: Embedder | None = None,
     progress: Progress | None = None,
     store_dir: Path | None = None,
+    categories: Sequence[str] = CATEGORY_ORDER,
 ) -> EvalReport:
     """Every metric of the pipeline (and the baselines) over every usable question.
 
@@ -341,10 +455,11 @@ def evaluate(
     memo = _QueryMemo(embedder or build_embedder(settings))
     with _store_root(store_dir) as root:
         for conv in conversations:
+            memo.reset()
             service = run.open_store(root, conv, memo, keep=store_dir is not None)
             try:
                 memo.prime([q.text for q in conv.questions])
-                run.search_all(service, conv)
+                run.search_all(service, conv, memo)
             finally:
                 service.close()
-    return run.report(conversations)
+    return run.report(conversations, categories)
