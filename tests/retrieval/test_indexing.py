@@ -68,6 +68,7 @@ def test_a_long_turn_is_never_context() -> None:
     unlimited = index_turns(chat, IndexingConfig(context_turns=2, date_in_text=False, context_max_chars=0))
     assert unlimited[2].search_text.startswith("How should I handle socket errors?\n" + long_reply)
     # Later context follows the same rule.
-    after = index_turns(chat, IndexingConfig(context_turns=0, context_after=1, date_in_text=False))
+    later = IndexingConfig(context_turns=0, context_after=1, date_in_text=False, context_max_chars=1000)
+    after = index_turns(chat, later)
     assert after[0].search_text == "How should I handle socket errors?"
     assert after[1].search_text == f"{long_reply}\nThanks. Our deadline moved to March 3."
