@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -35,6 +36,8 @@ class StackConfig:
     log_retention_days: int = 30
     alert_email: str = ""
     cognito_user_pool_arn: str = ""
+    # the memory browser's sign-in: an app client of that pool (no secret, USER_PASSWORD_AUTH; docs/ui.md)
+    cognito_ui_client_id: str = ""
     api_key_required: bool = False
     # the account-wide API Gateway CloudWatch role: none | existing | create (stacks/constructs/api.py)
     api_gateway_logging_role: str = "none"
@@ -161,6 +164,14 @@ class StackConfig:
                 "api_gateway_logging_role must be none, existing or create; "
                 f"got {self.api_gateway_logging_role!r}"
             )
+        if self.cognito_ui_client_id and not self.cognito_user_pool_arn:
+            raise ConfigError(
+                "cognito_ui_client_id needs cognito_user_pool_arn (the pool the client belongs to)"
+            )
+        if self.cognito_user_pool_arn and not re.fullmatch(
+            r"arn:aws[\w-]*:cognito-idp:[a-z0-9-]+:\d{12}:userpool/[\w-]+_\w+", self.cognito_user_pool_arn
+        ):
+            raise ConfigError(f"cognito_user_pool_arn is not a user pool ARN: {self.cognito_user_pool_arn!r}")
         if self.consolidation_rate_minutes < 1:
             raise ConfigError("consolidation_rate_minutes must be at least 1")
         from stacks.constructs.environment import validate_overrides  # it imports this module
@@ -181,6 +192,11 @@ class StackConfig:
             raise ConfigError("aurora_backup_days must be between 1 and 35")
         if self.coarse_dim > 2000:
             raise ConfigError("coarse_dim must be at most 2000 for pgvector's HNSW index")
+
+    @property
+    def cognito_region(self) -> str:
+        """The region of the user pool (its ARN's fourth field), "" without one."""
+        return self.cognito_user_pool_arn.split(":")[3] if self.cognito_user_pool_arn else ""
 
     def replace(self, **changes: Any) -> StackConfig:
         return dataclasses.replace(self, **changes)

@@ -120,6 +120,16 @@ class ApiLimits(Section):
     sync_timeout_seconds: float | None = Field(
         None, gt=0, description="longest a sync=true request waits for its own jobs (unset: until done)"
     )
+    # The memory browser's Cognito sign-in (docs/ui.md): the page asks the pool's own endpoint for
+    # tokens with a user name and password, so it needs the app client and the pool's region.
+    ui_cognito_client_id: str | None = Field(
+        None,
+        pattern=r"^[\w+]{1,128}$",
+        description="memory browser sign-in: the Cognito app client (no secret, USER_PASSWORD_AUTH)",
+    )
+    ui_cognito_region: str | None = Field(
+        None, pattern=r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$", description="the region of that app client's user pool"
+    )
 
     @field_validator("earliest_time", "latest_time")
     @classmethod
@@ -132,6 +142,12 @@ class ApiLimits(Section):
         if info.field_name == "latest_time" and earliest is not None and value <= earliest:
             raise ValueError("must be after MEMSTACK_EARLIEST_TIME")
         return value
+
+    @model_validator(mode="after")
+    def _cognito_sign_in_whole(self) -> ApiLimits:
+        if (self.ui_cognito_client_id is None) != (self.ui_cognito_region is None):
+            raise ValueError("set MEMSTACK_UI_COGNITO_CLIENT_ID and MEMSTACK_UI_COGNITO_REGION together")
+        return self
 
 
 class ServerSettings(Section):

@@ -121,6 +121,7 @@ def deployment_settings(config: StackConfig, resources: dict[str, str]) -> Setti
         "project_tag": config.service_name,
         "tier_tag": config.tier,
         **config.settings,
+        **_ui_sign_in(config),
         **resources,
     }
     if config.store_backend == "postgres":
@@ -142,6 +143,13 @@ def deployment_settings(config: StackConfig, resources: dict[str, str]) -> Setti
             f"(store_backend={config.store_backend}; memstack serve's and the CLI's own settings stay local)"
         )
     return _validated(values)
+
+
+def _ui_sign_in(config: StackConfig) -> dict[str, str]:
+    """The memory browser's Cognito sign-in (the API serves it to the page), when configured."""
+    if not config.cognito_ui_client_id:
+        return {}
+    return {"ui_cognito_client_id": config.cognito_ui_client_id, "ui_cognito_region": config.cognito_region}
 
 
 def function_reads(config: StackConfig, function: str) -> tuple[str, ...]:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from memstack.api.app import close_app
 from memstack.ports.queue import Job
 from memstack.service import MemoryService
+from memstack.settings import Settings
 
-from tests.api.conftest import Api, add_body, rest_event
+from tests.api.conftest import Api, add_body, build_api, rest_event
 
 
 def _memory(api: Api, user: str = "alice") -> dict:
@@ -109,15 +114,43 @@ def test_list_can_include_superseded_versions(api: Api) -> None:
     assert memory["id"] in {m["id"] for m in everything} and len(everything) == len(current) + 1
 
 
+def _headers(answer: dict[str, Any]) -> dict[str, str]:
+    headers = {
+        k: v[0] if isinstance(v, list) else v for k, v in (answer.get("multiValueHeaders") or {}).items()
+    }
+    headers.update(answer.get("headers") or {})
+    return headers
+
+
+def test_the_page_config_names_a_cognito_sign_in_only_when_one_is_configured(
+    api: Api, service: MemoryService, settings: Settings
+) -> None:
+    answer = api.app.resolve(rest_event("GET", "/ui/config.json", key=None), None)
+    assert answer["statusCode"] == 200 and json.loads(answer["body"]) == {"cognito": None}
+    configured = build_api(
+        service, settings.updated(ui_cognito_client_id="abc123", ui_cognito_region="eu-west-1")
+    )
+    try:
+        answer = configured.app.resolve(rest_event("GET", "/ui/config.json", key=None), None)
+        endpoint = "https://cognito-idp.eu-west-1.amazonaws.com/"
+        assert json.loads(answer["body"]) == {
+            "cognito": {"client_id": "abc123", "region": "eu-west-1", "endpoint": endpoint}
+        }
+        # The page may then connect to that endpoint too, and to nothing else.
+        page = configured.app.resolve(rest_event("GET", "/ui", key=None), None)
+        policy = _headers(page)["Content-Security-Policy"]
+        assert f"connect-src 'self' {endpoint.rstrip('/')};" in policy
+    finally:
+        close_app(configured.app)
+
+
 def test_the_browser_is_served_without_credentials_with_a_strict_policy(api: Api) -> None:
     page = api.app.resolve(rest_event("GET", "/ui", key=None), None)
     assert page["statusCode"] == 200
-    headers = {
-        k: v[0] if isinstance(v, list) else v for k, v in (page.get("multiValueHeaders") or {}).items()
-    }
-    headers.update(page.get("headers") or {})
+    headers = _headers(page)
     assert headers["Content-Type"].startswith("text/html")
     assert "script-src 'self'" in headers["Content-Security-Policy"]
+    assert "connect-src 'self';" in headers["Content-Security-Policy"]  # no sign-in endpoint configured
     # The sample API Gateway event is on stage "prod": the page's own URLs carry it.
     assert 'src="/prod/ui/app.js"' in page["body"] and "{{BASE}}" not in page["body"]
     script = api.app.resolve(rest_event("GET", "/ui/app.js", key=None), None)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
-from stacks.config import StackConfig
+from stacks.config import ConfigError, StackConfig
 from stacks.constructs.api import Api
+from stacks.constructs.environment import deployment_settings, function_environment, function_reads
 
 POOL = "arn:aws:cognito-idp:us-east-1:123456789012:userpool/us-east-1_example"
 
@@ -103,3 +105,43 @@ def test_gateway_errors_use_the_api_error_shape() -> None:
         assert body.startswith('{"error": {"code": "' + code + '"')
         assert "$context.error.messageString" in body
     assert "DEFAULT_5XX" in responses and "REQUEST_TOO_LARGE" in responses
+
+
+def test_the_cognito_authorizer_checks_the_authorization_header_against_the_configured_pool() -> None:
+    template = _template(StackConfig(cognito_user_pool_arn=POOL))
+    [(authorizer_id, authorizer)] = template.find_resources("AWS::ApiGateway::Authorizer").items()
+    props = authorizer["Properties"]
+    assert props["Type"] == "COGNITO_USER_POOLS"
+    assert props["ProviderARNs"] == [POOL]
+    # The memory browser sends the pool's ID token as the raw Authorization header (docs/ui.md).
+    assert props["IdentitySource"] == "method.request.header.Authorization"
+    data = _methods(StackConfig(cognito_user_pool_arn=POOL))
+    assert data and all(m["AuthorizerId"] == {"Ref": authorizer_id} for m in data)
+    # The page itself stays public: it holds no data and signs in before calling /v1.
+    ui = [m for m in _all_methods(StackConfig(cognito_user_pool_arn=POOL)) if m["HttpMethod"] == "GET"]
+    assert ui and all(m["AuthorizationType"] == "NONE" for m in ui)
+
+
+def test_the_memory_browser_sign_in_is_configured_on_the_api_function_only() -> None:
+    config = StackConfig(
+        cognito_user_pool_arn=POOL.replace("us-east-1", "eu-west-1"), cognito_ui_client_id="abc123"
+    )
+    settings = deployment_settings(config, {})
+    api = function_environment(settings, function_reads(config, "api"))
+    assert api["MEMSTACK_UI_COGNITO_CLIENT_ID"] == "abc123"
+    assert api["MEMSTACK_UI_COGNITO_REGION"] == "eu-west-1"  # the pool's region, from its ARN
+    worker = function_environment(settings, function_reads(config, "extraction_worker"))
+    assert not any(name.startswith("MEMSTACK_UI_") for name in worker)
+    assert not any(
+        n.startswith("MEMSTACK_UI_")
+        for n in function_environment(
+            deployment_settings(StackConfig(), {}), function_reads(StackConfig(), "api")
+        )
+    )
+
+
+def test_a_ui_client_without_its_pool_or_a_malformed_pool_stops_the_synth() -> None:
+    with pytest.raises(ConfigError, match="cognito_ui_client_id needs cognito_user_pool_arn"):
+        StackConfig(cognito_ui_client_id="abc123").validate()
+    with pytest.raises(ConfigError, match="not a user pool ARN"):
+        StackConfig(cognito_user_pool_arn="arn:aws:cognito-idp:us-east-1:1:userpool/x").validate()

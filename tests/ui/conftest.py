@@ -64,14 +64,18 @@ def _read_lines(stream: Any, lines: queue.Queue[str | None]) -> None:
 
 
 @contextmanager
-def serving(data_dir: Path) -> Iterator[LiveServer]:
-    """``memstack serve --port 0`` as a user starts it, with two API keys; stopped with Ctrl-C."""
+def serving(data_dir: Path, **settings: str) -> Iterator[LiveServer]:
+    """``memstack serve --port 0`` as a user starts it, with two API keys; stopped with Ctrl-C.
+
+    ``settings``: more ``MEMSTACK_<NAME>`` variables (``api_keys="k=t"`` replaces the keys).
+    """
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("MEMSTACK_")},
         "MEMSTACK_DATA_DIR": str(data_dir),
         "MEMSTACK_EMBEDDER": "hashing",
         "MEMSTACK_API_KEYS": f"{KEY}=acme,{EMPTY_KEY}=nobody",
         "COLUMNS": "200",
+        **{f"MEMSTACK_{name.upper()}": value for name, value in settings.items()},
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "memstack", "serve", "--port", "0", "--threads", "4"],

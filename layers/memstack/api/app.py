@@ -187,7 +187,7 @@ def create_app(
     routes_search.register(app, deps)
     routes_admin.register(app, deps)
     routes_jobs.register(app, deps)
-    ui.register(app)
+    ui.register(app, settings.api)
     app.enable_swagger(path="/docs", **openapi_options())
 
     @app.get("/openapi.json", include_in_schema=False)

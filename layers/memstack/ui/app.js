@@ -208,29 +208,93 @@ function updateSession() {
   $("sign-out").hidden = !c;
 }
 
-function signInView(main, error) {
-  const kind = select("kind", [["key", "API key (memstack serve, or a deployed stack's key)"], ["cognito", "Cognito token (a stack with a Cognito user pool)"]], "key");
-  const value = h("input", { type: "password", name: "credential", required: true, autocomplete: "off", spellcheck: "false" });
+let pageConfig = null;
+/** How this deployment lets the page sign in (/ui/config.json: a Cognito app client, or none), read once. */
+async function signInConfig() {
+  if (pageConfig) return pageConfig;
+  try {
+    const response = await fetch(`${BASE}/ui/config.json`, { headers: { Accept: "application/json" } });
+    pageConfig = response.ok ? await response.json() : { cognito: null };
+  } catch {
+    pageConfig = { cognito: null };
+  }
+  return pageConfig;
+}
+
+/** A Cognito user's ID token from the pool's own endpoint (InitiateAuth, USER_PASSWORD_AUTH; no secret). */
+async function cognitoToken(cognito, username, password) {
+  loading(+1);
+  try {
+    let response;
+    try {
+      response = await fetch(cognito.endpoint, {
+        method: "POST",
+        headers: { "Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": "AWSCognitoIdentityProviderService.InitiateAuth" },
+        body: JSON.stringify({ AuthFlow: "USER_PASSWORD_AUTH", ClientId: cognito.client_id, AuthParameters: { USERNAME: username, PASSWORD: password } }),
+      });
+    } catch (err) {
+      throw new ApiError(0, "network_error", `Cognito could not be reached (${err.message})`, []);
+    }
+    const payload = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      // Cognito's own words: {"__type": "NotAuthorizedException", "message": "Incorrect username or password."}
+      const code = String(payload.__type || "cognito_error").split("#").pop();
+      throw new ApiError(response.status, code, payload.message || response.statusText, []);
+    }
+    if (payload.ChallengeName) {
+      throw new ApiError(0, payload.ChallengeName, `Cognito asks this user to complete ${payload.ChallengeName} first (for example a new password); do that in your app or with the AWS CLI, then sign in here`, []);
+    }
+    const token = payload.AuthenticationResult && payload.AuthenticationResult.IdToken;
+    if (!token) throw new ApiError(0, "cognito_error", "Cognito answered without an ID token", []);
+    return token;
+  } finally {
+    loading(-1);
+  }
+}
+
+async function signInView(main, error) {
+  const mine = generation;
+  const { cognito } = await signInConfig();
+  if (mine !== generation) return; // another view was asked for meanwhile
+  const kinds = [["key", "API key (memstack serve, or a deployed stack's key)"], ["cognito", "Cognito token (a stack with a Cognito user pool)"]];
+  if (cognito) kinds.unshift(["cognito-user", "Cognito user name and password"]);
+  const kind = select("kind", kinds, kinds[0][0]);
+  const value = h("input", { type: "password", name: "credential", autocomplete: "off", spellcheck: "false" });
+  const username = h("input", { name: "username", autocomplete: "username", spellcheck: "false" });
+  const password = h("input", { type: "password", name: "password", autocomplete: "current-password" });
   const planKey = h("input", { type: "password", name: "plan_key", autocomplete: "off", spellcheck: "false" });
+  const valueField = field("Credential", value, "memstack serve: a key of MEMSTACK_API_KEYS (e.g. dev-key); AWS: a Cognito ID token");
+  const userFields = [field("User name", username), field("Password", password, "sent only to this pool's Cognito endpoint; never kept")];
   const planField = field("API Gateway key (only if the stack requires one)", planKey);
-  planField.hidden = true;
-  kind.addEventListener("change", () => (planField.hidden = kind.value !== "cognito"));
+  const show = () => {
+    const user = kind.value === "cognito-user";
+    valueField.hidden = user;
+    value.required = !user;
+    for (const f of userFields) f.hidden = !user;
+    username.required = password.required = user;
+    planField.hidden = kind.value === "key";
+  };
+  kind.addEventListener("change", show);
   const form = h(
     "form",
     { class: "panel", "aria-labelledby": "signin-title" },
     h("h1", { id: "signin-title" }, "Sign in"),
     h("p", {}, "Your tenant is the one your credential belongs to. The credential is kept in this tab's session storage only and is sent to this API alone."),
     field("Credential type", kind),
-    field("Credential", value, "memstack serve: a key of MEMSTACK_API_KEYS (e.g. dev-key); AWS: a Cognito ID or access token"),
+    valueField,
+    ...userFields,
     planField,
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Sign in")),
   );
+  show();
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const c = { kind: kind.value, value: value.value.trim() };
-    if (kind.value === "cognito" && planKey.value.trim()) c.planKey = planKey.value.trim();
-    sessionStorage.setItem(CREDENTIAL, JSON.stringify(c));
     try {
+      const c = { kind: kind.value === "key" ? "key" : "cognito", value: value.value.trim() };
+      if (kind.value === "cognito-user") c.value = await cognitoToken(cognito, username.value.trim(), password.value);
+      if (c.kind === "cognito" && planKey.value.trim()) c.planKey = planKey.value.trim();
+      password.value = "";
+      sessionStorage.setItem(CREDENTIAL, JSON.stringify(c));
       await api("GET", "/v1/users", { query: { limit: 1 } });
       updateSession();
       showAlert(null);
@@ -239,12 +303,12 @@ function signInView(main, error) {
       sessionStorage.removeItem(CREDENTIAL);
       updateSession();
       showAlert(err);
-      value.focus();
+      (kind.value === "cognito-user" ? username : value).focus();
     }
   });
   main.append(form);
   if (error) showAlert(error);
-  value.focus();
+  (kind.value === "cognito-user" ? username : value).focus();
 }
 
 // ------------------------------------------------------------------------- router
