@@ -13,6 +13,7 @@ from memstack.adapters.blas import limit_blas_threads
 from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.cursors import CursorSigner
+from memstack.domain.embedding_memo import memoised
 from memstack.domain.extraction.handler import ExtractionJobHandler
 from memstack.domain.ingest import Ingestor, UnitOfWork
 from memstack.domain.retrieve import Retriever
@@ -122,7 +123,12 @@ def time_bounds(settings: Settings) -> TimeBounds:
 def extraction_handler(
     settings: Settings, store: MemoryStore, stm: ShortTermStore, embedder: Embedder, extractor: Extractor
 ) -> ExtractionJobHandler:
-    config = settings.extraction.model_copy(update={"time_bounds": time_bounds(settings)})
+    config = settings.extraction.model_copy(
+        update={
+            "time_bounds": time_bounds(settings),
+            "turn_vector_reusable": not settings.ingest.indexing.context_in_embedding,
+        }
+    )
     return ExtractionJobHandler(store, stm, embedder, extractor, config)
 
 
@@ -254,7 +260,9 @@ def build_service(
         from memstack.adapters.queue.sqs import SqsJobQueue
 
         queue = SqsJobQueue.from_settings(settings, client=clients.get("sqs"))
-    embedder = embedder or build_embedder(settings, clients.get("bedrock_runtime"))
+    embedder = embedder or memoised(
+        build_embedder(settings, clients.get("bedrock_runtime")), settings.embedding.embedding_memo
+    )
     if reranker is None:
         reranker = build_reranker(settings, clients.get("bedrock_agent_runtime"))
     ingestor = Ingestor(

@@ -64,6 +64,13 @@ class EmbeddingSettings(Matryoshka):
         description="BLAS threads numpy may use in this process (0 leaves the library default); "
         "concurrency comes from requests, and OpenBLAS's own threads slow a shared machine down",
     )
+    embedding_memo: int = Field(
+        4096,
+        ge=0,
+        le=1_000_000,
+        description="vectors kept in memory by text, so ingest and extraction embed each text once "
+        "(0: none); 4096 vectors of 384 floats are 6 MB",
+    )
 
 
 class QueueSettings(Section):

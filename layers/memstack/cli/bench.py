@@ -178,6 +178,59 @@ def ingest(
     out.print(_load_line(report.machine))
 
 
+@bench_app.command("extraction")
+def extraction(
+    turns: Annotated[int, typer.Option(min=1, max=100_000, help="turns to ingest")] = 300,
+    data: Annotated[
+        Path | None,
+        typer.Option(help="a LoCoMo JSON file: its first --turns turns (default: the synthetic conversation)"),
+    ] = None,
+    embedder: Annotated[str, typer.Option(help="minilm | mpnet | hashing")] = "minilm",
+    compare: Annotated[
+        bool, typer.Option("--compare", help="ingest a second time with the embedding memo off")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Turns per second of ingest with extraction (sync), beside the embedder's own batch floor."""
+    from memstack.bench.extraction import locomo_sessions, run_extraction_bench, synthetic_sessions
+
+    _quiet()
+    if data is not None:
+        sessions, source = locomo_sessions(data, turns), data.name
+    else:
+        sessions, source = synthetic_sessions(turns), "synthetic"
+    report = run_extraction_bench(
+        sessions, source=source, embedder=embedder, compare=compare, progress=_err.print
+    )
+    if as_json:
+        print_json(report.as_dict())
+        return
+    table = Table(
+        title=f"ingest with extraction, {embedder} embedder, {report.turns:,} turns of {source} "
+        f"in {report.sessions} sessions",
+        title_justify="left",
+    )
+    for column in ("memo", "turns/s", "seconds", "texts embedded/turn", "embed calls", "time in model", "LTM"):
+        table.add_column(column, justify="right")
+    for r in report.runs:
+        table.add_row(
+            "on" if r.memo else "off",
+            f"{r.turns_per_s:,.2f}",
+            f"{r.seconds:,.1f}",
+            f"{r.texts_per_turn:.2f}",
+            f"{r.embed_calls:,}",
+            f"{r.embed_share:.0%}",
+            f"{r.ltm_memories:,}",
+        )
+    out = Console(width=max(console.width, 110))
+    out.print(table)
+    out.print(
+        f"floor: the model alone embeds each turn once, batches of {report.config['floor_batch']}: "
+        f"{report.floor_turns_per_s:,.2f} turns/s ({report.floor_seconds:,.1f} s)"
+    )
+    out.print(_load_line(report.machine))
+
+
 @bench_app.command("server")
 def server(
     clients: Annotated[str, typer.Option(help="concurrent clients, comma-separated")] = "1,8,32",

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from memstack.domain import versions
+from memstack.domain.embedding_memo import EmbeddingMemo
 from memstack.domain.ingest import stm_memory_id
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import Conflict
@@ -210,6 +211,13 @@ def apply_operations(
     ``metadata`` is stored on every record written, in the same write (consolidation
     tags its summaries this way, so no crash can leave an untagged one behind).
     """
+    # Every text the operations may write, embedded in one call (a batch costs the model far
+    # less per text than one call each); the writes below read their vectors from it.
+    texts = [(op.content or "").strip() for op in ops if op.op in ("ADD", "UPDATE")]
+    texts = [t for t in dict.fromkeys(texts) if t]
+    if texts:
+        embedder = EmbeddingMemo(embedder, len(texts))
+        embedder.embed(texts)
     applier = _Applier(
         store, embedder, coarse_dim, tenant, user_id, session_id, scope, now or datetime.now(UTC)
     )

@@ -52,6 +52,10 @@ class ExtractionConfig(Matryoshka, RrfWeights):
     #: an event time outside this range (a model's or a phrase's) is dropped, never stored
     #: (the API's MEMSTACK_EARLIEST_TIME / LATEST_TIME: the factory sets it)
     time_bounds: TimeBounds = fixed(default_factory=TimeBounds)
+    #: a turn's stored vector is the embedding of its own text (``turn_text``), so the job may
+    #: reuse it as its neighbour query; False when ingest embeds context with each turn
+    #: (MEMSTACK_INDEX_CONTEXT_EMBEDDING: the factory sets it)
+    turn_vector_reusable: bool = fixed(True)
 
 
 def prepare_message(message: Message, received_at: datetime) -> tuple[Message, Resolution]:
@@ -116,7 +120,8 @@ class ExtractionJobHandler:
         session_id = payload.get("session_id", entry.session_id)
         scope = Scope(payload.get("scope") or entry.scope)
         message, resolution = prepare_message(entry.message, entry.received_at)
-        neighbours = self.neighbours(job.tenant, job.user_id, message, session_id)
+        stored = entry.message.content == message.content  # no relative date was rewritten
+        neighbours = self.neighbours(job.tenant, job.user_id, message, session_id, stored_vector=stored)
         context = self.context(job.tenant, job.user_id, message, session_id)
         ops = [
             self._complete(op, message, resolution, self.config.time_bounds)
@@ -167,12 +172,27 @@ class ExtractionJobHandler:
         return op.model_copy(update=update) if update else op
 
     def neighbours(
-        self, tenant: str, user_id: str, message: Message, session_id: str | None
+        self,
+        tenant: str,
+        user_id: str,
+        message: Message,
+        session_id: str | None,
+        *,
+        stored_vector: bool = False,
     ) -> list[MemoryRecord]:
-        """The most similar current LTM memories visible in the session (vector + BM25, fused)."""
+        """The most similar current LTM memories visible in the session (vector + BM25, fused).
+
+        ``stored_vector``: the message's text is the one ingest embedded, so its turn's stored
+        vector is the query (no model call); the model embeds it when the turn has none.
+        """
         cfg = self.config
         filters = MemoryFilters(tier=Tier.LTM, session_id=session_id)
-        vector = self.embedder.embed([turn_text(message)])[0]
+        vector = None
+        if stored_vector and cfg.turn_vector_reusable:
+            turn_id = stm_memory_id(tenant, user_id, message.id)
+            vector = self.store.embeddings(tenant, user_id, [turn_id]).get(turn_id)
+        if vector is None:
+            vector = self.embedder.embed([turn_text(message)])[0]
         by_vector = self.store.vector_search(
             tenant, user_id, coarse_prefix(vector, cfg.coarse_dim), cfg.neighbours, filters
         )
