@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from memstack.cli import app
 from typer.testing import CliRunner
@@ -63,3 +64,20 @@ def test_bench_coldstart_imports_a_handler_both_ways() -> None:
 def test_bench_coldstart_names_an_unknown_handler() -> None:
     result = CliRunner().invoke(app, ["bench", "coldstart", "--handler", "nope"])
     assert result.exit_code != 0 and "no such handler: nope" in str(result.exception)
+
+
+def test_bench_extraction_reports_turns_per_second_beside_the_floor() -> None:
+    fixture = Path(__file__).parent.parent / "fixtures" / "locomo-tiny.json"
+    args = ["bench", "extraction", "--turns", "8", "--data", str(fixture), "--embedder", "hashing"]
+    result = CliRunner().invoke(app, [*args, "--compare", "--json"])
+    assert result.exit_code == 0, result.output
+    report = _json(result.stdout)
+    assert report["turns"] == 8 and report["floor_turns_per_s"] > 0
+    assert [r["memo"] for r in report["runs"]] == [True, False]
+    for run in report["runs"]:
+        assert run["turns_per_s"] > 0 and run["ltm_memories"] > 0
+        # Each turn is embedded at ingest; the extraction adds its memories' texts.
+        assert run["texts_per_turn"] >= 1 and 0 < run["embed_share"] <= 1
+    table = CliRunner().invoke(app, ["bench", "extraction", "--turns", "4", "--embedder", "hashing"])
+    assert table.exit_code == 0, table.output
+    assert "turns/s" in table.stdout and "floor" in table.stdout and "load average" in table.stdout

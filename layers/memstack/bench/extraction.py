@@ -28,9 +28,9 @@ import numpy as np
 
 from memstack.bench.corpus import Corpus
 from memstack.bench.stats import machine
+from memstack.domain.embedding_memo import memoised
 from memstack.domain.indexing import turn_text
 from memstack.factory import build_embedder, build_service
-from memstack.domain.embedding_memo import memoised
 from memstack.models import MemoryFilters, Message, Tier
 from memstack.ports.embedder import Embedder
 from memstack.service import MemoryService
@@ -177,7 +177,8 @@ def run_extraction_bench(
     floor = time.perf_counter() - started
     runs = []
     for memo in (True, False) if compare else (True,):
-        progress(f"ingest with extraction, {turns:,} turns in {len(sessions)} sessions, memo {'on' if memo else 'off'}")
+        state = "on" if memo else "off"
+        progress(f"ingest with extraction, {turns:,} turns in {len(sessions)} sessions, memo {state}")
         runs.append(_ingest(sessions, model, embedder, memo))
     return ExtractionReport(
         source=source,

@@ -183,7 +183,9 @@ def extraction(
     turns: Annotated[int, typer.Option(min=1, max=100_000, help="turns to ingest")] = 300,
     data: Annotated[
         Path | None,
-        typer.Option(help="a LoCoMo JSON file: its first --turns turns (default: the synthetic conversation)"),
+        typer.Option(
+            help="a LoCoMo JSON file: its first --turns turns (default: the synthetic conversation)"
+        ),
     ] = None,
     embedder: Annotated[str, typer.Option(help="minilm | mpnet | hashing")] = "minilm",
     compare: Annotated[
@@ -210,7 +212,15 @@ def extraction(
         f"in {report.sessions} sessions",
         title_justify="left",
     )
-    for column in ("memo", "turns/s", "seconds", "texts embedded/turn", "embed calls", "time in model", "LTM"):
+    for column in (
+        "memo",
+        "turns/s",
+        "seconds",
+        "texts embedded/turn",
+        "embed calls",
+        "time in model",
+        "LTM",
+    ):
         table.add_column(column, justify="right")
     for r in report.runs:
         table.add_row(
