@@ -42,12 +42,13 @@ def test_stage_two_reads_hits_and_vectors_in_one_call_and_ranks_the_same(service
     )
     req = SearchRequest(tenant=T, user_id=U, query="greyhound", reference_time=REF)
     query = service.embedder.embed(["greyhound"])[0]
-    coarse_dim = service.settings.embedding.coarse_dim
+    # The embedded store's own two-stage path (not its exact one) is the reference.
+    config = service.settings.retrieval.model_copy(update={"vector_candidates": 10, "exact_vector_below": 0})
     store = OneRoundTrip(service)
     assert isinstance(store, CandidateVectors)
 
-    one, vectors = vector_search(store, req, MemoryFilters(), query, coarse_dim, 10)  # type: ignore[arg-type]
-    two, _ = vector_search(service.store, req, MemoryFilters(), query, coarse_dim, 10)
+    one, vectors = vector_search(store, req, MemoryFilters(), query, config)  # type: ignore[arg-type]
+    two, _ = vector_search(service.store, req, MemoryFilters(), query, config)
 
     assert store.calls == 1
     assert [(h.id, round(h.score, 6)) for h in one] == [(h.id, round(h.score, 6)) for h in two]

@@ -54,6 +54,13 @@ class RecordsOnly:
     def embeddings(self, tenant: str, user_id: str, ids: list[str]) -> dict[str, np.ndarray]:
         return self._store.embeddings(tenant, user_id, ids)
 
+    # Stage 2's exact path is the store's (``ExactVectors``), not a way of reading the pool:
+    # kept, so both readings rank the same candidates.
+    def exact_vector_search(
+        self, tenant: str, user_id: str, q: np.ndarray, k: int, filters: Any, *, below: int
+    ) -> list[ScoredId] | None:
+        return self._store.exact_vector_search(tenant, user_id, q, k, filters, below=below)  # type: ignore[attr-defined]
+
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryService]:

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from memstack.bench.corpus import Corpus
-from memstack.factory import build_service
+from memstack.evaluation.embedding_cache import CachedEmbedder
+from memstack.factory import build_embedder, build_service
 from memstack.service import MemoryService
 from memstack.settings import Settings, load_settings
 
@@ -26,11 +27,24 @@ def user_name(index: int) -> str:
 class BenchStore:
     """The embedded default, as a new user runs it, in its own data directory."""
 
-    def __init__(self, embedder: str = "hashing", data_dir: Path | None = None, **settings: Any) -> None:
+    def __init__(
+        self,
+        embedder: str = "hashing",
+        data_dir: Path | None = None,
+        *,
+        embedding_cache: Path | None = None,
+        **settings: Any,
+    ) -> None:
+        """``embedding_cache``: keep the turns' vectors there and reuse them next run (a slow
+        model's 100,000 turns are hours of embedding on a small machine; the timed searches
+        embed their query as usual, and a cached query costs a lookup instead)."""
         self._tmp = tempfile.TemporaryDirectory(prefix="memstack-bench-") if data_dir is None else None
         self.data_dir = Path(self._tmp.name) if self._tmp is not None else Path(data_dir or ".")
         self.settings: Settings = load_settings(data_dir=self.data_dir, embedder=embedder, **settings)
-        self.service: MemoryService = build_service(self.settings)
+        self._cache: CachedEmbedder | None = None
+        if embedding_cache is not None:
+            self._cache = CachedEmbedder(build_embedder(self.settings), embedding_cache)
+        self.service: MemoryService = build_service(self.settings, embedder=self._cache)
         self.corpus = Corpus()
         self.sizes: dict[str, int] = {}
 
@@ -56,6 +70,8 @@ class BenchStore:
 
     def close(self) -> None:
         self.service.close()
+        if self._cache is not None:
+            self._cache.close()
         if self._tmp is not None:
             self._tmp.cleanup()
 

@@ -5,6 +5,9 @@ filter) plus one FTS5 ``bm25`` top-200 over the same indexed texts, in a
 table holding only that user's rows and built in one go. No records, no
 fusion, no later stages. ``memstack bench search`` reports each search's
 latency beside this, measured in the same process, query by query.
+
+Where the store ranks every full vector (stage 2's exact path, ``exact``),
+the floor's matrix is the full vectors instead: the same work in its least form.
 """
 
 from __future__ import annotations
@@ -30,15 +33,21 @@ class Floor:
         with self.db:
             self.db.executemany("INSERT INTO floor (text) VALUES (?)", ((t,) for t in texts))
 
+    @property
+    def dim(self) -> int:
+        """The dimension the floor ranks: a query vector is cut to it (``search``)."""
+        return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
+
     @classmethod
-    def of_user(cls, db_path: Path, tenant: str, user_id: str, k: int = 200) -> Floor:
+    def of_user(cls, db_path: Path, tenant: str, user_id: str, k: int = 200, *, exact: bool = False) -> Floor:
         """The floor over exactly what the embedded store holds for the user (its live rows)."""
+        column = "emb_full" if exact else "emb_coarse"
         conn = sqlite3.connect(db_path)
         try:
             rows = conn.execute(
-                "SELECT emb_coarse, COALESCE(search_text, content) FROM memories "
+                f"SELECT {column}, COALESCE(search_text, content) FROM memories "
                 "WHERE tenant = ? AND user_id = ? AND deleted = 0 AND is_current = 1 "
-                "AND emb_coarse IS NOT NULL",
+                f"AND {column} IS NOT NULL",
                 (tenant, user_id),
             ).fetchall()
         finally:
@@ -52,24 +61,15 @@ class Floor:
 
         The coarse vectors are the prefixes of the full ones, as every writer stores them.
         """
-        records: list[MemoryRecord] = []
-        cursor = None
-        while True:
-            page, cursor = store.list(tenant, user_id, MemoryFilters(), 500, cursor)
-            records += [r for r in page if not r.deleted]
-            if cursor is None:
-                break
-        full: dict[str, np.ndarray] = {}
-        for start in range(0, len(records), 500):
-            full.update(store.embeddings(tenant, user_id, [r.id for r in records[start : start + 500]]))
-        kept = [r for r in records if r.id in full]
+        kept, full = live_rows(store, tenant, user_id)
         coarse = coarse_prefix(np.vstack([full[r.id] for r in kept]), coarse_dim)
         return cls(coarse, [r.indexed_text for r in kept], k)
 
-    def search(self, query_coarse: np.ndarray, query: str) -> float:
-        """Milliseconds for the vector top-k and the BM25 top-k of one query."""
+    def search(self, query_vec: np.ndarray, query: str) -> float:
+        """Milliseconds for the vector top-k (the query cut to ``dim``) and the BM25 top-k of one query."""
+        q = coarse_prefix(query_vec, self.dim)
         started = time.perf_counter()
-        scores = self.matrix @ query_coarse
+        scores = self.matrix @ q
         n = min(self.k, len(scores))
         top = np.argpartition(scores, len(scores) - n)[len(scores) - n :]
         top[np.argsort(-scores[top])]
@@ -90,3 +90,20 @@ class Floor:
 
     def close(self) -> None:
         self.db.close()
+
+
+def live_rows(
+    store: MemoryStore, tenant: str, user_id: str
+) -> tuple[list[MemoryRecord], dict[str, np.ndarray]]:
+    """The user's live records that have a full vector, read through the store port, and those vectors."""
+    records: list[MemoryRecord] = []
+    cursor = None
+    while True:
+        page, cursor = store.list(tenant, user_id, MemoryFilters(), 500, cursor)
+        records += [r for r in page if not r.deleted]
+        if cursor is None:
+            break
+    full: dict[str, np.ndarray] = {}
+    for start in range(0, len(records), 500):
+        full.update(store.embeddings(tenant, user_id, [r.id for r in records[start : start + 500]]))
+    return [r for r in records if r.id in full], full

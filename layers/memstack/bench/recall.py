@@ -34,8 +34,11 @@ def _exact_rows(service: MemoryService, tenant: str, user: str) -> tuple[list[st
 
 def vector_recall(
     service: MemoryService, tenant: str, user: str, queries: Sequence[str], k: int = 10
-) -> float | None:
-    """Median over ``queries`` of |stage 2's top k ∩ the exact full-dim top k| / k."""
+) -> tuple[float, float] | None:
+    """(median, mean) over ``queries`` of |stage 2's top k ∩ the exact full-dim top k| / k.
+
+    The mean is the figure to read: the median is 1.0 as soon as most queries are perfect.
+    """
     exact = _exact_rows(service, tenant, user)
     if exact is None:
         return None
@@ -52,4 +55,4 @@ def vector_recall(
         req = SearchRequest(tenant=tenant, user_id=user, query=query, top_k=k)
         got = {hit.id for hit in service.retriever.vector_stage(req, q)[:n]}
         recalls.append(len(want & got) / n)
-    return round(median(recalls), 4)
+    return round(median(recalls), 4), round(sum(recalls) / len(recalls), 4)

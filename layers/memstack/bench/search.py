@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from memstack.bench.fixture import TENANT, BenchStore, user_name
@@ -25,7 +26,6 @@ from memstack.bench.floor import Floor
 from memstack.bench.recall import vector_recall
 from memstack.bench.stats import machine, median, percentiles, rss_mb
 from memstack.domain.retrieve import SearchRequest
-from memstack.domain.vectors import coarse_prefix
 from memstack.service import MemoryService
 from memstack.settings import load_settings
 
@@ -52,8 +52,11 @@ class SearchPoint:
     #: users > 1: the same user's search in a store holding only that user
     alone_latency_ms: dict[str, float] | None = None
     shared_over_alone_p50: float | None = None
-    #: median share of the exact full-dimension top 10 the vector stage found (embedded store)
+    #: median and mean share of the exact full-dimension top 10 the vector stage found (embedded store)
     vector_recall_at_10: float | None = None
+    vector_recall_at_10_mean: float | None = None
+    #: whether stage 2 ranked every full vector (the embedded store below ``exact_vector_below``)
+    vector_exact: bool | None = None
 
 
 @dataclass
@@ -86,10 +89,8 @@ def _time_searches(
 ) -> list[_Run]:
     """One run per service, query by query in turn with the floor, so load drift weighs on all alike."""
     runs = [_Run([], [], {}, _first_search_ms(service, user, queries[0])) for service in services]
-    coarse_dim = services[0].settings.embedding.coarse_dim
     for i, query in enumerate(queries):
-        q_coarse = coarse_prefix(services[0].embedder.embed([query])[0], coarse_dim)
-        floor_ms = floor.search(q_coarse, query)
+        floor_ms = floor.search(services[0].embedder.embed([query])[0], query)
         # Rotate who goes first, so no one always runs right after the floor.
         for k in range(len(services)):
             j = (i + k) % len(services)
@@ -106,9 +107,14 @@ def _time_searches(
 
 
 def _floor(store: BenchStore) -> Floor:
-    """The floor over what the measured store holds for user 0, whatever the backend."""
+    """The floor over what the measured store holds for user 0, whatever the backend.
+
+    The embedded store below ``exact_vector_below`` ranks every full vector: so does its floor.
+    """
     if store.settings.store_backend == "embedded":
-        return Floor.of_user(store.settings.db_path, TENANT, user_name(0))
+        size = store.sizes.get(user_name(0), 0)
+        exact = size < store.settings.retrieval.exact_vector_below
+        return Floor.of_user(store.settings.db_path, TENANT, user_name(0), exact=exact)
     return Floor.of_store(store.service.store, TENANT, user_name(0), store.settings.embedding.coarse_dim)
 
 
@@ -137,8 +143,14 @@ def run_search_bench(
     queries: int = 200,
     progress: Progress = lambda _: None,
     backend: str = "embedded",
+    embedding_cache: Path | None = None,
 ) -> SearchReport:
-    """``backend``: ``embedded`` (a temporary data directory) or ``postgres`` (see bench/postgres.py)."""
+    """``backend``: ``embedded`` (a temporary data directory) or ``postgres`` (see bench/postgres.py).
+
+    ``embedding_cache``: the turns' and the queries' vectors are kept there (``BenchStore``); the
+    queries are embedded before any search, so the timed searches then look their vector up
+    instead of running the model.
+    """
     with ExitStack() as stack:
         # Named outright, so a MEMSTACK_STORE_BACKEND in the shell cannot swap the store measured.
         store_settings: Callable[[], dict[str, Any]] = lambda: {"store_backend": "embedded"}  # noqa: E731
@@ -146,8 +158,12 @@ def run_search_bench(
             from memstack.bench.postgres import postgres_stores
 
             store_settings = stack.enter_context(postgres_stores(load_settings()))
-        shared = stack.enter_context(BenchStore(embedder, **store_settings()))
-        alone = stack.enter_context(BenchStore(embedder, **store_settings()))
+        shared = stack.enter_context(
+            BenchStore(embedder, embedding_cache=embedding_cache, **store_settings())
+        )
+        alone = stack.enter_context(BenchStore(embedder, embedding_cache=embedding_cache, **store_settings()))
+        if embedding_cache is not None:
+            shared.service.embedder.embed(BenchStore.queries(queries))
         return _run(
             sizes,
             shared,
@@ -199,9 +215,10 @@ def _run(
             fill_msg_per_s=round(added / seconds, 1) if seconds else float("nan"),
             rss_mb=rss_mb(),
         )
-        point.vector_recall_at_10 = vector_recall(
-            shared.service, TENANT, user_name(0), texts[:_RECALL_QUERIES]
-        )
+        recall = vector_recall(shared.service, TENANT, user_name(0), texts[:_RECALL_QUERIES])
+        if recall is not None:
+            point.vector_recall_at_10, point.vector_recall_at_10_mean = recall
+            point.vector_exact = n < shared.settings.retrieval.exact_vector_below
         if solo:
             point.alone_latency_ms = percentiles(solo[0].latencies)
             point.shared_over_alone_p50 = round(median(run.latencies) / median(solo[0].latencies), 2)
@@ -215,5 +232,6 @@ def _run(
             "queries": queries,
             "top_k": 10,
             "backend": backend,
+            "exact_vector_below": shared.settings.retrieval.exact_vector_below,
         },
     )

@@ -53,6 +53,13 @@ def search(
         ),
     ] = "embedded",
     plot: Annotated[Path | None, typer.Option("--plot", help="draw the scale curve into this PNG")] = None,
+    embedding_cache: Annotated[
+        Path | None,
+        typer.Option(
+            "--embedding-cache",
+            help="keep the turns' and queries' vectors here, reused next run (a query then costs a lookup)",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Search latency (p50/p95/p99, per stage) per store size, and its ratio to the floor."""
@@ -65,7 +72,13 @@ def search(
     sizes = parse_counts(memories, "--memories", largest=10_000_000)
     _quiet()
     report = run_search_bench(
-        sizes, users=users, embedder=embedder, queries=queries, progress=_err.print, backend=backend
+        sizes,
+        users=users,
+        embedder=embedder,
+        queries=queries,
+        progress=_err.print,
+        backend=backend,
+        embedding_cache=embedding_cache,
     )
     if plot is not None:
         from memstack.bench.plot import plot_search
@@ -102,8 +115,10 @@ def search(
     for p in report.points:
         stages = ", ".join(f"{s} {ms:.2f}" for s, ms in p.stages_p50_ms.items() if s != "total")
         recall = (
-            f"; vector stage finds {p.vector_recall_at_10:.2f} of the exact full-dim top 10 (median)"
-            if p.vector_recall_at_10 is not None
+            f"; vector stage ({'exact' if p.vector_exact else 'two-stage'}) finds "
+            f"{p.vector_recall_at_10_mean:.3f} of the exact full-dim top 10 (mean; median "
+            f"{p.vector_recall_at_10:.2f})"
+            if p.vector_recall_at_10 is not None and p.vector_recall_at_10_mean is not None
             else ""
         )
         out.print(

@@ -59,9 +59,7 @@ class Retriever:
 
     def vector_stage(self, req: SearchRequest, query_vec: np.ndarray) -> list[ScoredId]:
         """Stage 2 alone (the vector-only baseline of the evaluation uses it)."""
-        ranking, _ = vector_search(
-            self.store, req, req.filters, query_vec, self.config.coarse_dim, self.config.vector_candidates
-        )
+        ranking, _ = vector_search(self.store, req, req.filters, query_vec, self.config)
         return ranking
 
     def search(self, req: SearchRequest) -> SearchResult:

@@ -25,6 +25,16 @@ class RetrievalConfig(Matryoshka, RrfWeights):
 
     # stage 2: Matryoshka two-stage vector search
     vector_candidates: int = Field(200, ge=1, le=10_000)
+    # A store holding the full vectors in memory (embedded) ranks them all below this size: the
+    # exact top-k, where the 128-d prefix of a model not trained for it misses some (200
+    # candidates: MiniLM finds 0.95 of the top 10 at 3,000 memories, hashing about half at
+    # 10,000; docs/retrieval.md, "Exact vector search"). 0 keeps the two-stage path at every size.
+    exact_vector_below: int = Field(
+        200_000,
+        ge=0,
+        le=10_000_000,
+        description="memories per user below which stage 2 ranks every full vector (embedded store)",
+    )
     # stage 3: BM25
     bm25_candidates: int = Field(200, ge=1, le=10_000)
     # Off by default: +0.003 recall@10 / +0.007 @25 with extraction on LoCoMo, for a second BM25

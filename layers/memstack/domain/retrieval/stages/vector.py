@@ -1,4 +1,9 @@
-"""Stage 2, Matryoshka two-stage: the coarse prefix picks candidates, full-dim cosine ranks them."""
+"""Stage 2: the exact full-vector top-k where the store makes it cheap, else Matryoshka two-stage.
+
+Two-stage: the coarse prefix picks candidates, full-dim cosine ranks them. A store
+holding every full vector in memory (``ExactVectors``, the embedded one) ranks
+them all instead while the user has fewer than ``exact_vector_below`` memories.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +11,19 @@ import numpy as np
 
 from memstack.domain.retrieval.pool import full_vectors, stacked
 from memstack.domain.retrieval.stage import Search
-from memstack.domain.retrieval.types import SearchRequest
+from memstack.domain.retrieval.types import RetrievalConfig, SearchRequest
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryFilters, ScoredId
-from memstack.ports.store import CandidateVectors, MemoryStore
+from memstack.ports.store import CandidateVectors, ExactVectors, MemoryStore
 
 
 class VectorSearch:
     name = "vector"
 
     def run(self, search: Search) -> str:
-        cfg = search.config
         search.query_vec = search.models.embedder.embed([search.req.query])[0]
         search.vector, search.vectors = vector_search(
-            search.store, search.req, search.filters, search.query_vec, cfg.coarse_dim, cfg.vector_candidates
+            search.store, search.req, search.filters, search.query_vec, search.config
         )
         return f"ok: {len(search.vector)} candidates"
 
@@ -29,14 +33,20 @@ def vector_search(
     req: SearchRequest,
     filters: MemoryFilters,
     query_vec: np.ndarray,
-    coarse_dim: int,
-    candidates: int,
+    config: RetrievalConfig,
 ) -> tuple[list[ScoredId], dict[str, np.ndarray]]:
-    """The rescored ranking, and the full vectors it read by id.
+    """The ranking (``vector_candidates`` hits, best first), and the full vectors it read by id.
 
     The pool reuses the vectors; a store that slices them from an index returns none.
     """
-    coarse = coarse_prefix(query_vec, coarse_dim)
+    candidates = config.vector_candidates
+    if isinstance(store, ExactVectors) and config.exact_vector_below > 0:
+        exact = store.exact_vector_search(
+            req.tenant, req.user_id, query_vec, candidates, filters, below=config.exact_vector_below
+        )
+        if exact is not None:
+            return exact, {}
+    coarse = coarse_prefix(query_vec, config.coarse_dim)
     if isinstance(store, CandidateVectors):  # a remote store: hits and vectors in one round trip
         found, full = store.vector_candidates(req.tenant, req.user_id, coarse, candidates, filters)
         ids, matrix = stacked([c.id for c in found], full)
