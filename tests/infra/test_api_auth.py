@@ -145,3 +145,21 @@ def test_a_ui_client_without_its_pool_or_a_malformed_pool_stops_the_synth() -> N
         StackConfig(cognito_ui_client_id="abc123").validate()
     with pytest.raises(ConfigError, match="not a user pool ARN"):
         StackConfig(cognito_user_pool_arn="arn:aws:cognito-idp:us-east-1:1:userpool/x").validate()
+
+
+def test_the_docs_deployed_api_urls_end_in_the_stages_name() -> None:
+    """A deployed URL a reader copies from the README or docs has the stage the stack creates."""
+    import re
+    from pathlib import Path
+
+    from stacks.constructs.api import STAGE_NAME
+
+    root = Path(__file__).resolve().parents[2]
+    texts = {p: p.read_text() for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))]}
+    urls = {
+        (p.name, m[1])
+        for p, text in texts.items()
+        for m in re.finditer(r"(?:execute-api\.[\w.-]*|…\.)amazonaws\.com/([\w-]+)", text)
+    }
+    assert urls, "no deployed API URL in the docs"
+    assert {stage for _, stage in urls} == {STAGE_NAME}, sorted(urls)
