@@ -39,7 +39,7 @@ class Fusion:
         # First place in the vector and BM25 rankings (and the feedback one, when it ran)
         # scales to 1. A query no word of which matches anything has no BM25 ranking:
         # its best result then scales to the vector weight alone, and scores low.
-        ran = {"vector", "bm25", *(("bm25_prf",) if search.prf else ())}
+        ran = ("vector", "bm25", *(("bm25_prf",) if search.prf else ()))  # a tuple: one summation order
         top = sum(weights[name] for name in ran) / (cfg.rrf_k + 1)
         # The columns in the order explain shows them.
         for name in (col.VECTOR_RANK, col.VECTOR, col.BM25_RANK, col.BM25, col.BM25_PRF_RANK):
