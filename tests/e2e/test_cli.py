@@ -111,3 +111,27 @@ def test_naive_timestamps_are_read_in_the_configured_timezone(tmp_path: Path) ->
         assert out.returncode == 0, out.stderr
     (memory,) = json.loads(out.stdout)["memories"]
     assert memory["event_time"] == "2026-03-01T03:00:00Z"  # 12:00 in Tokyo is 03:00 UTC
+
+
+def test_memories_by_event_time_lists_the_newest_event_first(tmp_path: Path) -> None:
+    path = tmp_path / "said.jsonl"
+    said = [
+        ("feb", "2026-02-01T10:00:00Z"),
+        ("long ago", "2020-01-01T10:00:00Z"),
+        ("last year", "2025-01-01T10:00:00Z"),
+    ]
+    path.write_text(
+        "".join(json.dumps({"id": i, "content": f"it was {i}", "timestamp": t}) + "\n" for i, t in said)
+    )
+    data = tmp_path / "store"
+    assert run(["ingest", str(path), "--user", "sam"], data).returncode == 0
+
+    def ids(*more: str) -> list[str]:
+        out = run(["memories", "--user", "sam", "--json", *more], data)
+        assert out.returncode == 0, out.stderr
+        return [m["source_ids"][0] for m in json.loads(out.stdout)["memories"]]
+
+    assert ids("--order", "event_time") == ["feb", "last year", "long ago"]
+    assert ids() == ["last year", "long ago", "feb"]  # newest written first
+    bad = run(["memories", "--user", "sam", "--order", "oldest"], data)
+    assert bad.returncode == 2 and "oldest" in bad.stderr

@@ -128,6 +128,11 @@ async def check_filters(session: ClientSession, user: dict[str, str]) -> None:
     assert topics(found) == {"baking", "sport"}
     page = ok(await session.call_tool("list_memories", {"where": {"NOT": {"agent_id": "chef"}}, **user}))
     assert topics(page, "memories") & {"food", "baking", "sport"} == {"sport"}  # (earlier steps' have none)
+    # order: the API's own (newest event first); a value it does not know fails the schema
+    by_event = ok(await session.call_tool("list_memories", {"order": "event_time", "limit": 200, **user}))
+    every = ok(await session.call_tool("list_memories", {"limit": 200, **user}))
+    assert sorted(m["id"] for m in by_event["memories"]) == sorted(m["id"] for m in every["memories"])
+    assert "order" in failed(await session.call_tool("list_memories", {"order": "oldest", **user}))
     assert "unknown field 'colour'" in failed(
         await session.call_tool("list_memories", {"where": {"colour": "red"}, **user})
     )

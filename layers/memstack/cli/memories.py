@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -9,7 +10,14 @@ from rich.table import Table
 
 from memstack.cli.app import console, open_service, print_json, settings_from_cli, tenant_or_default
 from memstack.cli.when import when_said
-from memstack.models import Kind, MemoryFilters, Tier
+from memstack.models import Kind, ListOrder, MemoryFilters, Tier
+
+
+class Order(StrEnum):
+    """``models.ListOrder`` as the choices typer shows."""
+
+    created_at = "created_at"
+    event_time = "event_time"
 
 
 def memories(
@@ -18,13 +26,18 @@ def memories(
     tier: Annotated[Tier | None, typer.Option(help="stm or ltm")] = None,
     kind: Annotated[Kind | None, typer.Option()] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
+    order: Annotated[
+        Order,
+        typer.Option(help="created_at: newest written first; event_time: newest event first (else written)"),
+    ] = Order.created_at,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """List a user's current memories, newest first."""
+    """List a user's current memories, newest first (by write or event time)."""
     settings = settings_from_cli()
+    how: ListOrder = "event_time" if order is Order.event_time else "created_at"
     with open_service(settings) as service:
         t = tenant_or_default(tenant, settings)
-        records, cursor = service.list(t, user, MemoryFilters(tier=tier, kind=kind), limit)
+        records, cursor = service.list(t, user, MemoryFilters(tier=tier, kind=kind), limit, order=how)
         when = when_said(service, t, user, records)
     if as_json:
         print_json({"memories": [r.public_dict() for r in records], "next_cursor": cursor})

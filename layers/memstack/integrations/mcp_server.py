@@ -38,7 +38,7 @@ from memstack.api.schemas import (
 from memstack.client import calls
 from memstack.client.in_process import credentials_of
 from memstack.integrations.toolkit import MemoryToolkit, ToolFailure
-from memstack.models import Category, Kind, Tier
+from memstack.models import Category, Kind, ListOrder, Tier
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -214,6 +214,10 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         agent_id: AgentFilterArg = None,
         metadata: MetadataFilterArg = None,
         where: WhereArg = None,
+        order: Annotated[
+            ListOrder,
+            Field(description="created_at: newest written first; event_time: newest event first"),
+        ] = "created_at",
     ) -> MemoryList:
         """List the user's current memories, newest first, one page at a time."""
         call = calls.list_memories(
@@ -227,6 +231,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             agent_id=kit.agent(agent_id),
             metadata=metadata,
             where=where,
+            order=order,
         )
         return kit.run(call, headers(ctx))
 
