@@ -46,6 +46,9 @@ OPTIONS: dict[str, Any] = {
     "consolidation_rate_minutes": 30,
     "cost_report_threshold": 25,
     "settings": {"rrf_k": 7},  # docs/deploy.md's example override
+    # the memory browser's Cognito sign-in (docs/ui.md): a pool ARN and a 26-character app client id
+    "cognito_user_pool_arn": f"arn:aws:cognito-idp:{REGION}:{ACCOUNT}:userpool/{REGION}_AbCdEfGhI",
+    "cognito_ui_client_id": "1example23456789abcdefghij",
 }
 FIXTURES = ["small", "medium", "large", "serverless", "postgres_small"]
 
