@@ -37,7 +37,7 @@ from memstack.ports.embedder import Embedder
 from memstack.ports.queue import Job, JobQueue
 from memstack.ports.reserve import SpaceReserve
 from memstack.ports.stm import ShortTermStore
-from memstack.ports.store import MemoryStore
+from memstack.ports.store import Fence, MemoryStore
 from memstack.settings import Settings
 
 JobHandler = Callable[[Job], None]
@@ -348,10 +348,13 @@ class MemoryService:
             }
         if self.consolidator is None:
             raise RuntimeError("consolidation is not configured on this service")
-        report = self.consolidator.run(tenant, user_id, now=now).as_dict()
+        # One fence for the run and its profile refresh: an erase meanwhile refuses both's writes.
+        fence = Fence.at(datetime.now(UTC))
+        report = self.consolidator.run(tenant, user_id, now=now, fence=fence).as_dict()
         if self.profiles is not None:
             # Cross-session profile memories, rebuilt from what the user's memories now say.
-            report["profiles"] = self.profiles.refresh(tenant, user_id, now or datetime.now(UTC)).as_dict()
+            profiles = self.profiles.refresh(tenant, user_id, now or datetime.now(UTC), fence=fence)
+            report["profiles"] = profiles.as_dict()
         return report
 
     def run_consolidate_job(self, job: Job) -> None:

@@ -341,25 +341,25 @@ class Log:
 
 
 def test_a_job_begun_before_the_erase_writes_nothing(recorder: Recorder) -> None:
-    from memstack.domain.erasure import Erased, began
+    from memstack.domain.erasure import Erased, Fence
 
     store, _ = make_store(recorder)
     store.erasure_log = Log(T0.timestamp() + 5)
-    with began(T0), pytest.raises(Erased):
-        store.put([record("m1")])
+    with pytest.raises(Erased):
+        store.put([record("m1")], fence=Fence.at(T0))
     assert recorder.requests == []  # refused before anything was sent
 
 
 def test_a_write_landing_while_the_erase_runs_is_deleted_by_its_assigned_id(recorder: Recorder) -> None:
-    from memstack.domain.erasure import Erased, began
+    from memstack.domain.erasure import Erased, Fence
 
     store, _ = make_store(recorder)
     store.erasure_log = log = Log(None, T0.timestamp() + 1)  # the erase came between the two reads
     recorder.reply(200, hits())
     recorder.reply(200, bulk_items(("index", "aoss-7", 201)))
     recorder.reply(200, bulk_items(("delete", "aoss-7", 200)))
-    with began(T0), pytest.raises(Erased):
-        store.put([record("m1")])
+    with pytest.raises(Erased):
+        store.put([record("m1")], fence=Fence.at(T0))
     undo = recorder.requests[-1]
     assert undo.lines == [{"delete": {"_index": INDEX, "_id": "aoss-7"}}]
     assert log.reads == 2
@@ -367,14 +367,13 @@ def test_a_write_landing_while_the_erase_runs_is_deleted_by_its_assigned_id(reco
 
 
 def test_work_begun_after_the_erase_writes_and_reads_the_log_twice(recorder: Recorder) -> None:
-    from memstack.domain.erasure import began
+    from memstack.domain.erasure import Fence
 
     store, _ = make_store(recorder)
     store.erasure_log = log = Log(T0.timestamp() - 60)
     recorder.reply(200, hits())
     recorder.reply(200, bulk_items(("index", "aoss-1", 201)))
-    with began(T0):
-        store.put([record("m1")])
+    store.put([record("m1")], fence=Fence.at(T0))
     assert len(recorder.requests) == 2 and log.reads == 2
 
 

@@ -13,7 +13,7 @@ import pytest
 from memstack.adapters.opensearch import mapping
 from memstack.adapters.opensearch.store import OpenSearchMemoryStore
 from memstack.domain import filter_expr
-from memstack.domain.erasure import Erased, began, erasure_key
+from memstack.domain.erasure import Erased, Fence, erasure_key
 from memstack.errors import Conflict, DependencyFailed
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
 
@@ -430,8 +430,8 @@ def test_a_job_begun_before_the_erase_writes_nothing(
     store: OpenSearchMemoryStore, recorder: Recorder
 ) -> None:
     recorder.reply(200, marker(T0.timestamp() + 5))
-    with began(T0), pytest.raises(Erased):
-        store.put([record("m1")])
+    with pytest.raises(Erased):
+        store.put([record("m1")], fence=Fence.at(T0))
     (read,) = recorder.requests
     assert (read.method, read.path) == ("GET", f"/{ERASURES}/_doc/{erasure_key('t1', 'u1')}")
 
@@ -442,8 +442,7 @@ def test_a_job_begun_after_the_erase_writes_between_two_marker_reads(
     recorder.reply(200, marker(T0.timestamp() - 5))
     recorder.reply(200, rec.bulk(rec.bulk_item("create", did("m1"), 201)))
     recorder.reply(404, rec.not_found("k"))  # no marker (or no erasure index yet) is no erasure
-    with began(T0):
-        store.put([record("m1")])
+    store.put([record("m1")], fence=Fence.at(T0))
     assert [(r.method, r.path) for r in recorder.requests] == [
         ("GET", f"/{ERASURES}/_doc/{erasure_key('t1', 'u1')}"),
         ("POST", "/_bulk"),
@@ -459,8 +458,8 @@ def test_a_write_landing_while_the_erase_runs_is_taken_back(
     recorder.reply(200, rec.bulk(rec.bulk_item("create", did("m1"), 201)))
     recorder.reply(200, marker(T0.timestamp() + 1))
     recorder.reply(200, rec.bulk(rec.bulk_item("delete", did("m1"), 200)))
-    with began(T0), pytest.raises(Erased):
-        store.put([record("m1")])
+    with pytest.raises(Erased):
+        store.put([record("m1")], fence=Fence.at(T0))
     undo = recorder.requests[-1]
     assert undo.lines == [{"delete": {"_index": ALIAS, "_id": did("m1")}}]
 
@@ -469,8 +468,8 @@ def test_a_supersede_of_work_begun_before_the_erase_sends_nothing(
     store: OpenSearchMemoryStore, recorder: Recorder
 ) -> None:
     recorder.reply(200, marker(T0.timestamp() + 5))
-    with began(T0), pytest.raises(Erased):
-        store.supersede("t1", "u1", "m1", record("m2"))
+    with pytest.raises(Erased):
+        store.supersede("t1", "u1", "m1", record("m2"), fence=Fence.at(T0))
     assert len(recorder.requests) == 1
 
 

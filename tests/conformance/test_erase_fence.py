@@ -3,7 +3,8 @@
 Work that began before a user's erasure must not write for that user again:
 each store refuses such a write in the same transaction (or condition) as the
 write, so nothing of it is stored, and says so with ``Erased``. Work that
-began after the erasure, and writes outside declared work, are not fenced.
+began after the erasure, and writes without a fence, are not refused. The fence
+is an argument of the write (``fence=Fence.at(when the work began)``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 from memstack.domain import versions
-from memstack.domain.erasure import Erased, began
+from memstack.domain.erasure import Erased, Fence
 
 from .conftest import COARSE_DIM
 from .test_store_conformance import EMB, rec
@@ -30,8 +31,8 @@ def _erased_while_working(store: Any) -> datetime:
 def test_a_put_from_work_that_began_before_the_erase_is_refused_and_stores_nothing(store: Any) -> None:
     before = _erased_while_working(store)
     late = rec("I live in Porto")
-    with began(before), pytest.raises(Erased):
-        store.put([late])
+    with pytest.raises(Erased):
+        store.put([late], fence=Fence.at(before))
     assert store.get("t1", "u1", late.id) is None
 
 
@@ -43,8 +44,8 @@ def test_a_supersede_from_work_that_began_before_the_erase_is_refused(store: Any
     # The user is erased and starts again: the old version is back (a re-import), the job is not.
     store.erase_user("t1", "u1")
     store.put([old])
-    with began(before), pytest.raises(Erased):
-        store.supersede("t1", "u1", old.id, new)
+    with pytest.raises(Erased):
+        store.supersede("t1", "u1", old.id, new, fence=Fence.at(before))
     assert store.get("t1", "u1", new.id) is None
     current = store.get("t1", "u1", old.id)
     assert current is not None and current.is_current
@@ -53,8 +54,7 @@ def test_a_supersede_from_work_that_began_before_the_erase_is_refused(store: Any
 def test_work_that_began_after_the_erase_and_undeclared_writes_are_not_fenced(store: Any) -> None:
     _erased_while_working(store)
     fresh, imported = rec("I live in Porto"), rec("I have a cat")
-    with began(datetime.now(UTC) + timedelta(seconds=1)):
-        store.put([fresh])
+    store.put([fresh], fence=Fence.at(datetime.now(UTC) + timedelta(seconds=1)))
     store.put([imported])  # outside declared work (an import, a test)
     assert store.get("t1", "u1", fresh.id) is not None and store.get("t1", "u1", imported.id) is not None
 
@@ -62,8 +62,7 @@ def test_work_that_began_after_the_erase_and_undeclared_writes_are_not_fenced(st
 def test_the_fence_is_per_user(store: Any) -> None:
     before = _erased_while_working(store)
     other_user, other_tenant = rec("I live in Oslo", user="u2"), rec("I live in Rome", tenant="t2")
-    with began(before):
-        store.put([other_user])
-        store.put([other_tenant])
+    store.put([other_user], fence=Fence.at(before))
+    store.put([other_tenant], fence=Fence.at(before))
     assert store.get("t1", "u2", other_user.id) is not None
     assert store.get("t2", "u1", other_tenant.id) is not None

@@ -117,3 +117,23 @@ def test_profile_text_takes_the_name_off_each_item() -> None:
     assert profile_text("Mel", Category.HOBBIES, items) == (
         "Mel — hobbies and activities: went swimming; kids made pottery."
     )
+
+
+def test_a_refresh_begun_before_the_users_erase_writes_no_profile(service: MemoryService) -> None:
+    """The refresh carries its run's fence: a user erased (and back) since it began gets none from it."""
+    from memstack.domain.erasure import Erased, Fence
+
+    began = Fence.at(datetime.now(UTC) - timedelta(seconds=30))
+    service.erase_user(T, U)
+    items = [
+        ("a1", "Mel", "I went swimming with the kids."),
+        ("a2", "Mel", "I tried pottery for the first time."),
+    ]
+    say(service, items, DAY1)  # the user is back; this refresh began before the erase
+    assert service.profiles is not None
+    with pytest.raises(Erased):
+        service.profiles.refresh(T, U, DAY1 + timedelta(days=1), fence=began)
+    assert profiles(service) == []
+    # The same refresh begun now writes it.
+    service.profiles.refresh(T, U, DAY1 + timedelta(days=1), fence=Fence.at(datetime.now(UTC)))
+    assert [p.category for p in profiles(service)] == [Category.HOBBIES]

@@ -17,7 +17,7 @@ import pytest
 from memstack.adapters.postgres import writes
 from memstack.adapters.postgres.records import records_json
 from memstack.domain import versions
-from memstack.domain.erasure import Erased, began, erasure_key
+from memstack.domain.erasure import Erased, Fence, erasure_key
 from memstack.models import MemoryFilters
 
 from tests.waiting import wait_until
@@ -102,13 +102,19 @@ def test_a_write_of_work_begun_before_the_erase_is_refused(make_store: Any) -> N
     store.put([kept])
     started = datetime.now(UTC) - timedelta(seconds=5)  # a job began, then the erase came
     store.erase_user("t1", USER)
-    with began(started), pytest.raises(Erased):
-        store.put([record("Ann lives in Osaka.", user=USER), record("Bob too.", user="bob")])
-    with began(started), pytest.raises(Erased):
-        store.supersede("t1", USER, kept.id, record("Ann lives in Kyoto.", user=USER))
+    with pytest.raises(Erased):
+        store.put(
+            [record("Ann lives in Osaka.", user=USER), record("Bob too.", user="bob")],
+            fence=Fence.at(started),
+        )
+    with pytest.raises(Erased):
+        store.supersede(
+            "t1", USER, kept.id, record("Ann lives in Kyoto.", user=USER), fence=Fence.at(started)
+        )
     assert store.list("t1", "bob", EVERY_VERSION, 10) == ([], None)  # the refused put was all or nothing
-    with began(datetime.now(UTC) + timedelta(seconds=1)):  # work begun after the erase is fine
-        store.put([record("Ann is back.", user=USER)])
+    store.put(
+        [record("Ann is back.", user=USER)], fence=Fence.at(datetime.now(UTC) + timedelta(seconds=1))
+    )  # work begun after the erase is fine
     store.put([record("An import carries no start.", user=USER)])  # nor is undeclared work fenced
     listed = store.list("t1", USER, EVERY_VERSION, 10)[0]
     assert sorted(r.content for r in listed) == ["An import carries no start.", "Ann is back."]
@@ -127,8 +133,7 @@ def test_a_write_waiting_on_an_erase_that_commits_is_refused(make_store: Any, ad
 
     def job() -> None:
         try:
-            with began(started):
-                store.put([record("Ann moved to Kyoto.", user=USER)])
+            store.put([record("Ann moved to Kyoto.", user=USER)], fence=Fence.at(started))
             outcome.append(None)
         except BaseException as exc:
             outcome.append(exc)
@@ -152,10 +157,10 @@ def test_an_erase_waiting_on_a_running_write_deletes_what_it_wrote(make_store: A
     store, eraser = make_store(), make_store(migrate_on_start=False)
     started = datetime.now(UTC)
     erased: list[dict[str, int]] = []
-    with store.executor.transaction() as tx, began(started):
+    with store.executor.transaction() as tx:
         # A fenced write in a transaction still open (as a Data API batch of statements would be).
         written = [record("Ann lives in Osaka.", user=USER)]
-        fence = store._fence(written)
+        fence = store._fence(written, Fence.at(started))
         rows = tx.query(writes.insert_sql(store.schema), {"records": records_json(written), **fence})
         assert not rows[0]["refused"]
         thread = threading.Thread(target=lambda: erased.append(eraser.erase_user("t1", USER)))

@@ -184,7 +184,7 @@ def test_dynamodb_refuses_a_write_of_work_begun_before_the_erase(ddb: Any) -> No
     from datetime import UTC, datetime, timedelta
 
     from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
-    from memstack.domain.erasure import began
+    from memstack.domain.erasure import Fence
     from memstack.models import MemoryRecord
 
     from tests.conformance.conftest import TABLE, create_memories_table
@@ -195,10 +195,14 @@ def test_dynamodb_refuses_a_write_of_work_begun_before_the_erase(ddb: Any) -> No
     store.put([record])
     started = datetime.now(UTC) - timedelta(seconds=5)  # a job began, then the erase came
     store.erase_user(T, "ann")
-    with began(started), pytest.raises(Erased):
-        store.put([MemoryRecord(tenant=T, user_id="ann", content="Ann lives in Osaka.")])
-    with began(datetime.now(UTC) + timedelta(seconds=1)):  # work begun after it is fine
-        store.put([MemoryRecord(tenant=T, user_id="ann", content="Ann is back.")])
+    with pytest.raises(Erased):
+        store.put(
+            [MemoryRecord(tenant=T, user_id="ann", content="Ann lives in Osaka.")], fence=Fence.at(started)
+        )
+    store.put(
+        [MemoryRecord(tenant=T, user_id="ann", content="Ann is back.")],
+        fence=Fence.at(datetime.now(UTC) + timedelta(seconds=1)),
+    )  # work begun after it is fine
     assert [r.content for r in store.list(T, "ann", MemoryFilters(), 10, None)[0]] == ["Ann is back."]
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import Field
 
-from memstack.domain.erasure import began
+from memstack.domain.erasure import Fence
 from memstack.domain.indexing import IndexingConfig, index_turns
 from memstack.domain.time.bounds import TimeBounds
 from memstack.domain.vectors import Matryoshka, coarse_prefix
@@ -129,8 +129,7 @@ class Ingestor:
         now: datetime | None = None,
     ) -> IngestResult:
         now = now or datetime.now(UTC)
-        with began(now):  # an erase of the user while this runs refuses its index writes
-            return self._add(tenant, user_id, messages, session_id, scope, infer, metadata, now)
+        return self._add(tenant, user_id, messages, session_id, scope, infer, metadata, now)
 
     def _add(
         self,
@@ -165,9 +164,12 @@ class Ingestor:
             )
             for m in stamped
         ]
+        fence = Fence.at(now)  # an erase of the user while this runs refuses its writes
         with self.unit():  # the entries and their turns: stored together, or (a failure) neither
-            stored = self.stm.append(entries)
-            self._index_turns(tenant, user_id, session_id, scope, stamped, indexed, vectors, metadata, now)
+            stored = self.stm.append(entries, fence=fence)
+            self._index_turns(
+                tenant, user_id, session_id, scope, stamped, indexed, vectors, metadata, now, fence
+            )
         message_ids = [m.id for m in stamped]
         jobs = self._enqueue(tenant, user_id, message_ids, stored, now, metadata) if owed else []
         return IngestResult(
@@ -185,6 +187,7 @@ class Ingestor:
         vectors: Any,
         metadata: dict[str, Any] | None,
         now: datetime,
+        fence: Fence,
     ) -> None:
         """Each message's STM memory record (tier ``stm``), unless it is stored already."""
         ids = [stm_memory_id(tenant, user_id, m.id) for m in stamped]
@@ -213,17 +216,17 @@ class Ingestor:
                     embedding_coarse=coarse_prefix(vectors[i], self.config.coarse_dim).tolist(),
                 )
             )
-        self._put_missing(tenant, user_id, records)
+        self._put_missing(tenant, user_id, records, fence)
 
-    def _put_missing(self, tenant: str, user_id: str, records: list[MemoryRecord]) -> None:
+    def _put_missing(self, tenant: str, user_id: str, records: list[MemoryRecord], fence: Fence) -> None:
         """Index the turns; one that meanwhile exists (a write that timed out but landed) is done already."""
         try:
-            self.store.put(records)
+            self.store.put(records, fence=fence)
         except Conflict:
             # An OpenSearch create can time out after it succeeded, or a concurrent retry won:
             # the ids are derived from the message, so what exists is this very turn.
             there = self.store.get_many(tenant, user_id, [r.id for r in records])
-            self.store.put([r for r in records if r.id not in there])
+            self.store.put([r for r in records if r.id not in there], fence=fence)
 
     def _enqueue(
         self,

@@ -8,6 +8,7 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from memstack.models import Message, Scope
+from memstack.ports.store import Fence
 
 #: "none": stored without extraction; "pending": an extraction job is owed (the outbox);
 #: "done": an extraction job finished for it.
@@ -27,10 +28,12 @@ class StmEntry(BaseModel):
 
 
 class ShortTermStore(Protocol):
-    def append(self, entries: list[StmEntry]) -> list[str]:
+    def append(self, entries: list[StmEntry], *, fence: Fence | None = None) -> list[str]:
         """Durably store entries; an existing message id is left untouched.
 
-        Returns the ids newly stored (a retried request stores nothing twice).
+        Returns the ids newly stored (a retried request stores nothing twice). With a
+        ``fence``, raises ``Erased`` and stores none when the add began before the last
+        erasure of an entry's user (the check in the same transaction as the write).
         """
         ...
 

@@ -6,11 +6,11 @@ tenant's or user's memories. Search methods return ids with scores; ranking,
 fusion and the later stages live in the domain (``memstack.domain.retrieve``).
 
 The erase rule (``memstack.domain.erasure``): ``erase_user`` leaves a marker of
-when the user was erased, and every write (``put``, ``supersede``) made by
-work that began before that time is refused with ``Erased`` *in the same
-transaction or condition as the write*, so nothing of it is stored; work
-that began after the erase, and writes outside declared work, are not
-fenced. A job that was running when its user was erased must never bring
+when the user was erased, and every write (``put``, ``supersede``) given a
+``fence`` (when the work writing began) earlier than that time is refused
+with ``Erased`` *in the same transaction or condition as the write*, so
+nothing of it is stored; a fence after the erase, and writes without a fence
+(an import, an API edit), are not refused. A job that was running when its user was erased must never bring
 the user's data back. tests/conformance/test_erase_fence.py holds the cases
 every backend runs.
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -28,20 +28,33 @@ import numpy as np
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, Tier, UserSummary
 
 
+@dataclass(frozen=True)
+class Fence:
+    """When the work that writes began (epoch seconds): its writes for a user erased later are refused."""
+
+    began: float
+
+    @classmethod
+    def at(cls, when: datetime) -> Fence:
+        return cls(when.timestamp())
+
+
 class MemoryStore(Protocol):
-    def put(self, records: list[MemoryRecord]) -> None:
+    def put(self, records: list[MemoryRecord], *, fence: Fence | None = None) -> None:
         """Insert new records (with their embeddings). An existing id raises ``Conflict``.
 
-        Raises ``Erased`` (and stores none of them) when the work writing began before
-        the last ``erase_user`` of a record's user.
+        Raises ``Erased`` (and stores none of them) when ``fence`` began before the last
+        ``erase_user`` of a record's user.
         """
         ...
 
-    def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
+    def supersede(
+        self, tenant: str, user_id: str, old_id: str, new: MemoryRecord, *, fence: Fence | None = None
+    ) -> None:
         """Atomically insert ``new`` (which replaces ``old_id``) and mark the old one not current.
 
         Raises ``Conflict`` when ``old_id`` is no longer current (a concurrent update won), and
-        ``Erased`` (changing nothing) when the work writing began before the user's last erase.
+        ``Erased`` (changing nothing) when ``fence`` began before the user's last erase.
         """
         ...
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from memstack.domain.erasure import RETENTION_SECONDS, work_began
+from memstack.domain.erasure import RETENTION_SECONDS, Fence
 
 
 def mark_erased(client: Any, table: str, marker_key: dict[str, Any]) -> float:
@@ -22,15 +22,15 @@ def mark_erased(client: Any, table: str, marker_key: dict[str, Any]) -> float:
     return now
 
 
-def not_erased_since(table: str, marker_key: dict[str, Any]) -> list[dict[str, Any]]:
-    """The write's condition that the user was not erased after the work writing began (if declared).
+def not_erased_since(table: str, marker_key: dict[str, Any], fence: Fence | None) -> list[dict[str, Any]]:
+    """The write's condition that the user was not erased after the work writing began (``fence``).
 
     One ``ConditionCheck`` on the user's erasure marker, to put in the write's own
-    transaction; none when the work declared no start (a direct API write).
+    transaction; none without a fence (a direct API write).
     """
-    began = work_began()
-    if began is None:
+    if fence is None:
         return []
+    began = fence.began
     return [
         {
             "ConditionCheck": {

@@ -27,7 +27,6 @@ itself, and every read paginates.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -38,7 +37,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from memstack.adapters.aws_errors import aws_dependency
 from memstack.adapters.batches import size_batches
 from memstack.adapters.dynamodb.fence import mark_erased, not_erased_since
-from memstack.domain.erasure import erasure_key, refuse_if_erased
+from memstack.domain.erasure import Fence, erased_while_working, erasure_key
 from memstack.errors import DependencyFailed, SettingsError
 from memstack.models import Message
 from memstack.ports.stm import StmEntry
@@ -215,7 +214,7 @@ class DynamoDbShortTermStore:
         )
         return guard, entry
 
-    def _write_all_new(self, batch: list[StmEntry]) -> list[str]:
+    def _write_all_new(self, batch: list[StmEntry], fence: Fence | None) -> list[str]:
         """One transaction for ``batch``; message ids already stored drop out and it is sent again."""
         todo = list(batch)
         for attempt in range(_TX_ATTEMPTS):
@@ -233,14 +232,14 @@ class DynamoDbShortTermStore:
                             }
                         }
                     )
-            fence = self._not_erased_since(todo[0].tenant, todo[0].user_id)
+            check = self._not_erased_since(todo[0].tenant, todo[0].user_id, fence)
             try:
-                self.client.transact_write_items(TransactItems=[*actions, *fence])
+                self.client.transact_write_items(TransactItems=[*actions, *check])
                 return [e.message.id for e in todo]
             except self.client.exceptions.TransactionCanceledException as exc:
                 codes = [str(r.get("Code", "None")) for r in exc.response.get("CancellationReasons", [])]
-            if fence and codes[len(actions) :] == ["ConditionalCheckFailed"]:
-                refuse_if_erased(math.inf)  # the user was erased after this add began
+            if check and codes[len(actions) :] == ["ConditionalCheckFailed"]:
+                raise erased_while_working()  # the user was erased after this add began
             if "ConditionalCheckFailed" in codes:
                 # Items come in (guard, entry) pairs: a failed condition on either means "already stored".
                 known = {i // 2 for i, code in enumerate(codes) if code == "ConditionalCheckFailed"}
@@ -262,11 +261,11 @@ class DynamoDbShortTermStore:
         ).get("Item")
         return float(item["erased_at"]["N"]) if item and "erased_at" in item else None
 
-    def _not_erased_since(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
-        return not_erased_since(self.table, self._marker_key(tenant, user_id))
+    def _not_erased_since(self, tenant: str, user_id: str, fence: Fence | None) -> list[dict[str, Any]]:
+        return not_erased_since(self.table, self._marker_key(tenant, user_id), fence)
 
     @aws_dependency(STM)
-    def append(self, entries: list[StmEntry]) -> list[str]:
+    def append(self, entries: list[StmEntry], *, fence: Fence | None = None) -> list[str]:
         # One transaction may not touch an item twice: a repeated message id is the same message.
         first: dict[tuple[str, str, str], StmEntry] = {}
         for e in entries:
@@ -274,7 +273,7 @@ class DynamoDbShortTermStore:
         unique = list(first.values())
         stored: list[str] = []
         for batch in size_batches(unique, _TX_MESSAGES, _TX_BYTES, _approx_bytes):
-            stored += self._write_all_new(batch)
+            stored += self._write_all_new(batch, fence)
         return stored
 
     @aws_dependency(STM)

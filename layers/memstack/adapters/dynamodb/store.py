@@ -37,7 +37,6 @@ current, so of two concurrent updates one wins and the other gets
 from __future__ import annotations
 
 import builtins
-import math
 import random
 import threading
 import time
@@ -54,7 +53,7 @@ from memstack.adapters.dynamodb import calls, items, writelog
 from memstack.adapters.dynamodb.fence import mark_erased, not_erased_since
 from memstack.adapters.dynamodb.snapshot import Snapshot
 from memstack.domain.cursors import decode_position, encode_position
-from memstack.domain.erasure import erasure_key, refuse_if_erased
+from memstack.domain.erasure import Fence, erased_while_working, erasure_key
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict, DependencyFailed, SettingsError
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
@@ -160,8 +159,8 @@ class DynamoDBMemoryStore:
     def _erasure_key(self, tenant: str, user_id: str) -> dict[str, Any]:
         return {"pk": {"S": ERASED_PREFIX + erasure_key(tenant, user_id)}, "sk": {"S": "ERASED"}}
 
-    def _not_erased_since(self, tenant: str, user_id: str) -> list[dict[str, Any]]:
-        return not_erased_since(self.table, self._erasure_key(tenant, user_id))
+    def _not_erased_since(self, tenant: str, user_id: str, fence: Fence | None) -> list[dict[str, Any]]:
+        return not_erased_since(self.table, self._erasure_key(tenant, user_id), fence)
 
     def _transact(self, actions: list[dict[str, Any]]) -> list[str]:
         """Run one transaction; returns [] on success or the cancellation codes, one per action.
@@ -184,30 +183,32 @@ class DynamoDBMemoryStore:
             time.sleep(min(0.05 * 2**attempt, 1.0) * (0.5 + random.random()))
         raise DependencyFailed("DynamoDB kept cancelling the write (concurrent writers); try again")
 
-    def _write(self, tenant: str, user_id: str, actions: list[dict[str, Any]], ids: list[str]) -> list[str]:
+    def _write(
+        self, tenant: str, user_id: str, actions: list[dict[str, Any]], ids: list[str], fence: Fence | None
+    ) -> list[str]:
         """Run ``actions`` as the partition's next numbered write (``writelog``), with the erase fence.
 
         Returns [] on success, else the cancellation codes: one per action, then the
         fence's last when there is one. Losing the sequence number to a concurrent
         writer is not a failure: the write takes the next one.
         """
-        fence = self._not_erased_since(tenant, user_id)
+        check = self._not_erased_since(tenant, user_id, fence)
         for _attempt in range(_SEQ_RETRIES):
             try:
                 head = writelog.read_head(self.client, self.table, tenant, user_id)
             except ClientError as exc:
                 raise DependencyFailed(f"DynamoDB write failed: {exc}") from exc
             numbered = writelog.next_write(self.table, tenant, user_id, head.seq, ids)
-            codes = self._transact([*actions, *numbered, *fence])
+            codes = self._transact([*actions, *numbered, *check])
             if not codes:
                 return []
             own, taken = codes[: len(actions)], codes[len(actions) : len(actions) + len(numbered)]
-            fenced = bool(fence) and codes[-1] == "ConditionalCheckFailed"
+            fenced = bool(check) and codes[-1] == "ConditionalCheckFailed"
             if "ConditionalCheckFailed" in own or fenced or "ConditionalCheckFailed" not in taken:
                 return [*own, *codes[len(actions) + len(numbered) :]]
         raise DependencyFailed("DynamoDB: concurrent writers kept taking the write sequence; try again")
 
-    def put(self, records: list[MemoryRecord]) -> None:
+    def put(self, records: list[MemoryRecord], *, fence: Fence | None = None) -> None:
         if not records:
             return
         ids = [(r.tenant, r.user_id, r.id) for r in records]
@@ -225,11 +226,10 @@ class DynamoDBMemoryStore:
                     *(self._put_action(r) for r in chunk),
                     self._directory_update(tenant, user_id, items.live_counts(chunk), newest),
                 ]
-                fenced = bool(self._not_erased_since(tenant, user_id))
-                codes = self._write(tenant, user_id, actions, [r.id for r in chunk])
-                if fenced and len(codes) > len(actions) and codes[-1] == "ConditionalCheckFailed":
+                codes = self._write(tenant, user_id, actions, [r.id for r in chunk], fence)
+                if fence and len(codes) > len(actions) and codes[-1] == "ConditionalCheckFailed":
                     self._undo_puts(written)
-                    refuse_if_erased(math.inf)
+                    raise erased_while_working()
                 if codes:
                     # All or nothing, as the embedded store: take back the chunks already written.
                     self._undo_puts(written)
@@ -256,7 +256,9 @@ class DynamoDBMemoryStore:
             taken_back = {tier: -n for tier, n in items.live_counts(mine).items()}
             self.client.update_item(**self._directory_update(tenant, user_id, taken_back, None)["Update"])
 
-    def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
+    def supersede(
+        self, tenant: str, user_id: str, old_id: str, new: MemoryRecord, *, fence: Fence | None = None
+    ) -> None:
         if (new.tenant, new.user_id) != (tenant, user_id):
             raise BadRequest("a new version must belong to the same tenant and user")
         retire = {
@@ -280,12 +282,11 @@ class DynamoDBMemoryStore:
         if old is not None and not old.deleted:
             delta[str(old.tier)] -= 1
         directory = self._directory_update(tenant, user_id, delta, new.created_at.isoformat())
-        fenced = bool(self._not_erased_since(tenant, user_id))
         actions = [retire, self._put_action(new), directory]
-        codes = self._write(tenant, user_id, actions, [old_id, new.id])
+        codes = self._write(tenant, user_id, actions, [old_id, new.id], fence)
         if codes:
-            if fenced and len(codes) > len(actions) and codes[-1] == "ConditionalCheckFailed":
-                refuse_if_erased(math.inf)
+            if fence and len(codes) > len(actions) and codes[-1] == "ConditionalCheckFailed":
+                raise erased_while_working()
             if codes[0] == "ConditionalCheckFailed":
                 raise Conflict(f"memory {old_id} is not the current version")
             raise Conflict(f"memory {new.id} already exists")
@@ -322,7 +323,7 @@ class DynamoDBMemoryStore:
                     )
                 if not actions:
                     break
-                if not self._write(tenant, user_id, actions, marked):
+                if not self._write(tenant, user_id, actions, marked, None):
                     changed += len(actions)
                     break
             else:

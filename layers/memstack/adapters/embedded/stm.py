@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.migrations import ensure_columns
 from memstack.adapters.embedded.store import ensure_erasures, erased_at
-from memstack.domain.erasure import refuse_if_erased, work_began
+from memstack.domain.erasure import Fence, refuse_if_erased
 from memstack.models import Message
 from memstack.ports.stm import StmEntry
 
@@ -40,12 +40,12 @@ class EmbeddedShortTermStore:
         ensure_columns(db, "stm", {"extraction": "TEXT NOT NULL DEFAULT 'none'"})
         ensure_erasures(db)
 
-    def append(self, entries: list[StmEntry]) -> list[str]:
+    def append(self, entries: list[StmEntry], *, fence: Fence | None = None) -> list[str]:
         stored: list[str] = []
         with self.db.write() as conn:
-            if work_began() is not None:  # an add that began before an erase of its user stores nothing
+            if fence is not None:  # an add that began before an erase of its user stores nothing
                 for tenant, user_id in dict.fromkeys((e.tenant, e.user_id) for e in entries):
-                    refuse_if_erased(erased_at(conn, tenant, user_id))
+                    refuse_if_erased(fence, erased_at(conn, tenant, user_id))
             for e in entries:
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO stm (tenant, user_id, message_id, session_id, scope, received_at, "

@@ -28,7 +28,7 @@ from memstack.adapters.embedded.user_index import IndexView
 from memstack.adapters.embedded.where import where_sql
 from memstack.adapters.filter_columns import TIERS, RowsWhere, RowsWithTerms
 from memstack.domain.cursors import decode_row_position, encode_position
-from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
+from memstack.domain.erasure import RETENTION_SECONDS, Fence, erasure_key, refuse_if_erased
 from memstack.domain.filter_expr import Node
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict
@@ -74,11 +74,11 @@ class EmbeddedMemoryStore:
         self.scrubber = Scrubber(db)
 
     @staticmethod
-    def _refuse_if_erased(conn: sqlite3.Connection, records: list[MemoryRecord]) -> None:
-        if work_began() is None:
+    def _refuse_if_erased(conn: sqlite3.Connection, records: list[MemoryRecord], fence: Fence | None) -> None:
+        if fence is None:
             return
         for tenant, user_id in dict.fromkeys((r.tenant, r.user_id) for r in records):
-            refuse_if_erased(erased_at(conn, tenant, user_id))
+            refuse_if_erased(fence, erased_at(conn, tenant, user_id))
 
     # ------------------------------------------------------------------ writes
     @staticmethod
@@ -119,22 +119,24 @@ class EmbeddedMemoryStore:
             [(r.tenant, r.user_id, s, r.id) for s in r.source_ids],
         )
 
-    def put(self, records: list[MemoryRecord]) -> None:
+    def put(self, records: list[MemoryRecord], *, fence: Fence | None = None) -> None:
         if not records:
             return
         with self.db.write() as conn:
-            self._refuse_if_erased(conn, records)
+            self._refuse_if_erased(conn, records, fence)
             owners = {
                 key: self._bump(conn, *key) for key in dict.fromkeys((r.tenant, r.user_id) for r in records)
             }
             for r in records:
                 self._insert(conn, r, *owners[(r.tenant, r.user_id)])
 
-    def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
+    def supersede(
+        self, tenant: str, user_id: str, old_id: str, new: MemoryRecord, *, fence: Fence | None = None
+    ) -> None:
         if (new.tenant, new.user_id) != (tenant, user_id):
             raise BadRequest("a new version must belong to the same tenant and user")
         with self.db.write() as conn:
-            self._refuse_if_erased(conn, [new])
+            self._refuse_if_erased(conn, [new], fence)
             row = conn.execute(
                 "SELECT rid FROM memories WHERE id = ? AND +tenant = ? AND +user_id = ? AND +is_current = 1",
                 (old_id, tenant, user_id),

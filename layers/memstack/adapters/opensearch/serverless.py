@@ -62,6 +62,7 @@ from memstack.adapters.opensearch.store import _OK, OpenSearchMemoryStore
 from memstack.errors import BadRequest, Conflict, DependencyFailed
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord
 from memstack.ports.stm import ErasureLog
+from memstack.ports.store import Fence
 
 #: largest page of one user's documents read at once (erase, lookups by id)
 PAGE = 1000
@@ -206,10 +207,12 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
             raise self._failure(failed[0], "a memory in this write already exists")
         return self._deletes(results)
 
-    def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
+    def supersede(
+        self, tenant: str, user_id: str, old_id: str, new: MemoryRecord, *, fence: Fence | None = None
+    ) -> None:
         if (new.tenant, new.user_id) != (tenant, user_id):
             raise BadRequest("a new version must belong to the same tenant and user")
-        self._fenced_write([new], lambda: self._supersede(tenant, user_id, old_id, new))
+        self._fenced_write([new], lambda: self._supersede(tenant, user_id, old_id, new), fence)
 
     def _supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> builtins.list[Op]:
         old = self._latest(tenant, user_id, [old_id], vectors=True).get(old_id)

@@ -39,7 +39,7 @@ import numpy as np
 
 from memstack.adapters.opensearch import mapping, queries
 from memstack.adapters.opensearch.index import Op, OpenSearchIndex, status_of
-from memstack.domain.erasure import RETENTION_SECONDS, Erased, erasure_key, refuse_if_erased, work_began
+from memstack.domain.erasure import RETENTION_SECONDS, Erased, Fence, erasure_key, refuse_if_erased
 from memstack.errors import BadRequest, Conflict, DependencyFailed
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.ports.stm import ErasureLog
@@ -131,38 +131,41 @@ class OpenSearchMemoryStore(OpenSearchIndex):
             refresh="true",
         )
 
-    def _refuse_if_erased(self, owners: Iterable[tuple[str, str]]) -> None:
-        """``Erased`` when work now writing began before an erasure of one of ``owners``."""
-        if work_began() is None:
+    def _refuse_if_erased(self, owners: Iterable[tuple[str, str]], fence: Fence | None) -> None:
+        """``Erased`` when the work writing (``fence``) began before an erasure of one of ``owners``."""
+        if fence is None:
             return
         for tenant, user_id in sorted(set(owners)):
-            refuse_if_erased(self._erased_at(tenant, user_id))
+            refuse_if_erased(fence, self._erased_at(tenant, user_id))
 
     def _fenced_write(
-        self, records: builtins.list[MemoryRecord], write: Callable[[], builtins.list[Op]]
+        self,
+        records: builtins.list[MemoryRecord],
+        write: Callable[[], builtins.list[Op]],
+        fence: Fence | None,
     ) -> None:
         """Run ``write()`` (it returns the ops that undo it) between two reads of the erasure markers.
 
         An erasure the second read finds, newer than the work, takes the write back and raises ``Erased``.
         """
         owners = [(r.tenant, r.user_id) for r in records]
-        self._refuse_if_erased(owners)
+        self._refuse_if_erased(owners, fence)
         undo = write()
         try:
-            self._refuse_if_erased(owners)
+            self._refuse_if_erased(owners, fence)
         except Erased:
             if undo:
                 self._bulk(undo)
             raise
 
-    def put(self, records: builtins.list[MemoryRecord]) -> None:
+    def put(self, records: builtins.list[MemoryRecord], *, fence: Fence | None = None) -> None:
         if not records:
             return
         keys = [(r.tenant, r.user_id, r.id) for r in records]
         if len(set(keys)) != len(keys):
             raise Conflict("the same memory id appears twice in one write")
         self._ensure()
-        self._fenced_write(records, lambda: self._put(records))
+        self._fenced_write(records, lambda: self._put(records), fence)
 
     def _put(self, records: builtins.list[MemoryRecord]) -> builtins.list[Op]:
         results = self._bulk([self._create_op(r) for r in records])
@@ -176,11 +179,13 @@ class OpenSearchMemoryStore(OpenSearchIndex):
             raise self._failure(result, f"memory {record.id} already exists")
         return [self._delete_op(r.tenant, r.user_id, r.id) for r in records]
 
-    def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
+    def supersede(
+        self, tenant: str, user_id: str, old_id: str, new: MemoryRecord, *, fence: Fence | None = None
+    ) -> None:
         if (new.tenant, new.user_id) != (tenant, user_id):
             raise BadRequest("a new version must belong to the same tenant and user")
         self._ensure()
-        self._fenced_write([new], lambda: self._supersede(tenant, user_id, old_id, new))
+        self._fenced_write([new], lambda: self._supersede(tenant, user_id, old_id, new), fence)
 
     def _supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> builtins.list[Op]:
         old_did = mapping.doc_id(tenant, user_id, old_id)

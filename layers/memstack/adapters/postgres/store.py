@@ -12,7 +12,6 @@ both tables. Every statement is filtered by tenant and user.
 from __future__ import annotations
 
 import builtins
-import math
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -41,7 +40,7 @@ from memstack.adapters.postgres.records import (
 )
 from memstack.adapters.postgres.schema import check_identifier, migrate
 from memstack.domain.cursors import decode_row_position, encode_position
-from memstack.domain.erasure import RETENTION_SECONDS, erasure_key, refuse_if_erased, work_began
+from memstack.domain.erasure import RETENTION_SECONDS, Fence, erased_while_working, erasure_key
 from memstack.errors import BadRequest, Conflict
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.settings import Settings
@@ -84,31 +83,32 @@ class PostgresMemoryStore:
 
     # ------------------------------------------------------------------ writes
     @staticmethod
-    def _fence(records: builtins.list[MemoryRecord]) -> dict[str, Any]:
-        """The write's erase fence (``writes``): its users, when declared work writes them."""
-        began = work_began()
-        if began is None:
+    def _fence(records: builtins.list[MemoryRecord], fence: Fence | None) -> dict[str, Any]:
+        """The write's erase fence (``writes``): its users, when the write carries a fence."""
+        if fence is None:
             return {"fence_keys": "[]", "fence_began": 0.0}
         keys = sorted({erasure_key(r.tenant, r.user_id) for r in records})
-        return {"fence_keys": json_text(keys), "fence_began": began}
+        return {"fence_keys": json_text(keys), "fence_began": fence.began}
 
-    def put(self, records: builtins.list[MemoryRecord]) -> None:
+    def put(self, records: builtins.list[MemoryRecord], *, fence: Fence | None = None) -> None:
         if not records:
             return
         batches = record_batches(records, self.executor.max_request_bytes)
-        fence = self._fence(records)
+        guard = self._fence(records, fence)
         try:
             if len(batches) == 1:
-                rows = self.executor.query(self._insert_sql, {"records": batches[0], **fence})
+                rows = self.executor.query(self._insert_sql, {"records": batches[0], **guard})
                 _refuse_if_fenced(rows)
                 return
             with self.executor.transaction() as tx:  # still all or nothing
                 for batch in batches:
-                    _refuse_if_fenced(tx.query(self._insert_sql, {"records": batch, **fence}))
+                    _refuse_if_fenced(tx.query(self._insert_sql, {"records": batch, **guard}))
         except DuplicateKey as exc:
             raise Conflict("a memory with one of these ids already exists") from exc
 
-    def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> None:
+    def supersede(
+        self, tenant: str, user_id: str, old_id: str, new: MemoryRecord, *, fence: Fence | None = None
+    ) -> None:
         if (new.tenant, new.user_id) != (tenant, user_id):
             raise BadRequest("a new version must belong to the same tenant and user")
         try:
@@ -120,7 +120,7 @@ class PostgresMemoryStore:
                     "old_id": old_id,
                     "superseded_at": micros(new.created_at),
                     "records": records_json([new]),
-                    **self._fence([new]),
+                    **self._fence([new], fence),
                 },
             )
         except DuplicateKey as exc:
@@ -337,7 +337,7 @@ class PostgresMemoryStore:
 def _refuse_if_fenced(rows: builtins.list[dict[str, Any]]) -> None:
     """``Erased`` when the statement's fence refused the write (it then wrote nothing)."""
     if rows and rows[0].get("refused"):
-        refuse_if_erased(math.inf)
+        raise erased_while_working()
 
 
 #: the microseconds a cursor may hold: Python's datetime range (years 1 to 9999), inside PostgreSQL's

@@ -39,7 +39,7 @@ from pydantic import Field
 from memstack.domain.categories import categorise
 from memstack.domain.consolidation.grouping import Group, classify, group_entries
 from memstack.domain.consolidation.similarity import RunEmbedder, clusters, nearest_ltm
-from memstack.domain.erasure import began
+from memstack.domain.erasure import Fence
 from memstack.domain.heartbeat import LeaseKeeper
 from memstack.domain.indexing import turn_text
 from memstack.domain.ingest import stm_memory_id
@@ -148,7 +148,10 @@ class Consolidator:
         config: ConsolidationConfig,
         apply: ApplyOperations | None = None,
         leases: Leases | None = None,
+        fence: Fence | None = None,
     ) -> None:
+        #: when this run began: the store refuses its writes if the user is erased meanwhile
+        self.fence = fence
         self.store = store
         self.stm = stm
         self.embedder = embedder
@@ -165,7 +168,9 @@ class Consolidator:
         return self._apply
 
     # ------------------------------------------------------------------- the job
-    def run(self, tenant: str, user_id: str, now: datetime | None = None) -> ConsolidationReport:
+    def run(
+        self, tenant: str, user_id: str, now: datetime | None = None, *, fence: Fence | None = None
+    ) -> ConsolidationReport:
         """Consolidate the user now, unless another run of the user holds its lease (status "busy").
 
         Two runs of one user at once (the API, the scheduler, the CLI) each read
@@ -173,11 +178,17 @@ class Consolidator:
         lease lets one run, and the other answers "busy" having written nothing.
         """
         # One job object per run (thread-safe), embedding each new text once however often it is compared.
+        # The run's fence: its writes are refused if the user is erased meanwhile (domain/erasure.py).
         job = Consolidator(
-            self.store, self.stm, RunEmbedder(self.embedder), self.summariser, self.config, self.apply
+            self.store,
+            self.stm,
+            RunEmbedder(self.embedder),
+            self.summariser,
+            self.config,
+            self.apply,
+            fence=fence or Fence.at(datetime.now(UTC)),
         )
-        with began(datetime.now(UTC)):  # its writes are refused if the user is erased meanwhile
-            return self._leased(job, tenant, user_id, now)
+        return self._leased(job, tenant, user_id, now)
 
     def _leased(
         self, job: Consolidator, tenant: str, user_id: str, now: datetime | None
@@ -467,6 +478,7 @@ class Consolidator:
             scope=scope,
             now=now,
             metadata=tags,
+            fence=self.fence,
         )
         for r in written:
             if r.replaces_id:

@@ -34,7 +34,7 @@ from memstack.errors import Conflict
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp
-from memstack.ports.store import MemoryStore
+from memstack.ports.store import Fence, MemoryStore
 
 PROFILE = "profile"
 #: how each category is named in a profile (plain words a question about it would use)
@@ -122,7 +122,10 @@ class ProfileBuilder:
             self._apply = apply_operations
         return self._apply
 
-    def refresh(self, tenant: str, user_id: str, now: datetime) -> ProfileReport:
+    def refresh(
+        self, tenant: str, user_id: str, now: datetime, *, fence: Fence | None = None
+    ) -> ProfileReport:
+        """Rebuild the user's profile memories; ``fence``: when the run began (erase refuses its writes)."""
         report = ProfileReport()
         if not self.config.enabled:
             return report
@@ -134,7 +137,7 @@ class ProfileBuilder:
             items = sorted(items, key=lambda r: (r.event_time or r.created_at, r.id), reverse=True)
             items = items[: self.config.max_items]
             key = f"{person.casefold()}|{category.value}"
-            self._write(tenant, user_id, key, person, category, items, profiles.get(key), now, report)
+            self._write(tenant, user_id, key, person, category, items, profiles.get(key), now, report, fence)
         return report
 
     def _current(self, tenant: str, user_id: str) -> tuple[list[MemoryRecord], dict[str, MemoryRecord]]:
@@ -182,6 +185,7 @@ class ProfileBuilder:
         existing: MemoryRecord | None,
         now: datetime,
         report: ProfileReport,
+        fence: Fence | None,
     ) -> None:
         content = profile_text(person, category, items)
         sources = list(dict.fromkeys(s for item in items for s in item.source_ids))
@@ -203,7 +207,7 @@ class ProfileBuilder:
                 event_time=when,
             )
             try:
-                self.store.supersede(tenant, user_id, existing.id, new)
+                self.store.supersede(tenant, user_id, existing.id, new, fence=fence)
             except Conflict:
                 return  # another run refreshed it first; the next run sees its version
             written = [new]
@@ -227,6 +231,7 @@ class ProfileBuilder:
                 scope=Scope.USER,
                 now=now,
                 metadata={"consolidation": PROFILE, "profile_key": key},
+                fence=fence,
             )
         for record in written:
             report.memory_ids.append(record.id)

@@ -29,7 +29,7 @@ from memstack.errors import Conflict
 from memstack.models import MemoryFilters, MemoryRecord, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp
-from memstack.ports.store import MemoryStore
+from memstack.ports.store import Fence, MemoryStore
 
 # Cosine on the full vectors at or above which an ADD is the same memory again.
 DUPLICATE_COSINE = 0.99
@@ -59,8 +59,9 @@ class _Applier:
         session_id: str | None,
         scope: Scope,
         now: datetime,
+        fence: Fence | None,
     ) -> None:
-        self.store, self.embedder, self.coarse_dim = store, embedder, coarse_dim
+        self.store, self.embedder, self.coarse_dim, self.fence = store, embedder, coarse_dim, fence
         self.tenant, self.user_id, self.session_id, self.scope, self.now = (
             tenant,
             user_id,
@@ -141,7 +142,7 @@ class _Applier:
             embedding_full=vector.tolist(),
             embedding_coarse=coarse_prefix(vector, self.coarse_dim).tolist(),
         )
-        self.store.put([record])
+        self.store.put([record], fence=self.fence)
         return record
 
     def replace(self, op: ExtractionOp, key: str, *, deleted: bool) -> MemoryRecord | None:
@@ -173,7 +174,7 @@ class _Applier:
                 **changes,
             )
             try:
-                self.store.supersede(self.tenant, self.user_id, old.id, new)
+                self.store.supersede(self.tenant, self.user_id, old.id, new, fence=self.fence)
             except Conflict:
                 if attempt:  # a concurrent writer won twice in a row: let the job retry
                     raise
@@ -205,11 +206,13 @@ def apply_operations(
     scope: Scope,
     now: datetime | None = None,
     metadata: dict[str, Any] | None = None,
+    fence: Fence | None = None,
 ) -> list[MemoryRecord]:
     """Write the operations' outcome; returns the records written (new versions and tombstones).
 
     ``metadata`` is stored on every record written, in the same write (consolidation
-    tags its summaries this way, so no crash can leave an untagged one behind).
+    tags its summaries this way, so no crash can leave an untagged one behind). ``fence``:
+    when the work writing began; the store refuses the writes if the user was erased since.
     """
     # Every text the operations may write, embedded in one call (a batch costs the model far
     # less per text than one call each); the writes below read their vectors from it.
@@ -219,7 +222,7 @@ def apply_operations(
         embedder = EmbeddingMemo(embedder, len(texts))
         embedder.embed(texts)
     applier = _Applier(
-        store, embedder, coarse_dim, tenant, user_id, session_id, scope, now or datetime.now(UTC)
+        store, embedder, coarse_dim, tenant, user_id, session_id, scope, now or datetime.now(UTC), fence
     )
     applier.metadata = dict(metadata or {})
     written: list[MemoryRecord] = []

@@ -21,7 +21,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from pydantic import Field
 
-from memstack.domain.erasure import began
+from memstack.domain.erasure import Fence
 from memstack.domain.extraction.apply import apply_operations
 from memstack.domain.indexing import turn_text
 from memstack.domain.ingest import stm_memory_id
@@ -94,8 +94,7 @@ class ExtractionJobHandler:
     def run(self, job: Job, now: datetime | None = None) -> list[MemoryRecord]:
         # The job began before it read anything: a store refuses its writes if the user was erased
         # since (domain/erasure.py), so a job racing an erase cannot bring the user back.
-        with began(datetime.now(UTC)):
-            return self._run(job, now)
+        return self._run(job, now, Fence.at(datetime.now(UTC)))
 
     def _metadata(self, job: Job, message_id: str) -> dict[str, Any] | None:
         """The add's metadata: in the job, or (a job the outbox sweep re-sent) on the turn's STM record."""
@@ -105,7 +104,7 @@ class ExtractionJobHandler:
         metadata = {k: v for k, v in (turn.metadata if turn else {}).items() if k not in _SYSTEM_KEYS}
         return metadata or None
 
-    def _run(self, job: Job, now: datetime | None) -> list[MemoryRecord]:
+    def _run(self, job: Job, now: datetime | None, fence: Fence) -> list[MemoryRecord]:
         payload: dict[str, Any] = job.payload
         message_id = str(payload.get("message_id") or "")
         entry = self.stm.get(job.tenant, job.user_id, message_id)
@@ -138,6 +137,7 @@ class ExtractionJobHandler:
             scope=scope,
             now=now,
             metadata=self._metadata(job, message_id),
+            fence=fence,
         )
         # Last: the outbox entry says "done" only once everything above is written.
         self.stm.mark_extracted(job.tenant, job.user_id, [message_id])
