@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -108,6 +109,8 @@ def _rows(bench: BenchStore, sent: set[str], out: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    # As ``memstack bench search``: no log line per search (Mem0 logs nothing at INFO either).
+    logging.getLogger("memstack").setLevel(logging.WARNING)
     queries = BenchStore.queries(args.queries)
     cache = Path(args.embedding_cache) if args.embedding_cache else None
     with BenchStore(args.embedder, embedding_cache=cache) as bench, tempfile.TemporaryDirectory() as tmp:
