@@ -58,3 +58,14 @@ def test_request_costs_price_the_models_the_functions_are_configured_with(small:
     rows = {what: usd for what, _, usd in request_costs(small.raw, TRAFFIC["small"])}
     assert rows["Bedrock extraction tokens"] > 0 and rows["Bedrock consolidation tokens"] > 0
     assert "DynamoDB storage + PITR (memories)" in rows  # the small tier keeps memories in DynamoDB
+
+
+def test_the_opensearch_floor_in_backends_md_is_the_medium_templates(medium: Synth) -> None:
+    """docs/backends.md once said $215 for what the medium template prices at $210.76."""
+    rows = {what: usd for what, _, usd in fixed_costs(medium.raw)}
+    floor = sum(usd for what, usd in rows.items() if what.startswith("OpenSearch"))
+    backends = (DEPLOY_MD.parent / "backends.md").read_text()
+    assert f"≈ ${round(floor)} floor before traffic" in backends, floor
+    for what, usd in rows.items():
+        if what.startswith("OpenSearch"):
+            assert f"${usd:,.2f}" in backends, what
