@@ -75,11 +75,13 @@ def test_a_weak_turn_rises_with_its_memory(service: MemoryService) -> None:
     top = result.hits[0]
     assert top.record.id == memory.id  # the unit is shown as its memory (the turn is merged into it)
     assert turn.id not in [h.record.id for h in result.hits]
-    assert top.stages["rrf"] > top.stages["record_rrf"]  # the turn's evidence was added to the memory's
+    assert top.stages["unit_rrf"] > top.stages["record_rrf"]  # the turn's evidence was added to the memory's
+    # The turn carried the unit's value (the better own fusion); merged, the memory scores by it.
+    assert top.stages.get("merged_turn_score", top.score) == top.score
     assert "units" in result.stage_status["fusion"]
 
 
-def test_memories_of_one_turn_follow_each_other(service: MemoryService) -> None:
+def test_a_unit_earns_one_slot_its_other_members_fall_by_their_own_evidence(service: MemoryService) -> None:
     turn = record(service, "Sam: we adopted a dog and named her Pepper", "a", tier=Tier.STM)
     first = record(service, "Sam adopted a dog", "a")
     second = record(service, "Sam's dog is named Pepper", "a")
@@ -88,12 +90,52 @@ def test_memories_of_one_turn_follow_each_other(service: MemoryService) -> None:
     result = service.search(
         SearchRequest(tenant=T, user_id=U, query="Sam dog Pepper adopted", reference_time=REF, explain=True)
     )
-    ids = [h.record.id for h in result.hits]
-    assert {first.id, second.id} == set(ids[:2])  # one unit, both of its memories, before the next unit
-    both = [h for h in result.hits if h.record.id in {first.id, second.id}]
-    assert (
-        both[0].stages["rrf"] == both[1].stages["rrf"] and both[0].stages["unit_size"] == 3.0
-    )  # with the turn
+    mine = [h for h in result.hits if h.record.id in {first.id, second.id}]
+    lead, rest = mine[0], mine[1]
+    # The unit's value (with the turn's evidence) goes to one member; the other keeps its own.
+    # (the turn carries it when its own fusion is the unit's best, and is merged into that memory)
+    assert lead.stages["unit_size"] == 3.0 and rest.stages["unit_rrf"] == lead.stages["unit_rrf"]
+    assert lead.stages["rrf"] == lead.stages["unit_rrf"] or "merged_turn_score" in lead.stages
+    assert rest.stages["rrf"] == rest.stages["record_rrf"] < rest.stages["unit_rrf"]
+    assert "merged_turn_score" not in rest.stages
+    assert rest.score < lead.score  # its own score, never the unit's
+
+
+def test_only_a_units_best_member_keeps_the_units_value() -> None:
+    second, third = "1" * 32, "2" * 32
+    own = {TURN_A: 0.10, MEMORY_A: 0.05, second: 0.02, third: 0.02, TURN_B: 0.04}
+    members = {TURN_A: [MEMORY_A, TURN_A, second, third], TURN_B: [TURN_B]}
+    fused = {TURN_A: 0.20, TURN_B: 0.04}
+    value = units.member_values(members, own, fused)
+    assert value[TURN_A] == 0.20 and value[TURN_B] == 0.04
+    assert value[MEMORY_A] == 0.05  # below turn B's unit: B's new evidence takes the next slot
+    # Equal own evidence still gives two values: no two members of one unit share one.
+    assert value[second] == 0.02 and 0.019 < value[third] < 0.02
+    assert len({value[i] for i in members[TURN_A]}) == 4
+
+
+def test_no_two_hits_of_one_unit_share_a_score(service: MemoryService) -> None:
+    """Many memories of one long turn: each has its own score, and other turns get slots between them."""
+    long_turn = record(
+        service, "Sam: the garden has roses, tulips, a pear tree, a pond and a bench", "a", tier=Tier.STM
+    )
+    parts = [
+        record(service, f"Sam's garden has {thing}", "a")
+        for thing in ("roses", "tulips", "a pear tree", "a pond", "a bench")
+    ]
+    others = [
+        record(service, f"Sam: my garden club meets on day {n}", f"g{n}", tier=Tier.STM) for n in range(4)
+    ]
+    put(service, long_turn, *parts, *others)
+    hits = service.search(
+        SearchRequest(tenant=T, user_id=U, query="what is in Sam's garden", reference_time=REF, top_k=10)
+    ).hits
+    ids = {p.id for p in parts}
+    scores = [h.score for h in hits if h.record.id in ids]
+    assert len(scores) == len(set(scores)) == len(parts)
+    for before, after in zip(hits, hits[1:], strict=False):
+        same_turn = before.record.source_ids[-1:] == after.record.source_ids[-1:]
+        assert not (same_turn and before.score == after.score)
 
 
 def test_memory_weights_of_zero_leave_turns_only(service: MemoryService) -> None:
@@ -129,7 +171,9 @@ def test_a_unit_outranks_a_turn_that_beats_each_of_its_records(service: MemorySe
         h.record.id: h.stages for h in Retriever(service.store, service.embedder, config).search(req).hits
     }
     assert alone[echo.id]["record_rrf"] > max(alone[turn.id]["record_rrf"], alone[memory.id]["record_rrf"])
-    assert alone[memory.id]["rrf"] == alone[turn.id]["rrf"] > alone[echo.id]["rrf"]
+    assert alone[memory.id]["unit_rrf"] == alone[turn.id]["unit_rrf"] > alone[echo.id]["rrf"]
+    # one of the unit's two records carries its value, the other only its own
+    assert sorted([alone[memory.id]["rrf"], alone[turn.id]["rrf"]])[1] == alone[turn.id]["unit_rrf"]
     hits = service.search(req).hits
     assert [h.record.id for h in hits[:2]] == [memory.id, echo.id]  # the turn is merged into its memory
 

@@ -18,7 +18,10 @@ BM25_PRF_RANK = "bm25_prf_rank"
 COSINE = "cosine"
 COVERAGE = "coverage"
 CATEGORY = "category"
+#: the RRF value the score is computed from: the unit's for its best member, else the record's own
 RRF = "rrf"
+#: the fused value of the record's evidence unit (its turn and the memories made from it)
+UNIT_RRF = "unit_rrf"
 RECORD_RRF = "record_rrf"
 UNIT_SIZE = "unit_size"
 RRF_SCALED = "rrf_scaled"

@@ -19,6 +19,12 @@ the turn weights: they are all the evidence there is.
 
 The record ids alone say which field a candidate is in (``is_turn_id``), so
 the split needs no reads; only the pooled records are loaded, as before.
+
+A unit is one piece of evidence, so it earns one slot at its fused value: only
+its best member (by its own fusion) carries it (``member_values``). Its other
+members score by their own evidence, so they fall below the next unit that
+found something new instead of filling the list with copies of one turn at
+one shared score.
 """
 
 from __future__ import annotations
@@ -136,4 +142,29 @@ def unit_rrf(
             if best is not None:
                 total += w / (k + best)
         out[key] = total
+    return out
+
+
+#: how much lower each further member of a unit scores than the one before it, when their own
+#: fusion ties (relative): enough to survive the calibrated score's arithmetic, too little to matter
+_TIE_STEP = 1e-9
+
+
+def member_values(
+    members: Mapping[str, Sequence[str]], own: Mapping[str, float], fused: Mapping[str, float]
+) -> dict[str, float]:
+    """The fusion value each pooled record is scored by: a unit's value goes to its best member only.
+
+    The best member (highest ``own``; the first listed on a tie) takes the
+    unit's fused value; every other member its own fusion, capped just below
+    the member before it, so no two members of a unit ever share a value.
+    """
+    out: dict[str, float] = {}
+    for key, ids in members.items():
+        previous: float | None = None
+        for memory_id in sorted(ids, key=lambda i: own.get(i, 0.0), reverse=True):
+            value = fused[key] if previous is None else own.get(memory_id, 0.0)
+            if previous is not None and value >= previous:
+                value = previous * (1.0 - _TIE_STEP)
+            out[memory_id] = previous = value
     return out

@@ -1,7 +1,9 @@
 """Stage 4: weighted RRF over evidence units (``units``) orders the pool; scores are probabilities.
 
 The best candidates by their own fusion are read as columns (``Pool``),
-grouped into units and fused per unit; the score of each is the calibrated
+grouped into units and fused per unit; a unit's value goes to its best member,
+the others keep their own (``units.member_values``), so each hit has its own
+score and a slot goes to new evidence; the score of each is the calibrated
 model's probability of relevance (``calibration.ScoreModel``).
 """
 
@@ -76,8 +78,9 @@ class Fusion:
             for j, value in zip(with_vectors.tolist(), values.tolist(), strict=True):
                 category[j] = float(value)
             pool.column(col.CATEGORY)[:] = category
-        rrf = [fusion.fused[key] for key in fusion.unit_of]
+        rrf = [fusion.value[i] for i in pool.ids]
         pool.column(col.RRF)[:] = rrf
+        pool.column(col.UNIT_RRF)[:] = [fusion.fused[key] for key in fusion.unit_of]
         pool.column(col.RECORD_RRF)[:] = [fusion.own[i] for i in pool.ids]
         pool.column(col.UNIT_SIZE)[:] = [float(len(fusion.members[key])) for key in fusion.unit_of]
         scaled = [value / top if top > 0 else 0.0 for value in rrf]
@@ -98,12 +101,14 @@ class Fusion:
 
 @dataclass
 class _Units:
-    """The fusion: each candidate's own, its unit (per pool row), each unit's members and fusion."""
+    """The fusion: each candidate's own, its unit (per pool row), each unit's members and fusion,
+    and the value each candidate is scored by (``units.member_values``)."""
 
     own: dict[str, float]
     unit_of: list[str]
     members: dict[str, list[str]]
     fused: dict[str, float]
+    value: dict[str, float]
 
 
 def _pool(search: Search) -> tuple[Pool, _Units]:
@@ -124,10 +129,11 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
     candidate_turns = {i for by_id in ranks.values() for i in by_id if units.field_of(i) == units.TURNS}
     sources = _source_turns(search, pool, unit_of)
     fused = units.unit_rrf(members, candidate_turns, ranks, cfg.field_weights, cfg.rrf_k, sources)
-    # Best unit first; within a unit, its records by their own fusion (score ties keep this order).
+    # A unit's best member at the unit's value, its other members by their own evidence.
+    value = units.member_values(members, own, fused)
     ids = pool.ids
-    pool.order = sorted(range(len(pool)), key=lambda j: (fused[unit_of[j]], own[ids[j]]), reverse=True)
-    return pool, _Units(own=own, unit_of=unit_of, members=members, fused=fused)
+    pool.order = sorted(range(len(pool)), key=lambda j: (value[ids[j]], own[ids[j]]), reverse=True)
+    return pool, _Units(own=own, unit_of=unit_of, members=members, fused=fused, value=value)
 
 
 def _source_turns(search: Search, pool: Pool, unit_of: list[str]) -> dict[str, set[str]]:
