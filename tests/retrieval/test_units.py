@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from memstack.domain.ingest import is_turn_id, stm_memory_id
 from memstack.domain.retrieval import units
@@ -133,7 +135,7 @@ def test_no_two_hits_of_one_unit_share_a_score(service: MemoryService) -> None:
     ids = {p.id for p in parts}
     scores = [h.score for h in hits if h.record.id in ids]
     assert len(scores) == len(set(scores)) == len(parts)
-    for before, after in zip(hits, hits[1:], strict=False):
+    for before, after in itertools.pairwise(hits):
         same_turn = before.record.source_ids[-1:] == after.record.source_ids[-1:]
         assert not (same_turn and before.score == after.score)
 
