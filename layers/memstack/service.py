@@ -8,13 +8,14 @@ of every call.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memstack.domain import keyed, versions
+from memstack.domain import expiry, filter_expr, keyed, versions
 from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, housekeeping, schedule
@@ -41,6 +42,15 @@ from memstack.ports.store import Fence, MemoryStore
 from memstack.settings import Settings
 
 JobHandler = Callable[[Job], None]
+
+
+@dataclass(frozen=True)
+class Expiry:
+    """An edit's new expiry: ``at`` a time, or ``None`` for never."""
+
+    at: datetime | None
+
+
 #: what user-list cursors are sealed for (no user id can hold the control character)
 USERS_CURSOR = "\x1eusers"
 
@@ -93,8 +103,18 @@ class MemoryService:
         return result
 
     # ------------------------------------------------------------------ search
-    def search(self, request: SearchRequest) -> SearchResult:
-        return self.retriever.search(request)
+    def search(self, request: SearchRequest, now: datetime | None = None) -> SearchResult:
+        now = now or datetime.now(UTC)
+        result = self.retriever.search(request)
+        if not any(expiry.expired(h.record, now) for h in result.hits):
+            return result
+        # Some expired since the last sweep: search again without them, so top_k stays full.
+        alive = request.filters.model_copy(
+            update={"where": filter_expr.both(request.filters.where, expiry.alive(now))}
+        )
+        result = self.retriever.search(dataclasses.replace(request, filters=alive))
+        result.hits = [h for h in result.hits if not expiry.expired(h.record, now)]
+        return result
 
     # ------------------------------------------------------------------- reads
     def list(
@@ -110,7 +130,13 @@ class MemoryService:
         user in this ``order`` (a position in one order means nothing in the other: a 400)."""
         scope = user_id if order == "created_at" else f"{user_id}\x1forder={order}"
         inner = self.cursors.verify(tenant, scope, cursor)
-        records, after = self.store.list(tenant, user_id, filters or MemoryFilters(), limit, inner, order)
+        filters = filters or MemoryFilters()
+        now = datetime.now(UTC)
+        records, after = self.store.list(tenant, user_id, filters, limit, inner, order)
+        if any(expiry.expired(r, now) for r in records):
+            # The same page again without the expired ones (a full page; the cursor is a position).
+            alive = filters.model_copy(update={"where": filter_expr.both(filters.where, expiry.alive(now))})
+            records, after = self.store.list(tenant, user_id, alive, limit, inner, order)
         return records, self.cursors.sign(tenant, scope, after)
 
     def users(
@@ -122,10 +148,26 @@ class MemoryService:
         return page, self.cursors.sign(tenant, USERS_CURSOR, after)
 
     def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:
-        return versions.visible_or_404(self.store, tenant, user_id, memory_id)
+        record = versions.visible_or_404(self.store, tenant, user_id, memory_id)
+        if expiry.expired(record, datetime.now(UTC)):
+            raise NotFound(f"memory {memory_id} not found")
+        return record
 
     def history(self, tenant: str, user_id: str, memory_id: str) -> builtins.list[MemoryRecord]:
-        return versions.history(self.store, tenant, user_id, memory_id)
+        """The version chain, oldest first, without the versions that have expired."""
+        now = datetime.now(UTC)
+        chain = [
+            r for r in versions.history(self.store, tenant, user_id, memory_id) if not expiry.expired(r, now)
+        ]
+        if not chain:
+            raise NotFound(f"memory {memory_id} not found")
+        return chain
+
+    def sweep_expired(self, tenant: str, user_id: str, now: datetime | None = None) -> builtins.list[str]:
+        """Delete (tombstone) the user's memories whose expiry has passed; their ids."""
+        return self.delete_matching(
+            tenant, user_id, MemoryFilters(where=expiry.due(now or datetime.now(UTC))), now
+        )
 
     # ------------------------------------------------------------------ writes
     def update(
@@ -137,10 +179,16 @@ class MemoryService:
         now: datetime | None = None,
         *,
         metadata: dict[str, Any] | None = None,
+        expires: Expiry | None = None,
     ) -> MemoryRecord:
-        """A new version with new ``content`` and/or ``metadata`` (replacing the caller's labels)."""
+        """A new version with new ``content``, ``metadata`` (replacing the caller's labels) and/or expiry.
+
+        ``expires``: ``Expiry(at=None)`` never expires any more.
+        """
         old = versions.current_or_404(self.store, tenant, user_id, memory_id)
         labels = old.metadata if metadata is None else versions.relabelled(old.metadata, metadata)
+        if expires is not None:
+            labels = expiry.with_expiry(labels, expires.at)
         # Unchanged text keeps its vector: nothing to embed again.
         kept = None if content is not None else self.store.embeddings(tenant, user_id, [old.id]).get(old.id)
         new = versions.new_version(
@@ -351,6 +399,8 @@ class MemoryService:
         # One fence for the run and its profile refresh: an erase meanwhile refuses both's writes.
         fence = Fence.at(datetime.now(UTC))
         report = self.consolidator.run(tenant, user_id, now=now, fence=fence).as_dict()
+        # Every due user passes here on the schedule: the sweep of expired memories rides along.
+        report["expired"] = len(self.sweep_expired(tenant, user_id, now))
         if self.profiles is not None:
             # Cross-session profile memories, rebuilt from what the user's memories now say.
             profiles = self.profiles.refresh(tenant, user_id, now or datetime.now(UTC), fence=fence)

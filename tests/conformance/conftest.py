@@ -187,3 +187,17 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         yield from BACKENDS[request.param](request)
     else:
         yield from BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+def service(store: Any, tmp_path: Path) -> Iterator[Any]:
+    """The service on this backend's store (for what the service does over the store port)."""
+    from memstack.factory import build_service
+    from memstack.settings import load_settings
+
+    settings = load_settings(
+        data_dir=tmp_path / "data", embedder="hashing", embedding_dim=FULL_DIM, coarse_dim=COARSE_DIM
+    )
+    svc = build_service(settings, store=store)
+    yield svc
+    svc.close()

@@ -6,29 +6,14 @@ the service is built on each backend's store and held to the same outcome.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from memstack.factory import build_service
 from memstack.models import MemoryFilters
 from memstack.service import MemoryService
-from memstack.settings import load_settings
 
-from .conftest import COARSE_DIM, FULL_DIM
 from .test_metadata_filters import bm25, listed, vector
 from .test_store_conformance import rec
-
-
-@pytest.fixture
-def service(store: Any, tmp_path: Path) -> Iterator[MemoryService]:
-    settings = load_settings(
-        data_dir=tmp_path / "data", embedder="hashing", embedding_dim=FULL_DIM, coarse_dim=COARSE_DIM
-    )
-    svc = build_service(settings, store=store)
-    yield svc
-    svc.close()
 
 
 def test_a_metadata_edit_is_a_new_version_with_the_same_text_and_vector(

@@ -68,8 +68,13 @@ async def walk_every_tool(session: ClientSession, user: dict[str, str]) -> None:
         )
     )
     assert labelled["content"] == new["content"] and labelled["metadata"]["place"] == "home"
+    expiring = ok(
+        await session.call_tool("update_memory", {"memory_id": labelled["id"], "ttl": 3600, **user})
+    )
+    assert expiring["expires_at"] and expiring["metadata"]["place"] == "home"
+    labelled = expiring
     chain = ok(await session.call_tool("memory_history", {"memory_id": labelled["id"], **user}))["memories"]
-    assert [m["id"] for m in chain] == [lisbon["id"], new["id"], labelled["id"]]
+    assert [m["id"] for m in chain][:2] == [lisbon["id"], new["id"]] and chain[-1]["id"] == labelled["id"]
     new = labelled
 
     gone = ok(await session.call_tool("delete_memory", {"memory_id": new["id"], **user}))

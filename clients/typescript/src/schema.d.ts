@@ -237,6 +237,16 @@ export interface components {
     schemas: {
         /** AddMemoriesRequest */
         AddMemoriesRequest: {
+            /**
+             * Expires At
+             * @description when the memory expires (ISO 8601; naive means the server timezone): it is never returned after
+             */
+            expires_at?: string | null;
+            /**
+             * Ttl
+             * @description seconds from now until the memory expires (instead of expires_at)
+             */
+            ttl?: number | null;
             /** Session Id */
             session_id?: string | null;
             /**
@@ -498,6 +508,11 @@ export interface components {
              * @description the agent of the conversation it came from
              */
             agent_id?: string | null;
+            /**
+             * Expires At
+             * @description when it expires (null: never)
+             */
+            expires_at?: string | null;
         };
         /** MemoryHistory */
         MemoryHistory: {
@@ -794,6 +809,11 @@ export interface components {
              */
             agent_id?: string | null;
             /**
+             * Expires At
+             * @description when it expires (null: never)
+             */
+            expires_at?: string | null;
+            /**
              * Score
              * @description calibrated probability that the result is relevant (0-1)
              */
@@ -839,9 +859,21 @@ export interface components {
         };
         /**
          * UpdateMemoryRequest
-         * @description At least one of ``content`` and ``metadata``; what is not given stays as it was.
+         * @description At least one of ``content``, ``metadata``, ``expires_at`` / ``ttl``; what is not given stays.
+         *
+         *     ``expires_at: null`` removes the memory's expiry.
          */
         UpdateMemoryRequest: {
+            /**
+             * Expires At
+             * @description when the memory expires (ISO 8601; naive means the server timezone): it is never returned after
+             */
+            expires_at?: string | null;
+            /**
+             * Ttl
+             * @description seconds from now until the memory expires (instead of expires_at)
+             */
+            ttl?: number | null;
             /** User Id */
             user_id: string;
             /**

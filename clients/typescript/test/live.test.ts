@@ -116,7 +116,7 @@ test("search and list filter on the agent and on metadata", async () => {
   );
 });
 
-test("a metadata edit keeps the text; deleteAll forgets one agent's memories", async () => {
+test("a metadata edit keeps the text, ttl sets an expiry; deleteAll forgets one agent's memories", async () => {
   const memstack = new MemstackClient({ baseUrl, apiKey: "ts-key" });
   for (const [content, agent_id] of [["I swim on Mondays.", "coach"], ["I run on Fridays.", "coach"], ["I bake.", "chef"]]) {
     await memstack.add({ user_id: "dee", agent_id, infer: false, messages: [{ role: "user", content: content! }] });
@@ -126,6 +126,10 @@ test("a metadata edit keeps the text; deleteAll forgets one agent's memories", a
   assert.equal(relabelled.content, swim.content);
   assert.equal(relabelled.metadata?.topic, "water");
   assert.equal(relabelled.agent_id, "coach");
+  const expiring = await memstack.update(relabelled.id, { user_id: "dee", ttl: 600 });
+  assert.ok(expiring.expires_at && Date.parse(expiring.expires_at) > Date.now());
+  const forever = await memstack.update(expiring.id, { user_id: "dee", expires_at: null });
+  assert.equal(forever.expires_at, null);
   const gone = await memstack.deleteAll({ user_id: "dee", agent_id: "coach" });
   assert.equal(gone.deleted, 2);
   assert.deepEqual((await memstack.list({ user_id: "dee" })).memories.map((m) => m.content), ["I bake."]);

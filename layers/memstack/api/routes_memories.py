@@ -7,7 +7,7 @@ simply not found (404), so ids leak nothing.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 from zoneinfo import ZoneInfo
 
@@ -27,6 +27,7 @@ from memstack.api.schemas import (
     AddMemoriesResponse,
     DeleteMemoriesResponse,
     DeleteMemoryResponse,
+    ExpiryFields,
     Memory,
     MemoryHistory,
     MemoryList,
@@ -35,9 +36,11 @@ from memstack.api.schemas import (
     SessionMode,
     UpdateMemoryRequest,
 )
-from memstack.domain import filter_expr
+from memstack.domain import expiry, filter_expr
 from memstack.errors import ValidationFailed
 from memstack.models import Category, Kind, ListOrder, MemoryFilters, MemoryRecord, Message, Scope, Tier
+from memstack.service import Expiry
+from memstack.settings import Settings
 
 if TYPE_CHECKING:
     from memstack.api.app import ApiDeps, MemstackResolver
@@ -84,8 +87,24 @@ def memory_out(record: MemoryRecord) -> dict[str, Any]:
     data = record.public_dict()
     metadata = {k: v for k, v in data["metadata"].items() if k not in INTERNAL_METADATA_KEYS}
     return Memory.model_validate(
-        {**data, "metadata": metadata, "agent_id": metadata.get("agent_id")}
+        {
+            **data,
+            "metadata": metadata,
+            "agent_id": metadata.get("agent_id"),
+            "expires_at": expiry.expires_at(record),
+        }
     ).model_dump(mode="json")
+
+
+def deadline(req: ExpiryFields, settings: Settings, now: datetime) -> datetime | None:
+    """The expiry a request asks for; one already past is a 422 (it would store what no one can read)."""
+    when = expiry.deadline(now, aware(req.expires_at, settings.timezone), req.ttl)
+    if when is not None and when <= now:
+        raise ValidationFailed(
+            "expires_at is not in the future",
+            [{"field": "expires_at", "location": "body", "message": "must be in the future", "type": "past"}],
+        )
+    return when
 
 
 def reject_unknown_query(app: MemstackResolver, allowed: frozenset[str]) -> None:
@@ -133,8 +152,12 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             scope=req.scope,
             infer=req.infer,
             sync=req.sync,
-            # The agent rides in the metadata, which every store keeps and extraction carries on.
-            metadata={**(req.metadata or {}), **({"agent_id": req.agent_id} if req.agent_id else {})} or None,
+            # The agent and the expiry ride in the metadata: every store keeps it, extraction carries it on.
+            metadata=expiry.with_expiry(
+                {**(req.metadata or {}), **({"agent_id": req.agent_id} if req.agent_id else {})},
+                deadline(req, settings, datetime.now(UTC)),
+            )
+            or None,
         )
         status = "processed" if result.processed else "queued" if result.queued else "stored"
         # Newly stored only: an idempotent replay or a resent id is not new traffic.
@@ -287,7 +310,12 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
     )
     def update_memory(memory_id: MemoryIdPath, body: Annotated[UpdateMemoryRequest, Body()]):
         check_update(body, settings)
-        record = service.update(app.tenant(), body.user_id, memory_id, body.content, metadata=body.metadata)
+        expires = None
+        if {"expires_at", "ttl"} & body.model_fields_set:
+            expires = Expiry(deadline(body, settings, datetime.now(UTC)))
+        record = service.update(
+            app.tenant(), body.user_id, memory_id, body.content, metadata=body.metadata, expires=expires
+        )
         return _json(200, memory_out(record))
 
     @app.delete(

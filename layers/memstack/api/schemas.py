@@ -251,7 +251,26 @@ class MessageIn(Strict):
     )
 
 
-class AddMemoriesRequest(RunIdAlias):
+#: the longest time to live an add or an edit may ask for (ten years, in seconds)
+MAX_TTL_SECONDS = 10 * 366 * 86400
+EXPIRES_AT = "when the memory expires (ISO 8601; naive means the server timezone): it is never returned after"
+TTL = "seconds from now until the memory expires (instead of expires_at)"
+
+
+class ExpiryFields(Strict):
+    """``expires_at`` or ``ttl`` (Mem0's ``expiration_date``): one of them, or neither."""
+
+    expires_at: datetime | None = Field(None, description=EXPIRES_AT)
+    ttl: StrictInt | None = Field(None, ge=1, le=MAX_TTL_SECONDS, description=TTL)
+
+    @model_validator(mode="after")
+    def _one_expiry(self) -> ExpiryFields:
+        if self.expires_at is not None and self.ttl is not None:
+            raise ValueError("give expires_at or ttl, not both")
+        return self
+
+
+class AddMemoriesRequest(RunIdAlias, ExpiryFields):
     user_id: IdStr
     agent_id: IdStr | None = Field(
         None, description="the agent that took part; kept on the messages and the memories made from them"
@@ -343,8 +362,11 @@ class PutKeyedMemoryRequest(Strict):
     )
 
 
-class UpdateMemoryRequest(Strict):
-    """At least one of ``content`` and ``metadata``; what is not given stays as it was."""
+class UpdateMemoryRequest(ExpiryFields):
+    """At least one of ``content``, ``metadata``, ``expires_at`` / ``ttl``; what is not given stays.
+
+    ``expires_at: null`` removes the memory's expiry.
+    """
 
     user_id: IdStr
     content: Text | None = Field(None, description="the new text (embedded again)")
@@ -356,8 +378,8 @@ class UpdateMemoryRequest(Strict):
 
     @model_validator(mode="after")
     def _something_to_change(self) -> UpdateMemoryRequest:
-        if self.content is None and self.metadata is None:
-            raise ValueError("nothing to change: give content or metadata (or both)")
+        if not {"content", "metadata", "expires_at", "ttl"} & self.model_fields_set:
+            raise ValueError("nothing to change: give content or metadata (or both), or expires_at / ttl")
         return self
 
 
@@ -404,6 +426,7 @@ class Memory(BaseModel):
     source_ids: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     agent_id: str | None = Field(None, description="the agent of the conversation it came from")
+    expires_at: datetime | None = Field(None, description="when it expires (null: never)")
 
 
 class SearchResultItem(Memory):

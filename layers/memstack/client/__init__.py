@@ -7,8 +7,9 @@ numpy, no AWS SDK (``aws_region`` signing imports botocore only when used).
 """
 
 from memstack.client.aio import AsyncMemoryClient
+from memstack.client.calls import NEVER
 from memstack.client.errors import MemoryApiError
 from memstack.client.retry import NO_RETRIES, RetryPolicy
 from memstack.client.sync import MemoryClient
 
-__all__ = ["NO_RETRIES", "AsyncMemoryClient", "MemoryApiError", "MemoryClient", "RetryPolicy"]
+__all__ = ["NEVER", "NO_RETRIES", "AsyncMemoryClient", "MemoryApiError", "MemoryClient", "RetryPolicy"]

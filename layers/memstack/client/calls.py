@@ -46,8 +46,20 @@ class ApiCall(Generic[T]):
     idempotent: bool = True
 
 
+class _Never:
+    """``expires_at=NEVER`` in ``update``: remove the memory's expiry (sent as JSON ``null``)."""
+
+    def __repr__(self) -> str:
+        return "NEVER"
+
+
+NEVER = _Never()
+
+
 def jsonable(value: Any) -> Any:
     """Models, datetimes and mappings as plain JSON values; ``None`` fields are left out."""
+    if value is NEVER:
+        return None
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", exclude_none=True, by_alias=True)
     if isinstance(value, datetime):
@@ -139,8 +151,13 @@ def add(
     sync: bool | None = None,
     metadata: Mapping[str, Any] | None = None,
     idempotency_key: str | None = None,
+    expires_at: datetime | None = None,
+    ttl: int | None = None,
 ) -> ApiCall[AddMemoriesResponse]:
+    """``expires_at`` / ``ttl`` (seconds): the memories of these messages are never returned after it."""
     body = {
+        "expires_at": expires_at,
+        "ttl": ttl,
         "user_id": user_id,
         "session_id": session_of(session_id, run_id),
         "agent_id": agent_id,
@@ -237,10 +254,21 @@ def update(
     *,
     user_id: str,
     metadata: Mapping[str, Any] | None = None,
+    expires_at: datetime | _Never | None = None,
+    ttl: int | None = None,
 ) -> ApiCall[Memory]:
-    """A new version: new ``content`` and/or ``metadata`` (it replaces the caller's labels)."""
+    """A new version: new ``content``, ``metadata`` (it replaces the caller's labels) and/or expiry.
+
+    ``expires_at=NEVER`` removes the expiry; ``ttl`` is seconds from now.
+    """
     # Not idempotent: a second PATCH after a lost answer would find the memory superseded (409).
-    body = {"user_id": user_id, "content": content, "metadata": metadata}
+    body = {
+        "user_id": user_id,
+        "content": content,
+        "metadata": metadata,
+        "expires_at": expires_at,
+        "ttl": ttl,
+    }
     return ApiCall(
         "PATCH", f"/v1/memories/{_segment(memory_id)}", _model(Memory), body=body, idempotent=False
     )

@@ -142,6 +142,10 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         wait: Annotated[
             bool, Field(description="true waits until facts have been extracted (slower)")
         ] = False,
+        ttl: Annotated[
+            int | None,
+            Field(ge=1, description="seconds until this is forgotten (empty: kept until deleted)"),
+        ] = None,
     ) -> AddMemoriesResponse:
         """Remember something said in the conversation. memstack stores the turn at once and
         extracts facts, events and preferences from it, updating what it already knew."""
@@ -152,6 +156,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             agent_id=kit.agent(agent_id),
             metadata=metadata,
             sync=wait or None,
+            ttl=ttl,
         )
         return kit.run(call, headers(ctx))
 
@@ -253,10 +258,13 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             dict[str, str | int | float | bool] | None,
             Field(description="new labels, replacing the memory's labels (empty: keep them)"),
         ] = None,
+        ttl: Annotated[
+            int | None, Field(ge=1, description="seconds from now until the memory is forgotten")
+        ] = None,
         user_id: UserArg = None,
     ) -> Memory:
         """Correct a memory or relabel it. memstack writes a new version; the old one stays in its history."""
-        call = calls.update(memory_id, content, user_id=kit.user(user_id), metadata=metadata)
+        call = calls.update(memory_id, content, user_id=kit.user(user_id), metadata=metadata, ttl=ttl)
         return kit.run(call, headers(ctx))
 
     @server.tool(annotations=DESTRUCTIVE)
