@@ -19,6 +19,7 @@ from memstack.domain.ingest import Ingestor, UnitOfWork
 from memstack.domain.retrieve import Retriever
 from memstack.domain.time.bounds import TimeBounds
 from memstack.domain.time.parse import set_default_timezone
+from memstack.logs import configure_logging
 from memstack.ports.embedder import Embedder
 from memstack.ports.lease import Leases
 from memstack.ports.llm import Extractor, Summariser
@@ -28,6 +29,10 @@ from memstack.ports.stm import ErasureLog, ShortTermStore
 from memstack.ports.store import MemoryStore
 from memstack.service import MemoryService
 from memstack.settings import Settings
+
+# The edges' one logging set-up (memstack.logs), as soon as anything that builds a service is imported,
+# so it is the memstack logger's first configuration in every process; the domain only logs.
+configure_logging()
 
 
 def build_embedder(settings: Settings, client: Any | None = None) -> Embedder:

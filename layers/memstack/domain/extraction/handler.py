@@ -14,11 +14,11 @@ and a retried job sees exactly what the first attempt saw.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from pydantic import Field
 
 from memstack.domain.erasure import Fence
@@ -38,7 +38,7 @@ from memstack.ports.stm import ShortTermStore
 from memstack.ports.store import MemoryStore
 from memstack.section import fixed
 
-logger = Logger(service="memstack", child=True)
+logger = logging.getLogger(__name__)  # configured at the edges (memstack.logs)
 
 
 class ExtractionConfig(Matryoshka, RrfWeights):

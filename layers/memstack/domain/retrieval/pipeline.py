@@ -11,12 +11,10 @@ to) in ``degraded``. Each hit records each stage's score (``columns``).
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import Sequence
 
 import numpy as np
-from aws_lambda_powertools import Logger
 
 from memstack.domain.retrieval.categories import CategoryPrototypes
 from memstack.domain.retrieval.stage import Models, Search, Stage
@@ -28,17 +26,8 @@ from memstack.ports.embedder import Embedder
 from memstack.ports.reranker import Reranker
 from memstack.ports.store import MemoryStore, pinned
 
-
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg,unused-ignore]
-    """Writes to whatever ``sys.stderr`` is at the time (test capture, CLI redirection)."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.stream = sys.stderr
-        super().emit(record)
-
-
-# Structured JSON on stderr: CloudWatch in Lambda, and never mixed into a CLI's --json stdout.
-logger = Logger(service="memstack", logger_handler=_StderrHandler())
+#: configured at the edges (``memstack.logs``); records reach the ``memstack`` logger
+logger = logging.getLogger(__name__)
 
 
 class Retriever:
