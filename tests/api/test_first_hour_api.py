@@ -28,3 +28,21 @@ def test_an_add_that_waited_for_extraction_is_200(api: Api) -> None:
     message = [{"role": "user", "content": "I like tea."}]
     status, body = api("POST", "/v1/memories", body={"user_id": "ann", "messages": message})
     assert status == 202 and body["status"] == "queued"
+
+
+def test_a_fixed_path_is_not_a_memory_id(api: Api) -> None:
+    """GET /v1/memories/search answered 404 "memory search not found": it is 405, POST only."""
+    for method, query in [
+        ("GET", {"user_id": "alice"}),
+        ("GET", None),
+        ("DELETE", {"user_id": "a"}),
+        ("PATCH", None),
+    ]:
+        result = api.app.resolve(rest_event(method, "/v1/memories/search", query=query), None)
+        assert result["statusCode"] == 405, (method, result["body"])
+        assert json.loads(result["body"])["error"]["code"] == "method_not_allowed"
+        assert result["multiValueHeaders"]["Allow"] == ["POST"]
+    result = api.app.resolve(rest_event("DELETE", "/v1/jobs"), None)
+    assert result["statusCode"] == 405 and result["multiValueHeaders"]["Allow"] == ["GET"]
+    # Without credentials it is still a 401 first.
+    assert api.app.resolve(rest_event("GET", "/v1/memories/search", key=None), None)["statusCode"] == 401

@@ -47,11 +47,15 @@ def test_ingest_then_search_then_list(tmp_path: Path, conversation: Path) -> Non
     assert out.returncode == 0, out.stderr
     results = json.loads(out.stdout)["results"]
     assert results[0]["source_ids"] == ["a1"] and "Lisbon" in results[0]["content"]
+    # The API's shape: agent_id is there, the internal op_key is not.
+    assert all("agent_id" in r and "op_key" not in r["metadata"] for r in results)
     out = run(["search", "Pixel", "--user", "sam"], data)
     assert out.returncode == 0 and "Pixel" in out.stdout
     out = run(["memories", "--user", "sam", "--json"], data)
     assert out.returncode == 0
-    assert {m["source_ids"][0] for m in json.loads(out.stdout)["memories"]} == {"a1", "a2", "a3"}
+    listed = json.loads(out.stdout)["memories"]
+    assert {m["source_ids"][0] for m in listed} == {"a1", "a2", "a3"}
+    assert all("agent_id" in m and "op_key" not in m["metadata"] for m in listed)
     # another user sees nothing
     out = run(["search", "Lisbon", "--user", "someone-else", "--json"], data)
     assert json.loads(out.stdout)["results"] == []

@@ -29,7 +29,7 @@ from memstack.api import (
     ui,
 )
 from memstack.api.auth import Authenticator
-from memstack.api.errors import error_body, install_error_handlers
+from memstack.api.errors import error_body, install_error_handlers, static_methods
 from memstack.api.idempotency import build_persistence, idempotency_config
 from memstack.api.limits import check_body_size
 from memstack.api.openapi import openapi_options
@@ -136,6 +136,20 @@ class MemstackResolver(APIGatewayRestResolver):
                     "body": error_body(exc.code, exc.message, exc.details),
                     "isBase64Encoded": False,
                 }
+        method = str(event.get("httpMethod") or "").upper()
+        fixed = static_methods(self, path)
+        if fixed and method not in fixed and method != "OPTIONS":
+            # A fixed path is never a parameter's value: GET /v1/memories/search is not memory "search".
+            message = f"{method} is not allowed on {path}; allowed: {', '.join(fixed)}"
+            return {
+                "statusCode": 405,
+                "multiValueHeaders": {
+                    "Content-Type": [content_types.APPLICATION_JSON],
+                    "Allow": [", ".join(fixed)],
+                },
+                "body": error_body("method_not_allowed", message, []),
+                "isBase64Encoded": False,
+            }
         return super().resolve(as_json_request(event), context)
 
 

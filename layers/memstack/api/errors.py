@@ -134,14 +134,8 @@ def install_error_handlers(app: APIGatewayRestResolver) -> None:
     @app.not_found
     def _no_route(exc: NotFoundError) -> Response:
         event = app.current_event
-        allowed = allowed_methods(app, event.path)
-        if allowed:
-            answer = error_response(
-                405,
-                "method_not_allowed",
-                f"{event.http_method} is not allowed on {event.path}; allowed: {', '.join(allowed)}",
-            )
-            answer.headers["Allow"] = ", ".join(allowed)
+        answer = method_not_allowed(app)
+        if answer is not None:
             return answer
         return error_response(404, "not_found", f"no route {event.http_method} {event.path}")
 
@@ -167,9 +161,34 @@ def install_error_handlers(app: APIGatewayRestResolver) -> None:
 
 
 def allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
-    """The methods some route accepts on ``path`` (a wrong method is 405, not 404)."""
-    routes = [*app._static_routes, *app._dynamic_routes]
-    return sorted({route.method for route in routes if route.rule.match(path)})
+    """The methods some route accepts on ``path`` (a wrong method is 405, not 404).
+
+    A fixed path is its own: ``/v1/memories/search`` is not the memory id ``search``.
+    """
+    static = static_methods(app, path)
+    if static:
+        return static
+    return sorted({route.method for route in app._dynamic_routes if route.rule.match(path)})
+
+
+def static_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
+    """The methods of the fixed (parameterless) routes on ``path``."""
+    return sorted({route.method for route in app._static_routes if route.rule.match(path)})
+
+
+def method_not_allowed(app: APIGatewayRestResolver) -> Response | None:
+    """The 405 (with ``Allow``) for this request's method on its path, or ``None`` when no route has it."""
+    event = app.current_event
+    allowed = allowed_methods(app, event.path)
+    if not allowed:
+        return None
+    answer = error_response(
+        405,
+        "method_not_allowed",
+        f"{event.http_method} is not allowed on {event.path}; allowed: {', '.join(allowed)}",
+    )
+    answer.headers["Allow"] = ", ".join(allowed)
+    return answer
 
 
 def error_responses(*statuses: int) -> dict[int, Any]:

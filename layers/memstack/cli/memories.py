@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from memstack.api.routes_memories import memory_out
 from memstack.cli.app import console, open_service, print_json, settings_from_cli, tenant_or_default
 from memstack.cli.when import when_said
 from memstack.models import Kind, ListOrder, MemoryFilters, Tier
@@ -40,7 +41,7 @@ def memories(
         records, cursor = service.list(t, user, MemoryFilters(tier=tier, kind=kind), limit, order=how)
         when = when_said(service, t, user, records)
     if as_json:
-        print_json({"memories": [r.public_dict() for r in records], "next_cursor": cursor})
+        print_json({"memories": [memory_out(r) for r in records], "next_cursor": cursor})
         return
     if not records:
         console.print(f"no memories for user {user}")

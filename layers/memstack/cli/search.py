@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from memstack.api.routes_memories import memory_out
 from memstack.cli.app import (
     UserError,
     console,
@@ -60,7 +61,7 @@ def search(
             {
                 "results": [
                     {
-                        **h.record.public_dict(),
+                        **memory_out(h.record),  # the API's shape: no internal keys, agent_id
                         "score": h.score,
                         "superseded": h.superseded,
                         **({"stages": h.stages} if explain else {}),
