@@ -75,7 +75,7 @@ def test_bench_extraction_reports_turns_per_second_beside_the_floor() -> None:
     assert report["turns"] == 8 and report["floor_turns_per_s"] > 0
     assert [r["memo"] for r in report["runs"]] == [True, False]
     for run in report["runs"]:
-        assert run["turns_per_s"] > 0 and run["ltm_memories"] > 0
+        assert run["turns_per_s"] > 0 and run["ltm_memories"] > 0 and run["of_floor"] > 0
         # Each turn is embedded at ingest; the extraction adds its memories' texts.
         assert run["texts_per_turn"] >= 1 and 0 < run["embed_share"] <= 1
     table = CliRunner().invoke(app, ["bench", "extraction", "--turns", "4", "--embedder", "hashing"])

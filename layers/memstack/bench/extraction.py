@@ -5,8 +5,10 @@ every turn is extracted into LTM), as ``memstack ingest --sync`` and the
 evaluation harness add them, on a fresh embedded store with the offline
 extractor. Beside the figure, measured in the same run on the same turns:
 
-- the **floor**: the embedder alone embedding each turn's text once, in
-  batches: what ingest would reach if embedding the turns were its only work;
+- the **floor**: the model alone embedding each turn's text once, in
+  batches: what ingest would reach if embedding the turns were its only work.
+  It is measured right before and right after each ingest (their mean), so
+  the ratio ``of_floor`` compares the two at the same load;
 - how many texts the model embedded per turn, and the share of the ingest's
   time spent in the model (a counting wrapper directly around the model,
   below any memo);
@@ -16,6 +18,7 @@ extractor. Beside the figure, measured in the same run on the same turns:
 
 from __future__ import annotations
 
+import statistics
 import tempfile
 import threading
 import time
@@ -74,6 +77,9 @@ class IngestRun:
     #: share of the ingest's wall time spent inside the model
     embed_share: float
     ltm_memories: int
+    #: the floor around this run (mean of before and after) and turns/s as a share of it
+    floor_turns_per_s: float = 0.0
+    of_floor: float = 0.0
 
 
 @dataclass
@@ -83,6 +89,7 @@ class ExtractionReport:
     turns: int
     sessions: int
     #: the floor: the model embedding each turn's text once, in batches of ``floor_batch``
+    #: (the median of every floor measurement of the run)
     floor_seconds: float
     floor_turns_per_s: float
     runs: list[IngestRun]
@@ -170,23 +177,33 @@ def run_extraction_bench(
     model = build_embedder(load_settings(embedder=embedder))
     model.embed(["load the model before anything is timed"])
     texts = [turn_text(m) for s in sessions for m in s]
-    progress(f"floor: embedding {turns:,} turn texts in batches of {floor_batch}")
-    started = time.perf_counter()
-    for i in range(0, len(texts), floor_batch):
-        model.embed(texts[i : i + floor_batch])
-    floor = time.perf_counter() - started
-    runs = []
+
+    def floor() -> float:
+        progress(f"floor: embedding {turns:,} turn texts in batches of {floor_batch}")
+        started = time.perf_counter()
+        for i in range(0, len(texts), floor_batch):
+            model.embed(texts[i : i + floor_batch])
+        return time.perf_counter() - started
+
+    runs, floors = [], []
     for memo in (True, False) if compare else (True,):
         state = "on" if memo else "off"
+        before = floor()
         progress(f"ingest with extraction, {turns:,} turns in {len(sessions)} sessions, memo {state}")
-        runs.append(_ingest(sessions, model, embedder, memo))
+        run = _ingest(sessions, model, embedder, memo)
+        after = floor()
+        floors += [before, after]
+        run.floor_turns_per_s = round(turns / ((before + after) / 2), 2)
+        run.of_floor = round(run.turns_per_s / run.floor_turns_per_s, 3)
+        runs.append(run)
+    floor_seconds = statistics.median(floors)
     return ExtractionReport(
         source=source,
         embedder=embedder,
         turns=turns,
         sessions=len(sessions),
-        floor_seconds=round(floor, 3),
-        floor_turns_per_s=round(turns / floor, 2),
+        floor_seconds=round(floor_seconds, 3),
+        floor_turns_per_s=round(turns / floor_seconds, 2),
         runs=runs,
         config={"floor_batch": floor_batch, "compare": compare},
     )

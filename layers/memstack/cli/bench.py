@@ -230,7 +230,8 @@ def extraction(
     for column in (
         "memo",
         "turns/s",
-        "seconds",
+        "floor turns/s",
+        "of floor",
         "texts embedded/turn",
         "embed calls",
         "time in model",
@@ -241,7 +242,8 @@ def extraction(
         table.add_row(
             "on" if r.memo else "off",
             f"{r.turns_per_s:,.2f}",
-            f"{r.seconds:,.1f}",
+            f"{r.floor_turns_per_s:,.2f}",
+            f"{r.of_floor:.0%}",
             f"{r.texts_per_turn:.2f}",
             f"{r.embed_calls:,}",
             f"{r.embed_share:.0%}",
@@ -250,8 +252,8 @@ def extraction(
     out = Console(width=max(console.width, 110))
     out.print(table)
     out.print(
-        f"floor: the model alone embeds each turn once, batches of {report.config['floor_batch']}: "
-        f"{report.floor_turns_per_s:,.2f} turns/s ({report.floor_seconds:,.1f} s)"
+        f"floor: the model alone embeds each turn once, batches of {report.config['floor_batch']}, "
+        f"before and after each run (median {report.floor_turns_per_s:,.2f} turns/s)"
     )
     out.print(_load_line(report.machine))
 
