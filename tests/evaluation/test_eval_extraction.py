@@ -118,3 +118,30 @@ def test_history_needs_the_old_value_before_the_new_in_one_chain() -> None:
     assert [c.passed for c in ok + backwards + apart] == [True, False, False]
     absent = check_state(Expectations(absent=["Tokyo"], current=["Osaka"]), chain, {})
     assert all(c.passed for c in absent)  # a superseded version may say the old value
+
+
+def test_dated_needs_a_current_memory_with_the_phrase_on_that_day() -> None:
+    from datetime import UTC, date, datetime
+
+    def rec(rid: str, content: str, when: datetime | None, current: bool = True) -> MemoryRecord:
+        return MemoryRecord(
+            id=rid, tenant="t", user_id="u", content=content, event_time=when, is_current=current
+        )
+
+    april = datetime(2024, 4, 5, 23, 30, tzinfo=UTC)
+    memories = [
+        rec("a", "Ada is in Lisbon from April 5.", april),
+        rec("b", "Ada lives in Porto.", None),
+        rec("c", "Ada was in Faro.", april, current=False),
+    ]
+    expect = Expectations(
+        dated=[
+            ("Lisbon", date(2024, 4, 5)),
+            ("Lisbon", date(2024, 4, 6)),
+            ("Porto", date(2024, 4, 5)),
+            ("Faro", date(2024, 4, 5)),
+        ]
+    )
+    checks = check_state(expect, memories, {})
+    assert [c.passed for c in checks] == [True, False, False, False]
+    assert "no event_time" in checks[2].detail

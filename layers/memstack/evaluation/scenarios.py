@@ -5,7 +5,8 @@ One scenario per JSON line::
     {"id": "move-1", "tags": ["update"], "user": "kim",
      "messages": [{"role": "user", "speaker": "Kim", "content": "...", "timestamp": "..."}, ...],
      "expect": {"current": ["Osaka"], "absent": ["Tokyo"], "history": [["Tokyo", "Osaka"]],
-                "search": [{"query": "where does Kim live now", "top1": "Osaka"}]}}
+                "search": [{"query": "where does Kim live now", "top1": "Osaka"}],
+                "dated": [["Osaka", "2024-01-08"]]}}
 
 ``check`` scores the final state of a store against ``expect``; every phrase
 is matched case-insensitively as a substring of memory text.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import UTC, date
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,8 @@ class Expectations(BaseModel):
     absent: list[str] = Field(default_factory=list)
     history: list[tuple[str, str]] = Field(default_factory=list)
     search: list[SearchExpectation] = Field(default_factory=list)
+    #: (phrase, YYYY-MM-DD): a current memory with the phrase has an event time on that (UTC) day
+    dated: list[tuple[str, date]] = Field(default_factory=list)
 
 
 class Scenario(BaseModel):
@@ -143,6 +147,12 @@ def check_state(expect: Expectations, ltm: list[MemoryRecord], top1: dict[str, s
         )
         shown = [[r.content for r in c] for c in chains if len(c) > 1]
         checks.append(Check("history", f"{before} -> {after}", ok, "" if ok else f"chains: {shown}"))
+    for phrase, day in expect.dated:
+        with_phrase = [r for r in ltm if r.is_current and not r.deleted and _has(r.content, phrase)]
+        days = [r.event_time.astimezone(UTC).date() if r.event_time else None for r in with_phrase]
+        ok = day in days
+        times = [str(d) if d else "no event_time" for d in days]
+        checks.append(Check("dated", f"{phrase} @ {day}", ok, "" if ok else f"event times: {times}"))
     for s in expect.search:
         found = top1.get(s.query, "")
         ok = _has(found, s.top1)
