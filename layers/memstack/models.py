@@ -140,7 +140,7 @@ class MemoryRecord(BaseModel):
 #: Metadata keys the system writes itself: a caller may not set them, and an edit of a
 #: memory's metadata keeps them (the agent it came from, its key, extraction bookkeeping).
 SYSTEM_METADATA_KEYS = frozenset(
-    {"role", "consolidated", "edited", "key", "agent_id", "op_key", "expires_at"}
+    {"role", "consolidated", "edited", "key", "agent_id", "op_key", "expires_at", "chunk", "chunks"}
 )
 
 

@@ -109,7 +109,9 @@ class SchedulerSettings(Section):
 
 class ApiLimits(Section):
     api_keys: str | None = Field(None, description="comma-separated key=tenant pairs")
-    max_message_chars: int = Field(16_000, ge=1)
+    max_message_chars: int = Field(
+        16_000, ge=1, description="longest memory text a caller writes (PATCH); a message may fill the body"
+    )
     max_messages_per_request: int = Field(100, ge=1)
     max_query_chars: int = Field(4_000, ge=1)
     max_top_k: int = Field(100, ge=1)

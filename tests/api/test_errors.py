@@ -96,9 +96,6 @@ def test_malformed_json_is_400_and_says_so(api: Api) -> None:
 
 def test_limits_from_settings(small_api: Api) -> None:
     api = small_api
-    status, answer = api("POST", "/v1/memories", body=add_body("alice", "x" * 51))
-    assert_error(status, answer, 422, "validation_error", "messages[0].content")
-    assert "50" in answer["error"]["message"]
     status, answer = api("POST", "/v1/memories", body=add_body("alice", "a", "b", "c", "d"))
     assert_error(status, answer, 422, "validation_error", "messages")
     assert_nothing_stored(api)
@@ -119,6 +116,9 @@ def test_limits_from_settings(small_api: Api) -> None:
         "POST", "/v1/memories/search", body={"user_id": "alice", "query": "cats", "top_k": 5}
     )
     assert status == 200
+    # A message longer than MEMSTACK_MAX_MESSAGE_CHARS is no error: only the body bounds it.
+    status, answer = api("POST", "/v1/memories", body=add_body("alice", "x" * 51, "short"))
+    assert status in (200, 201, 202) and len(answer["stored"]) == 2, answer
 
 
 SEARCH_CASES = {

@@ -8,7 +8,13 @@ from typing import Any
 
 import boto3
 import pytest
-from memstack.adapters.dynamodb.stm import DynamoDbShortTermStore, create_stm_table
+from memstack.adapters.dynamodb.stm import (
+    PART_BYTES,
+    PART_PREFIX,
+    DynamoDbShortTermStore,
+    create_stm_table,
+    text_parts,
+)
 from memstack.models import Message
 from memstack.ports.stm import StmEntry
 from moto import mock_aws
@@ -145,3 +151,45 @@ def test_the_service_consolidates_from_the_dynamodb_stm(ddb: Any, tmp_path: Any)
         assert svc.erase_user("t1", "u1")["stm"] == 25
     finally:
         svc.close()
+
+
+def _long(mid: str, text: str, at: datetime = NOW, ttl_days: float = 30) -> StmEntry:
+    e = entry(mid, at=at, ttl_days=ttl_days)
+    e.message.content = text
+    return e
+
+
+#: ~1 MB of text with two- and four-byte characters, so parts are cut between a character's bytes
+LONG = ("Log line é " * 30_000) + ("🙂 " * 60_000) + "the end"
+
+
+def test_text_parts_cut_between_characters_and_join_back() -> None:
+    parts = text_parts(LONG)
+    assert len(parts) > 1 and "".join(parts) == LONG
+    assert all(len(p.encode()) <= PART_BYTES for p in parts)
+    assert text_parts("short") == ["short"]
+
+
+def test_a_message_longer_than_an_item_is_stored_in_parts_and_read_whole(
+    ddb: Any, stm: DynamoDbShortTermStore
+) -> None:
+    assert stm.append([_long("big", LONG), entry("m2")]) == ["big", "m2"]
+    items = ddb.scan(TableName=TABLE)["Items"]
+    # Every item fits DynamoDB's 400 KB (its attribute names and values, as DynamoDB counts them).
+    assert max(sum(len(k) + len(str(v)) for k, v in i.items()) for i in items) < 400_000
+    assert sum(1 for i in items if i["sk"]["S"].startswith(PART_PREFIX)) == len(text_parts(LONG))
+    got = stm.get("t1", "u1", "big")
+    assert got is not None and got.message.content == LONG and got.message.speaker == "Ann"
+    pending = {e.message.id: e.message.content for e in stm.unconsolidated("t1", "u1", NOW)}
+    assert pending == {"big": LONG, "m2": "message m2"}
+    assert stm.append([_long("big", "a retry")]) == []  # stored once
+    assert stm.erase_user("t1", "u1") == 2
+    left = [i["sk"]["S"] for i in ddb.scan(TableName=TABLE)["Items"]]
+    assert left == ["ERASED"]  # only the erasure marker: no part outlives the user
+
+
+def test_an_expired_long_message_is_purged_with_its_parts(ddb: Any, stm: DynamoDbShortTermStore) -> None:
+    stm.append([_long("old", LONG, at=NOW - timedelta(days=40))])
+    assert stm.get("t1", "u1", "old") is None
+    assert stm.purge_expired(NOW) == 1
+    assert ddb.scan(TableName=TABLE)["Items"] == []

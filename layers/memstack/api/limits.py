@@ -103,14 +103,8 @@ def check_add(req: AddMemoriesRequest, settings: Settings) -> None:
                 f"at most {most} messages per request, got {len(req.messages)}",
             )
         )
-    for i, message in enumerate(req.messages):
-        if len(message.content) > settings.api.max_message_chars:
-            problems.append(
-                _problem(
-                    f"messages[{i}].content",
-                    f"at most {settings.api.max_message_chars} characters, got {len(message.content)}",
-                )
-            )
+    # No limit per message: a message may be as long as the body allows (pasted logs, code and
+    # long replies are normal); ingest indexes a long one in chunks (domain/chunks.py).
     ids = [m.id for m in req.messages if m.id is not None]
     if len(ids) != len(set(ids)):
         dup = next(i for i in ids if ids.count(i) > 1)

@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 from pydantic import Field
 
+from memstack.domain.chunks import chunk_message_id, split_chunks
 from memstack.domain.erasure import Fence
 from memstack.domain.indexing import IndexingConfig, index_turns
 from memstack.domain.time.bounds import TimeBounds
@@ -46,6 +48,18 @@ _TURN_PREFIX = "stm_"
 def stm_memory_id(tenant: str, user_id: str, message_id: str) -> str:
     digest = hashlib.blake2b(f"{tenant}\x1f{user_id}\x1f{message_id}".encode(), digest_size=12).hexdigest()
     return f"{_TURN_PREFIX}{digest}"
+
+
+def turn_record_ids(store: MemoryStore, tenant: str, user_id: str, message_ids: list[str]) -> list[str]:
+    """Every record the turns are indexed as: each turn's own, and a long turn's other chunks."""
+    own = [stm_memory_id(tenant, user_id, m) for m in message_ids]
+    found = store.get_many(tenant, user_id, own)
+    ids = list(own)
+    for message_id, record_id in zip(message_ids, own, strict=True):
+        record = found.get(record_id)
+        chunks = int(record.metadata.get("chunks", 1)) if record is not None else 1
+        ids += [stm_memory_id(tenant, user_id, chunk_message_id(message_id, i)) for i in range(1, chunks)]
+    return ids
 
 
 def is_turn_id(memory_id: str) -> bool:
@@ -83,6 +97,13 @@ class IngestConfig(Matryoshka):
     """The ``ingest`` section of ``Settings``: how long raw turns live, and what text indexes them."""
 
     stm_ttl_days: int = Field(30, ge=1)
+    chunk_chars: int = Field(
+        8000,
+        ge=500,
+        le=100_000,
+        alias="index_chunk_chars",
+        description="a turn longer than this is indexed in chunks of at most this many characters",
+    )
     indexing: IndexingConfig = Field(default_factory=IndexingConfig)
     #: the API's MEMSTACK_EARLIEST_TIME / LATEST_TIME (the factory sets it)
     time_bounds: TimeBounds = fixed(default_factory=TimeBounds)
@@ -149,8 +170,8 @@ class Ingestor:
         stamped = [m if m.timestamp else m.model_copy(update={"timestamp": now}) for m in messages]
         owed = infer and self.queue is not None
         # Embed first: if the model fails nothing is half-written.
-        indexed = index_turns(stamped, self.config.indexing)
-        vectors = self.embedder.embed([t.embed_text for t in indexed]) if stamped else None
+        turns = self._turn_records(tenant, user_id, session_id, scope, stamped, metadata, now)
+        vectors = self.embedder.embed([text for _, text in turns]) if turns else None
         entries = [
             StmEntry(
                 tenant=tenant,
@@ -167,53 +188,83 @@ class Ingestor:
         fence = Fence.at(now)  # an erase of the user while this runs refuses its writes
         with self.unit():  # the entries and their turns: stored together, or (a failure) neither
             stored = self.stm.append(entries, fence=fence)
-            self._index_turns(
-                tenant, user_id, session_id, scope, stamped, indexed, vectors, metadata, now, fence
-            )
+            self._index_turns(tenant, user_id, turns, vectors, fence)
         message_ids = [m.id for m in stamped]
         jobs = self._enqueue(tenant, user_id, message_ids, stored, now, metadata) if owed else []
         return IngestResult(
             accepted=[m.id for m in stamped], stored=stored, queued=len(jobs), job_ids=[j.id for j in jobs]
         )
 
-    def _index_turns(
+    def _turn_records(
         self,
         tenant: str,
         user_id: str,
         session_id: str | None,
         scope: Scope,
         stamped: list[Message],
-        indexed: list[Any],
-        vectors: Any,
         metadata: dict[str, Any] | None,
         now: datetime,
-        fence: Fence,
-    ) -> None:
-        """Each message's STM memory record (tier ``stm``), unless it is stored already."""
-        ids = [stm_memory_id(tenant, user_id, m.id) for m in stamped]
-        existing = self.store.get_many(tenant, user_id, ids)
-        records = []
-        for i, (m, mem_id) in enumerate(zip(stamped, ids, strict=True)):
-            if mem_id in existing:
-                continue
-            assert vectors is not None
-            records.append(
-                MemoryRecord(
-                    id=mem_id,
+    ) -> list[tuple[MemoryRecord, str]]:
+        """Each message's STM memory records (tier ``stm``, no vectors yet) and the text to embed for each.
+
+        A short message is one record; a long one is one record per chunk (``domain/chunks.py``),
+        the first under the message's own id. A long turn is context for the next ones by its
+        first chunk only.
+        """
+        limit = self.config.chunk_chars
+        pieces = [split_chunks(m.content, limit) for m in stamped]
+        heads = [
+            m if len(p) == 1 else m.model_copy(update={"content": p[0]})
+            for m, p in zip(stamped, pieces, strict=True)
+        ]
+        indexed = index_turns(heads, self.config.indexing)
+        out = []
+        for m, chunks, head in zip(stamped, pieces, indexed, strict=True):
+            for i, chunk in enumerate(chunks):
+                part = m if len(chunks) == 1 else m.model_copy(update={"content": chunk})
+                text = head if i == 0 else index_turns([part], self.config.indexing)[0]
+                system: dict[str, Any] = {"role": str(m.role)}
+                if len(chunks) > 1:
+                    system.update(chunk=i, chunks=len(chunks))
+                record = MemoryRecord(
+                    id=stm_memory_id(tenant, user_id, chunk_message_id(m.id, i)),
                     tenant=tenant,
                     user_id=user_id,
                     session_id=session_id,
                     scope=scope,
                     tier=Tier.STM,
-                    content=m.content,
-                    search_text=indexed[i].search_text,
+                    content=chunk,
+                    search_text=text.search_text,
                     speaker=m.speaker,
                     event_time=m.timestamp,
                     created_at=now,
                     source_ids=[m.id],
-                    metadata={"role": str(m.role), **(metadata or {})},
-                    embedding_full=vectors[i].tolist(),
-                    embedding_coarse=coarse_prefix(vectors[i], self.config.coarse_dim).tolist(),
+                    metadata={**(metadata or {}), **system},
+                )
+                out.append((record, text.embed_text))
+        return out
+
+    def _index_turns(
+        self,
+        tenant: str,
+        user_id: str,
+        turns: list[tuple[MemoryRecord, str]],
+        vectors: Any,
+        fence: Fence,
+    ) -> None:
+        """Index each message's STM memory records, unless they are stored already."""
+        existing = self.store.get_many(tenant, user_id, [r.id for r, _ in turns])
+        records = []
+        for (record, _), vector in zip(turns, vectors if vectors is not None else [], strict=True):
+            if record.id in existing:
+                continue
+            vec = np.asarray(vector, dtype=np.float32)
+            records.append(
+                record.model_copy(
+                    update={
+                        "embedding_full": vec.tolist(),
+                        "embedding_coarse": coarse_prefix(vec, self.config.coarse_dim).tolist(),
+                    }
                 )
             )
         self._put_missing(tenant, user_id, records, fence)

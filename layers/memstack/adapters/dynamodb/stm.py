@@ -20,13 +20,19 @@ later transaction fails, the earlier ones stay written and the caller gets a
 503: its retry stores the rest, and the outbox re-enqueues what the first
 attempt stored but never queued.
 
-Both carry the TTL attribute ``expires_at`` (epoch seconds). DynamoDB deletes
+A message longer than one item may hold (400 KB) is stored in **parts**,
+``sk = "part#<message id>#<n>"``, written in the same transaction as its entry
+(whose ``text_parts`` says how many) and read back with it: the entry's ``message``
+then carries every field but the text. Parts are never in the pending index.
+
+All carry the TTL attribute ``expires_at`` (epoch seconds). DynamoDB deletes
 expired items late (up to days), so every read here filters expired items out
 itself, and every read paginates.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -46,7 +52,12 @@ PENDING_INDEX = "pending"
 GUARD_PREFIX = "msg#"
 ERASED_PREFIX = "ERASED#"  # erasure markers (domain/erasure.py), keyed by a hash of the user
 LEASE_PREFIX = "lease#"  # per-user leases (``adapters.dynamodb.leases``) share the user's partition
-_TX_MESSAGES = 49  # two actions each, and the erase fence: DynamoDB takes at most 100 per transaction
+PART_PREFIX = "part#"  # the text of a long message, in parts (see the module docstring)
+#: UTF-8 bytes of text per part: an item holds 400 KB, keys and attribute names included
+PART_BYTES = 300_000
+# Two actions each, the erase fence, and the parts: DynamoDB takes at most 100 per transaction.
+# A batch's ~3 MB (_approx_bytes counts a text twice) holds at most 10 parts: 44 * 2 + 10 + 1 < 100.
+_TX_MESSAGES = 44
 _TX_BYTES = 3_000_000  # of its 4 MB
 _TX_ATTEMPTS = 6
 #: cancellation reasons that say "send it again", not "your condition failed"
@@ -78,14 +89,38 @@ def _plain(item: dict[str, Any]) -> dict[str, Any]:
     return {k: _de.deserialize(v) for k, v in item.items()}
 
 
-def _entry(item: dict[str, Any]) -> StmEntry:
+def text_parts(text: str) -> list[str]:
+    """``text`` in consecutive pieces of at most ``PART_BYTES`` UTF-8 bytes, cut between characters."""
+    data = text.encode("utf-8", errors="surrogatepass")
+    if len(data) <= PART_BYTES:
+        return [text]
+    parts, start = [], 0
+    while start < len(data):
+        end = min(start + PART_BYTES, len(data))
+        while end < len(data) and data[end] & 0xC0 == 0x80:  # not inside a character's bytes
+            end -= 1
+        parts.append(data[start:end].decode("utf-8", errors="surrogatepass"))
+        start = end
+    return parts
+
+
+def part_key(message_id: str, index: int) -> str:
+    return f"{PART_PREFIX}{message_id}#{index:04d}"
+
+
+def _entry(item: dict[str, Any], text: str | None = None) -> StmEntry:
+    """The entry an item holds; ``text`` is the message's, joined from its parts, when it has parts."""
     v = _plain(item)
+    if text is None:
+        message = Message.model_validate_json(v["message"])
+    else:
+        message = Message.model_validate({**json.loads(v["message"]), "content": text})
     return StmEntry(
         tenant=v["tenant"],
         user_id=v["user_id"],
         session_id=v.get("session_id"),
         scope=v["scope"],
-        message=Message.model_validate_json(v["message"]),
+        message=message,
         received_at=datetime.fromisoformat(v["received_at"]),
         expires_at=int(v["expires_at"]),
         consolidated=bool(v["consolidated"]),
@@ -166,6 +201,24 @@ class DynamoDbShortTermStore:
         g = self._guard(tenant, user_id, message_id)
         return None if g is None else _item({"pk": partition_key(tenant, user_id), "sk": g["entry_sk"]})
 
+    def _batch_get(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The items of ``keys`` that exist: consistent reads, 100 keys a call, unprocessed keys again."""
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(keys), 100):  # BatchGetItem takes at most 100 keys
+            request: dict[str, Any] = {
+                self.table: {"Keys": keys[start : start + 100], "ConsistentRead": True}
+            }
+            for attempt in range(8):
+                page = self.client.batch_get_item(RequestItems=request)
+                found += page.get("Responses", {}).get(self.table, [])
+                request = page.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 2.0))
+            else:
+                raise DependencyFailed(f"{STM} kept returning unprocessed keys")
+        return found
+
     def _delete_keys(self, keys: list[dict[str, Any]]) -> int:
         for start in range(0, len(keys), 25):
             requests: list[dict[str, Any]] = [{"DeleteRequest": {"Key": k}} for k in keys[start : start + 25]]
@@ -181,10 +234,13 @@ class DynamoDbShortTermStore:
         return len(keys)
 
     # ----------------------------------------------------------------- the port
-    def _items(self, e: StmEntry) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(guard, entry) items of one message."""
+    def _items(self, e: StmEntry) -> list[dict[str, Any]]:
+        """The guard, the entry and (a long message) the parts of one message, in that order."""
         pk = partition_key(e.tenant, e.user_id)
         sk = entry_sort_key(e.received_at, e.message.id)
+        parts = text_parts(e.message.content)
+        # A parted entry's message is every field but the text (model_copy skips validation).
+        message = e.message if len(parts) == 1 else e.message.model_copy(update={"content": ""})
         entry = _item(
             {
                 "pk": pk,
@@ -197,7 +253,8 @@ class DynamoDbShortTermStore:
                 "received_at": e.received_at.astimezone(UTC).isoformat(),
                 "expires_at": e.expires_at,
                 "consolidated": e.consolidated,
-                "message": e.message.model_dump_json(),
+                "message": message.model_dump_json(),
+                "text_parts": len(parts) if len(parts) > 1 else None,
                 "pending": None if e.consolidated else pk,
             }
         )
@@ -212,7 +269,41 @@ class DynamoDbShortTermStore:
                 "extraction": e.extraction,
             }
         )
-        return guard, entry
+        if len(parts) == 1:
+            return [guard, entry]
+        pieces = [
+            _item(
+                {
+                    "pk": pk,
+                    "sk": part_key(e.message.id, i),
+                    "tenant": e.tenant,
+                    "user_id": e.user_id,
+                    "text": text,
+                    "expires_at": e.expires_at,
+                }
+            )
+            for i, text in enumerate(parts)
+        ]
+        return [guard, entry, *pieces]
+
+    def _texts(self, items: list[dict[str, Any]]) -> dict[str, str]:
+        """{entry sort key: the message's text joined from its parts} for the parted entries of ``items``."""
+        wanted: dict[str, tuple[str, str, int]] = {}
+        for item in items:
+            v = _plain(item)
+            if int(v.get("text_parts") or 0) > 1:
+                wanted[v["sk"]] = (v["pk"], v["message_id"], int(v["text_parts"]))
+        if not wanted:
+            return {}
+        keys = [_item({"pk": pk, "sk": part_key(mid, i)}) for pk, mid, n in wanted.values() for i in range(n)]
+        found = {(v["pk"], v["sk"]): v["text"] for v in map(_plain, self._batch_get(keys))}
+        out = {}
+        for sk, (pk, mid, n) in wanted.items():
+            texts = [found.get((pk, part_key(mid, i))) for i in range(n)]
+            if any(t is None for t in texts):  # written in one transaction: missing only once expired
+                continue
+            out[sk] = "".join(t for t in texts if t is not None)
+        return out
 
     def _write_all_new(self, batch: list[StmEntry], fence: Fence | None) -> list[str]:
         """One transaction for ``batch``; message ids already stored drop out and it is sent again."""
@@ -221,8 +312,10 @@ class DynamoDbShortTermStore:
             if not todo:
                 return []
             actions = []
-            for e in todo:
+            owner = []  # the index in ``todo`` of each action's message
+            for n, e in enumerate(todo):
                 for item in self._items(e):
+                    owner.append(n)
                     actions.append(
                         {
                             "Put": {
@@ -241,8 +334,12 @@ class DynamoDbShortTermStore:
             if check and codes[len(actions) :] == ["ConditionalCheckFailed"]:
                 raise erased_while_working()  # the user was erased after this add began
             if "ConditionalCheckFailed" in codes:
-                # Items come in (guard, entry) pairs: a failed condition on either means "already stored".
-                known = {i // 2 for i, code in enumerate(codes) if code == "ConditionalCheckFailed"}
+                # A failed condition on any item of a message means "already stored".
+                known = {
+                    owner[i]
+                    for i, code in enumerate(codes[: len(actions)])
+                    if code == "ConditionalCheckFailed"
+                }
                 todo = [e for i, e in enumerate(todo) if i not in known]
                 continue
             if not set(codes) <= _TRANSIENT:
@@ -285,7 +382,12 @@ class DynamoDbShortTermStore:
         item = self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
         if item is None:
             return None
-        entry = _entry(item).model_copy(update={"extraction": guard.get("extraction", "none")})
+        texts = self._texts([item])
+        if _plain(item).get("text_parts") and guard["entry_sk"] not in texts:
+            return None  # its parts expired
+        entry = _entry(item, texts.get(guard["entry_sk"])).model_copy(
+            update={"extraction": guard.get("extraction", "none")}
+        )
         return entry if entry.expires_at > time.time() else None
 
     @aws_dependency(STM)
@@ -313,26 +415,12 @@ class DynamoDbShortTermStore:
         pk = partition_key(tenant, user_id)
         out: dict[str, datetime] = {}
         unique = list(dict.fromkeys(message_ids))
-        for start in range(0, len(unique), 100):  # BatchGetItem takes at most 100 keys
-            keys = [_item({"pk": pk, "sk": GUARD_PREFIX + m}) for m in unique[start : start + 100]]
-            request: dict[str, Any] = {self.table: {"Keys": keys, "ConsistentRead": True}}
-            for attempt in range(8):
-                page = self.client.batch_get_item(RequestItems=request)
-                for item in page.get("Responses", {}).get(self.table, []):
-                    g = _plain(item)
-                    if g.get("extraction") != "pending" or (g.get("tenant"), g.get("user_id")) != (
-                        tenant,
-                        user_id,
-                    ):
-                        continue
-                    message_id = str(g["sk"])[len(GUARD_PREFIX) :]
-                    out[message_id] = datetime.fromisoformat(str(g["entry_sk"]).split("#", 1)[0])
-                request = page.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-                time.sleep(min(0.05 * 2**attempt, 2.0))
-            else:
-                raise DependencyFailed(f"{STM} kept returning unprocessed keys")
+        keys = [_item({"pk": pk, "sk": GUARD_PREFIX + m}) for m in unique]
+        for g in map(_plain, self._batch_get(keys)):
+            if g.get("extraction") != "pending" or (g.get("tenant"), g.get("user_id")) != (tenant, user_id):
+                continue
+            message_id = str(g["sk"])[len(GUARD_PREFIX) :]
+            out[message_id] = datetime.fromisoformat(str(g["entry_sk"]).split("#", 1)[0])
         return out
 
     @aws_dependency(STM)
@@ -366,8 +454,13 @@ class DynamoDbShortTermStore:
             ExpressionAttributeValues=_item({":p": partition_key(tenant, user_id), ":now": now_s}),
             ScanIndexForward=True,
         )
-        for item in items:
-            entry = _entry(item)
+        rows = list(items)
+        texts = self._texts(rows)
+        for item in rows:
+            sk = _plain(item)["sk"]
+            if _plain(item).get("text_parts") and sk not in texts:
+                continue  # its parts expired
+            entry = _entry(item, texts.get(sk))
             # The index is keyed by tenant#user, but the stored fields are checked too:
             # a user id containing '#' must never read another user's partition.
             if entry.tenant != tenant or entry.user_id != user_id or entry.expires_at <= now_s:
@@ -429,7 +522,9 @@ class DynamoDbShortTermStore:
                 ConsistentRead=True,
             )
         )
-        entries = sum(1 for k in keys if not _plain(k)["sk"].startswith((GUARD_PREFIX, LEASE_PREFIX)))
+        entries = sum(
+            1 for k in keys if not _plain(k)["sk"].startswith((GUARD_PREFIX, LEASE_PREFIX, PART_PREFIX))
+        )
         self._delete_keys(keys)
         return entries
 
@@ -446,7 +541,7 @@ class DynamoDbShortTermStore:
             "scan",
             IndexName=PENDING_INDEX,
             FilterExpression="expires_at <= :now",
-            ProjectionExpression="pk, sk, message_id",
+            ProjectionExpression="pk, sk, message_id, text_parts",
             ExpressionAttributeValues=_item({":now": int(now.timestamp())}),
         )
         entries = 0
@@ -454,6 +549,10 @@ class DynamoDbShortTermStore:
             v = _plain(item)
             keys.append(_item({"pk": v["pk"], "sk": v["sk"]}))
             keys.append(_item({"pk": v["pk"], "sk": GUARD_PREFIX + v["message_id"]}))
+            keys += [
+                _item({"pk": v["pk"], "sk": part_key(v["message_id"], i)})
+                for i in range(int(v.get("text_parts") or 0))
+            ]
             entries += 1
         self._delete_keys(keys)
         return entries

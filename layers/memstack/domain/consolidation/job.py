@@ -42,7 +42,7 @@ from memstack.domain.consolidation.similarity import RunEmbedder, clusters, near
 from memstack.domain.erasure import Fence
 from memstack.domain.heartbeat import LeaseKeeper
 from memstack.domain.indexing import turn_text
-from memstack.domain.ingest import stm_memory_id
+from memstack.domain.ingest import turn_record_ids
 from memstack.domain.vectors import Matryoshka
 from memstack.models import Category, Kind, MemoryRecord, Role, Scope, Tier, new_id
 from memstack.ports.embedder import Embedder
@@ -440,9 +440,8 @@ class Consolidator:
         # The memory records first, the STM entries last: the STM flag is what ends the work.
         by_target: dict[str, list[str]] = {}
         for e in pending:
-            by_target.setdefault(into.get(e.message.id, ""), []).append(
-                stm_memory_id(tenant, user_id, e.message.id)
-            )
+            by_target.setdefault(into.get(e.message.id, ""), []).append(e.message.id)
+        by_target = {t: turn_record_ids(self.store, tenant, user_id, ids) for t, ids in by_target.items()}
         for target, ids in sorted(by_target.items()):
             extra = {"consolidated_into": target} if target else {}
             self.store.mark(tenant, user_id, ids, consolidated=True, **extra)

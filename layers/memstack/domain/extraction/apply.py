@@ -23,7 +23,7 @@ import numpy as np
 
 from memstack.domain import versions
 from memstack.domain.embedding_memo import EmbeddingMemo
-from memstack.domain.ingest import stm_memory_id
+from memstack.domain.ingest import turn_record_ids
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import Conflict
 from memstack.models import MemoryFilters, MemoryRecord, Scope, Tier
@@ -190,7 +190,7 @@ class _Applier:
         retrieval weighs them with ``consolidated_stm_weight`` and the current
         version ranks above "I live in Tokyo" once the user has moved.
         """
-        turns = [stm_memory_id(self.tenant, self.user_id, s) for s in old.source_ids]
+        turns = turn_record_ids(self.store, self.tenant, self.user_id, list(old.source_ids))
         self.store.mark(self.tenant, self.user_id, turns, consolidated=True)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import Field
 
+from memstack.domain.chunks import split_chunks
 from memstack.domain.erasure import Fence
 from memstack.domain.extraction.apply import apply_operations
 from memstack.domain.indexing import turn_text
@@ -47,6 +48,14 @@ class ExtractionConfig(Matryoshka, RrfWeights):
     neighbours: int = Field(
         10, ge=1, le=100, alias="extraction_neighbours", description="similar memories the extractor is shown"
     )
+    max_chars: int = Field(
+        16_000,
+        ge=500,
+        le=1_000_000,
+        alias="extraction_max_chars",
+        description="the extractor reads this many characters of a message at most (its start); "
+        "all of it is stored and searchable",
+    )
     #: earlier turns of the session given to the extractor as context
     context_turns: int = fixed(6)
     #: an event time outside this range (a model's or a phrase's) is dropped, never stored
@@ -67,7 +76,7 @@ def prepare_message(message: Message, received_at: datetime) -> tuple[Message, R
 
 #: what the system itself wrote into a turn's metadata (not the add's): api.schemas.RESERVED_METADATA_KEYS
 #: without agent_id, which the caller gave
-_SYSTEM_KEYS = frozenset({"role", "consolidated", "edited", "key", "op_key"})
+_SYSTEM_KEYS = frozenset({"role", "consolidated", "edited", "key", "op_key", "chunk", "chunks"})
 
 
 class ExtractionJobHandler:
@@ -118,7 +127,7 @@ class ExtractionJobHandler:
             return []  # a second delivery of a job that already finished: nothing is owed
         session_id = payload.get("session_id", entry.session_id)
         scope = Scope(payload.get("scope") or entry.scope)
-        message, resolution = prepare_message(entry.message, entry.received_at)
+        message, resolution = prepare_message(self._readable(entry.message), entry.received_at)
         stored = entry.message.content == message.content  # no relative date was rewritten
         neighbours = self.neighbours(job.tenant, job.user_id, message, session_id, stored_vector=stored)
         context = self.context(job.tenant, job.user_id, message, session_id)
@@ -155,6 +164,12 @@ class ExtractionJobHandler:
             }
         )
         return written
+
+    def _readable(self, message: Message) -> Message:
+        """The message as the extractor reads it: a long one cut to its first ``max_chars`` (at a break)."""
+        if len(message.content) <= self.config.max_chars:
+            return message
+        return message.model_copy(update={"content": split_chunks(message.content, self.config.max_chars)[0]})
 
     @staticmethod
     def _complete(
@@ -218,7 +233,12 @@ class ExtractionJobHandler:
             MemoryFilters(tier=Tier.STM, session_id=session_id, before=message.timestamp),
             self.config.context_turns * 3,
         )
-        turns = [r for r in records if r.session_id == session_id and message.id not in r.source_ids]
+        turns = [
+            r
+            for r in records
+            # A long turn is context by its first chunk (domain/chunks.py), once.
+            if r.session_id == session_id and message.id not in r.source_ids and not r.metadata.get("chunk")
+        ]
         turns.sort(key=lambda r: r.event_time or r.created_at)
         out = []
         for r in turns[-self.config.context_turns :]:
