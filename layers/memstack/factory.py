@@ -7,7 +7,7 @@ adapters (fakes, moto clients) through the keyword arguments.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, TypedDict, Unpack, cast
 
 from memstack.adapters.blas import limit_blas_threads
 from memstack.domain.consolidation.job import Consolidator
@@ -170,9 +170,7 @@ def build_summariser(
     return ExtractiveSummariser()
 
 
-def build_store(
-    settings: Settings, clients: dict[str, Any], stm: ShortTermStore | None = None
-) -> MemoryStore:
+def build_store(settings: Settings, clients: Clients, stm: ShortTermStore | None = None) -> MemoryStore:
     """The ``dynamodb``, ``postgres`` or ``opensearch`` store.
 
     ``clients`` may hold ready-made ``dynamodb``, ``rds_data`` or ``opensearch`` clients;
@@ -196,7 +194,7 @@ def build_store(
     raise NotImplementedError(f"store backend {settings.store_backend!r} is not available in this build")
 
 
-def build_leases(settings: Settings, db: Any, clients: dict[str, Any]) -> Leases:
+def build_leases(settings: Settings, db: Any, clients: Clients) -> Leases:
     """Per-user leases beside the short-term store: its DynamoDB table, or the SQLite file."""
     if settings.stm_backend == "dynamodb":
         from memstack.adapters.dynamodb.leases import DynamoDbLeases
@@ -209,6 +207,24 @@ def build_leases(settings: Settings, db: Any, clients: dict[str, Any]) -> Leases
     return EmbeddedLeases(db)
 
 
+class Clients(TypedDict, total=False):
+    """Ready-made clients and models ``build_service`` takes instead of building its own (tests, Lambdas).
+
+    Typed, so a misspelt name is a type error, and checked at run time, so it is never silently ignored.
+    """
+
+    dynamodb: Any
+    rds_data: Any
+    opensearch: Any
+    sqs: Any
+    secretsmanager: Any
+    bedrock_runtime: Any
+    bedrock_agent_runtime: Any
+    openai_http: Any
+    extractor: Extractor
+    summariser: Summariser
+
+
 def build_service(
     settings: Settings,
     *,
@@ -217,8 +233,13 @@ def build_service(
     embedder: Embedder | None = None,
     queue: JobQueue | None = None,
     reranker: Reranker | None = None,
-    **clients: Any,
+    **clients: Unpack[Clients],
 ) -> MemoryService:
+    unknown = sorted(set(clients) - set(Clients.__annotations__))
+    if unknown:
+        raise TypeError(
+            f"build_service() got unknown client(s) {unknown}; known: {sorted(Clients.__annotations__)}"
+        )
     limit_blas_threads(settings.embedding.blas_threads)
     closers = []
     db = None

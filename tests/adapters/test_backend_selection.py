@@ -103,3 +103,12 @@ def test_the_signed_client_uses_the_requests_connection_for_es_and_aoss() -> Non
         assert client.transport.max_retries == 0  # the store retries, with backoff
         signed = auth.signer.sign("GET", "https://search.example.com/_search", None)
         assert f"/eu-west-1/{service}/aws4_request" in signed["Authorization"]
+
+
+def test_a_misspelt_client_is_refused_not_ignored(tmp_path: Path, dynamodb: Any) -> None:
+    settings = load_settings(
+        data_dir=tmp_path, embedder="hashing", store_backend="dynamodb", memories_table=TABLE
+    )
+    # "dynamo" would otherwise be dropped and the store would build its own client for the real AWS.
+    with pytest.raises(TypeError, match=r"unknown client\(s\) \['dynamo'\].*'dynamodb'"):
+        build_service(settings, dynamo=dynamodb)  # type: ignore[call-arg]

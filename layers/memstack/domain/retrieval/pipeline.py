@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memstack.domain.retrieval.categories import CategoryPrototypes
+from memstack.domain.retrieval.category_affinity import CategoryPrototypes
 from memstack.domain.retrieval.stage import Models, Search, Stage
 from memstack.domain.retrieval.stages import PIPELINE
 from memstack.domain.retrieval.stages.vector import vector_search

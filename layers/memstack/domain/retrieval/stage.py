@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from memstack.domain.query_analysis import QueryAnalysis
-from memstack.domain.retrieval.categories import CategoryPrototypes
+from memstack.domain.retrieval.category_affinity import CategoryPrototypes
 from memstack.domain.retrieval.pool import Pool
 from memstack.domain.retrieval.types import RetrievalConfig, SearchHit, SearchRequest
 from memstack.models import MemoryFilters, ScoredId
