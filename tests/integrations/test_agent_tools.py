@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from memstack.client.sync import MemoryClient
+from memstack.integrations.toolkit import ToolFailure
 from strands.models.model import Model
 
 
@@ -67,7 +68,32 @@ def test_strands_tools_called_directly(local_client: MemoryClient) -> None:
     assert "content" in remember.tool_spec["inputSchema"]["json"]["properties"]
     assert remember(content="I am allergic to peanuts.").startswith("remembered")
     assert "allergic to peanuts" in recall(query="peanut allergy")
-    assert recall(query="x", user_id="bob").startswith("error: forbidden")
+    with pytest.raises(ToolFailure, match="forbidden"):
+        recall(query="x", user_id="bob")
+    with pytest.raises(ToolFailure, match="top_k must be between 1 and 100"):
+        recall(query="x", top_k=1000)
+
+
+def test_a_strands_tool_failure_reaches_the_model_as_an_error(local_client: MemoryClient) -> None:
+    """Failures came back as status "success" with "error: ..." text; top_k was unbounded."""
+    from memstack.integrations.strands_tools import memstack_tools
+    from strands import Agent
+
+    model = ScriptedModel(
+        [
+            {"tool": "recall", "input": {"query": "x", "user_id": "bob"}},
+            {"tool": "recall", "input": {"query": "x", "top_k": 1000}},
+            {"tool": "remember", "input": {"content": "   "}},
+            {"text": "I could not."},
+        ]
+    )
+    agent = Agent(model=model, tools=memstack_tools(local_client, user_id="ann"), callback_handler=None)
+    agent("What do you know?")
+    results = [b["toolResult"] for m in agent.messages for b in m["content"] if "toolResult" in b]
+    assert [r["status"] for r in results] == ["error", "error", "error"]
+    texts = [r["content"][0]["text"] for r in results]
+    assert "forbidden" in texts[0] and "top_k must be between 1 and 100" in texts[1]
+    assert "validation_error" in texts[2]
 
 
 def test_a_strands_agent_remembers_and_recalls_through_its_own_tool_loop(local_client: MemoryClient) -> None:

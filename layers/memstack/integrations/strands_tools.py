@@ -30,6 +30,8 @@ from memstack.client.sync import MemoryClient
 from memstack.integrations.toolkit import MemoryToolkit, ToolFailure, recall_text
 
 DEFAULT_RESULTS = 5
+#: the most a recall may return (LangChain's tool and the MCP tool take the same bound)
+MAX_RESULTS = 100
 
 
 def memstack_tools(
@@ -53,24 +55,25 @@ def memstack_tools(
             content: what the user said that is worth keeping (a fact, a preference, an event)
             user_id: whose memory; leave empty when the agent serves one configured user
         """
-        try:
-            return kit.remember(content, user_id=user_id)
-        except ToolFailure as exc:
-            return f"error: {exc}"
+        # A ToolFailure is raised: Strands answers the model with status "error" and its text.
+        return kit.remember(content, user_id=user_id)
 
     @tool
-    def recall(query: str, top_k: int = DEFAULT_RESULTS, user_id: str | None = None) -> str:
+    def recall(
+        query: str,
+        top_k: int = DEFAULT_RESULTS,
+        user_id: str | None = None,
+    ) -> str:
         """Recall what is known about the user that is relevant to a question, best first.
 
         Args:
             query: a question or topic in natural language ("what does the user eat?")
-            top_k: how many memories to return
+            top_k: how many memories to return (1 to 100)
             user_id: whose memory; leave empty when the agent serves one configured user
         """
-        try:
-            return recall_text(kit.recall(query, user_id=user_id, top_k=top_k))
-        except ToolFailure as exc:
-            return f"error: {exc}"
+        if not 1 <= top_k <= MAX_RESULTS:  # Strands' tool schemas cannot carry bounds
+            raise ToolFailure(f"top_k must be between 1 and {MAX_RESULTS}, got {top_k}")
+        return recall_text(kit.recall(query, user_id=user_id, top_k=top_k))
 
     return [remember, recall]
 
