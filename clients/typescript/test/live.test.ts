@@ -1,12 +1,13 @@
 // The TypeScript client against a live `memstack serve` (a free port, a throwaway data directory).
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
 import { MemstackApiError, MemstackClient } from "../src/index.js";
+import { startServer } from "./server.js";
 
 const python = process.env.MEMSTACK_PYTHON ?? "python3";
 let server: ChildProcess;
@@ -23,23 +24,11 @@ before(async () => {
     MEMSTACK_API_KEYS: "ts-key=ts,other-key=other",
     COLUMNS: "200",
   });
-  server = spawn(python, ["-m", "memstack", "serve", "--port", "0", "--threads", "4"], { env, stdio: ["ignore", "pipe", "pipe"] });
-  baseUrl = await new Promise<string>((resolve, reject) => {
-    let seen = "";
-    const timer = setTimeout(() => reject(new Error(`memstack serve did not start: ${seen}`)), 120_000);
-    server.stdout!.on("data", (chunk: Buffer) => {
-      seen += chunk.toString();
-      const match = /memstack API on (http:\/\/[\d.]+:\d+)/.exec(seen);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-    server.on("exit", (code) => reject(new Error(`memstack serve exited (${code}): ${seen}`)));
-  });
+  ({ server, baseUrl } = await startServer(python, ["-m", "memstack", "serve", "--port", "0", "--threads", "4"], env));
 });
 
 after(async () => {
+  if (!server) return; // the start failed: before() said why
   const exited = new Promise((resolve) => server.once("exit", resolve));
   server.kill("SIGINT");
   await exited;
