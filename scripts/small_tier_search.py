@@ -45,7 +45,6 @@ from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.bench.corpus import Corpus
 from memstack.domain.retrieve import Retriever, SearchRequest
 from memstack.domain.vectors import coarse_prefix
-from memstack.factory import retrieval_config
 from memstack.models import MemoryRecord, Tier
 from memstack.settings import load_settings
 from moto import mock_aws
@@ -180,7 +179,7 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
             modelled = meter.requests * args.request_ms / 1000 + meter.bytes / 1e6 * args.mb_ms / 1000
             return own, modelled, meter.requests, meter.rru, meter.bytes
 
-        config = retrieval_config(settings)
+        config = settings.retrieval
         # A container builds its retriever once (the category prototypes are embedded then).
         retriever = Retriever(DynamoDBMemoryStore(TABLE, client), embedder, config)
 
