@@ -27,8 +27,8 @@ class RetrievalConfig(Matryoshka, RrfWeights):
     vector_candidates: int = Field(200, ge=1, le=10_000)
     # A store holding the full vectors in memory (embedded) ranks them all below this size: the
     # exact top-k, where the 128-d prefix of a model not trained for it misses some (200
-    # candidates: MiniLM finds 0.95 of the top 10 at 3,000 memories, hashing about half at
-    # 10,000; docs/retrieval.md, "Exact vector search"). 0 keeps the two-stage path at every size.
+    # candidates: MiniLM finds 0.85 of the top 10 at 10,000 memories, hashing 0.45;
+    # docs/retrieval.md, "Exact vector search"). 0 keeps the two-stage path at every size.
     exact_vector_below: int = Field(
         200_000,
         ge=0,
