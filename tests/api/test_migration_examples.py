@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,3 +26,11 @@ def test_example_runs(script: str, live_server: str) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip()
+
+
+def test_the_docs_never_reuse_an_idempotency_key() -> None:
+    """docs/api.md's curl and Python blocks sent one key with different bodies: the second was 422."""
+    docs = (EXAMPLES.parent / "docs" / "api.md").read_text()
+    keys = re.findall(r"Idempotency-Key: (\w+)|idempotency_key=\"(\w+)\"", docs)
+    used = [a or b for a, b in keys]
+    assert used and len(used) == len(set(used)), used
