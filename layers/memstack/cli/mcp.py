@@ -17,6 +17,7 @@ from memstack.cli.app import UserError, open_service, settings_from_cli, tenant_
 from memstack.cli.serve import background_jobs
 
 if TYPE_CHECKING:
+    from memstack.client import MemoryClient
     from memstack.integrations.toolkit import MemoryToolkit
 
 
@@ -29,7 +30,27 @@ def _remote_toolkit(
     if not api_key and not aws_region:
         raise UserError("--url needs --api-key (memstack serve) or --aws-region (API Gateway, SigV4)")
     client = MemoryClient(url, api_key=api_key, aws_region=aws_region)
+    check_credential(client, url)
     return MemoryToolkit(client, user_id=user, agent_id=agent)
+
+
+def check_credential(client: MemoryClient, url: str) -> None:
+    """One authenticated read before serving: a wrong key or URL fails here, not on every tool call."""
+    from memstack.client import MemoryApiError
+
+    try:
+        client.list_users(limit=1)
+    except MemoryApiError as exc:
+        if exc.code == "connection_error":
+            raise UserError(f"cannot reach the memstack API at {url}: {exc.message}") from None
+        if exc.status in (401, 403):
+            raise UserError(
+                f"the memstack API at {url} refused the credential ({exc.status} {exc.code}: {exc.message}); "
+                "check --api-key / MEMSTACK_API_KEY (or --aws-region's credentials)"
+            ) from None
+        raise UserError(
+            f"the memstack API at {url} answered {exc.status} {exc.code}: {exc.message}"
+        ) from None
 
 
 def mcp(
