@@ -15,6 +15,7 @@ of the store; consolidate a user before moving them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from memstack.domain.ingest import stm_memory_id
+from memstack.domain.keyed import KEY_FIELD, keyed_id
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import BadRequest, Conflict
 from memstack.models import MemoryFilters, MemoryRecord, Tier
@@ -144,9 +147,7 @@ def import_lines(
     header, records = _parse(lines)
     same_model = header.get("embedder") == embedder.name and header.get("embedding_dim") == embedder.dim
     report = ImportReport()
-    pending = [
-        r.model_copy(update={"tenant": tenant or r.tenant, "user_id": user_id or r.user_id}) for r in records
-    ]
+    pending = [rehomed(r, tenant or r.tenant, user_id or r.user_id, records) for r in records]
     stale = [
         r
         for r in pending
@@ -166,6 +167,44 @@ def import_lines(
     for start in range(0, len(pending), PAGE):
         _put_batch(store, pending[start : start + PAGE], report)
     return report
+
+
+def rehomed(record: MemoryRecord, tenant: str, user_id: str, chain: list[MemoryRecord]) -> MemoryRecord:
+    """``record`` as ``tenant``/``user_id``'s: the same record, or a copy with ids of the new owner.
+
+    Ids are unique in a store, so a copy under another user needs its own; they are derived
+    from (new owner, old id), so importing the same file twice still skips what is there. A raw
+    turn's and a keyed memory's first id are derived from their owner by rule: derived again.
+    """
+    if (tenant, user_id) == (record.tenant, record.user_id):
+        return record
+    update: dict[str, Any] = {"tenant": tenant, "user_id": user_id, "id": moved_id(record, tenant, user_id)}
+    if record.replaces_id:
+        older = next((r for r in chain if r.id == record.replaces_id), None)
+        update["replaces_id"] = (
+            moved_id(older, tenant, user_id) if older else _derived(tenant, user_id, record.replaces_id)
+        )
+    into = record.metadata.get("consolidated_into")
+    if isinstance(into, str) and into:
+        target = next((r for r in chain if r.id == into), None)
+        moved = moved_id(target, tenant, user_id) if target else _derived(tenant, user_id, into)
+        update["metadata"] = {**record.metadata, "consolidated_into": moved}
+    return record.model_copy(update=update)
+
+
+def moved_id(record: MemoryRecord, tenant: str, user_id: str) -> str:
+    """The id ``record`` has under its new owner."""
+    for source in record.source_ids[:1]:
+        if record.id == stm_memory_id(record.tenant, record.user_id, source):
+            return stm_memory_id(tenant, user_id, source)
+    key = record.metadata.get(KEY_FIELD)
+    if isinstance(key, str) and record.id == keyed_id(record.tenant, record.user_id, key):
+        return keyed_id(tenant, user_id, key)
+    return _derived(tenant, user_id, record.id)
+
+
+def _derived(tenant: str, user_id: str, old_id: str) -> str:
+    return "imp_" + hashlib.blake2b(f"{tenant}\x1f{user_id}\x1f{old_id}".encode(), digest_size=12).hexdigest()
 
 
 def _put_batch(store: MemoryStore, batch: list[MemoryRecord], report: ImportReport) -> None:
