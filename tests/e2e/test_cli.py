@@ -139,3 +139,17 @@ def test_memories_by_event_time_lists_the_newest_event_first(tmp_path: Path) -> 
     assert ids() == ["last year", "long ago", "feb"]  # newest written first
     bad = run(["memories", "--user", "sam", "--order", "oldest"], data)
     assert bad.returncode == 2 and "oldest" in bad.stderr
+
+
+def test_export_of_a_user_with_no_data_says_where_it_looked(tmp_path: Path, conversation: Path) -> None:
+    """It wrote 0 records with exit 0, and created an empty .memstack/ where it was run."""
+    nowhere = tmp_path / "elsewhere" / ".memstack"
+    out = run(["export", "--user", "maya", "--out", str(tmp_path / "x.jsonl")], nowhere)
+    assert out.returncode == 2 and "no memstack store in the data dir" in out.stderr
+    assert str(nowhere) in out.stderr.replace("\n", "")
+    assert not nowhere.exists() and not (tmp_path / "x.jsonl").exists()
+    data = tmp_path / "store"
+    assert run(["ingest", str(conversation), "--user", "sam"], data).returncode == 0
+    out = run(["export", "--user", "maya"], data)
+    assert out.returncode == 2 and "'maya'" in out.stderr and "has no memories" in out.stderr
+    assert run(["export", "--user", "sam"], data).stdout.count("\n") > 1

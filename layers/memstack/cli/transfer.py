@@ -17,6 +17,7 @@ from memstack.cli.app import (
     tenant_or_default,
 )
 from memstack.domain.transfer import export_lines, import_lines
+from memstack.models import MemoryFilters
 
 
 def export(
@@ -27,7 +28,14 @@ def export(
     """Write every version of a user's memories, with embeddings, as JSON lines."""
     settings = settings_from_cli()
     tenant_id = tenant_or_default(tenant, settings)
+    where = f"the data dir {settings.data_dir.resolve()} (MEMSTACK_DATA_DIR)"
+    if settings.store_backend == "embedded" and not settings.db_path.exists():
+        # Opening the store would create an empty one here: say where memstack looked instead.
+        raise UserError(f"no memstack store in {where}: run where the data is, or set MEMSTACK_DATA_DIR")
     with open_service(settings) as service:
+        if not service.store.list(tenant_id, user, MemoryFilters(include_superseded=True), 1)[0]:
+            place = where if settings.store_backend == "embedded" else f"the {settings.store_backend} store"
+            raise UserError(f"user {user!r} (tenant {tenant_id!r}) has no memories in {place}")
         lines = export_lines(service.store, tenant_id, user, service.embedder)
         if out is None:
             for line in lines:
