@@ -80,6 +80,7 @@ def test_a_weak_turn_rises_with_its_memory(service: MemoryService) -> None:
     assert top.stages["unit_rrf"] > top.stages["record_rrf"]  # the turn's evidence was added to the memory's
     # The turn carried the unit's value (the better own fusion); merged, the memory scores by it.
     assert top.stages.get("merged_turn_score", top.score) == top.score
+    assert top.stages["rrf"] == top.stages["unit_rrf"]
     assert "units" in result.stage_status["fusion"]
 
 
@@ -97,7 +98,7 @@ def test_a_unit_earns_one_slot_its_other_members_fall_by_their_own_evidence(serv
     # The unit's value (with the turn's evidence) goes to one member; the other keeps its own.
     # (the turn carries it when its own fusion is the unit's best, and is merged into that memory)
     assert lead.stages["unit_size"] == 3.0 and rest.stages["unit_rrf"] == lead.stages["unit_rrf"]
-    assert lead.stages["rrf"] == lead.stages["unit_rrf"] or "merged_turn_score" in lead.stages
+    assert lead.stages["rrf"] == lead.stages["unit_rrf"]  # also when it took its merged turn's score
     assert rest.stages["rrf"] == rest.stages["record_rrf"] < rest.stages["unit_rrf"]
     assert "merged_turn_score" not in rest.stages
     assert rest.score < lead.score  # its own score, never the unit's

@@ -57,4 +57,10 @@ def merge_turns_into_memories(pool: Pool) -> set[int]:
         if pool.score[j] > pool.score[memory]:
             pool.put(col.MERGED_TURN_SCORE, memory, pool.score[j])
             pool.rescore(memory, pool.score[j])
+            # The memory's score is now the turn's (its unit's value when the turn was the unit's
+            # best member): explain, and the calibration fitted on it, read the values it came from.
+            for name in (col.RRF, col.RRF_SCALED):
+                value = pool.column(name)[j]
+                if value is not None:
+                    pool.put(name, memory, value)
     return merged
