@@ -53,7 +53,7 @@ class IndexingConfig(Section):
         description='index each turn\'s date ("8 May 2023") with its text (BM25)',
     )
     context_max_chars: int = Field(
-        0,
+        1000,
         ge=0,
         alias="index_context_max_chars",
         description="a turn longer than this (characters) is never another turn's context (0: no limit)",
