@@ -158,6 +158,7 @@ def top_auroc(questions: list[dict], w: np.ndarray | None) -> float | None:
 def recall(questions: list[dict], ks: list[int], w: np.ndarray | None) -> dict[int, float]:
     """Mean turn recall@k with each pool ordered by the model (or as the pipeline returned it)."""
     sums = dict.fromkeys(ks, 0.0)
+    questions = [q for q in questions if q["evidence"]]  # an abstention question has no recall
     for q in questions:
         sources = q["sources"]
         if w is not None and sources:
