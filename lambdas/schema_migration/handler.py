@@ -1,4 +1,4 @@
-"""CloudFormation custom resource (store_backend=postgres): apply the schema migrations at deploy time.
+"""CloudFormation custom resource: the store's deploy-time upgrade (postgres migrations, dynamodb backfill).
 
 Thin: the logic is memstack.workers.schema_migration; ``respond`` is
 injectable (a test answers CloudFormation itself).
@@ -17,6 +17,10 @@ logger = Logger()
 
 @logger.inject_lambda_context(log_event=False)
 def handler(event: dict[str, Any], context: Any, respond: Respond = put_response) -> dict[str, Any]:
-    answer = on_event(event, load_settings(), respond)
-    logger.info("schema migration", extra={"status": answer["Status"], "request": event["RequestType"]})
+    seconds_left = context.get_remaining_time_in_millis() / 1000
+    answer = on_event(event, load_settings(), respond, seconds_left)
+    logger.info(
+        "store upgrade",
+        extra={"status": answer["Status"], "request": event["RequestType"], "data": answer.get("Data")},
+    )
     return answer

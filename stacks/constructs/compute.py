@@ -10,6 +10,7 @@ concurrency so a burst of messages cannot flood Bedrock's quotas.
 from __future__ import annotations
 
 from aws_cdk import CustomResource, Duration, Stack
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
@@ -32,6 +33,10 @@ SYNC_BUDGET = Duration.seconds(20)
 SCHEDULER_TIMEOUT = Duration.minutes(5)
 # A paused Aurora cluster takes up to ~15 s to resume; the migrations themselves take seconds.
 MIGRATION_TIMEOUT = Duration.minutes(5)
+# The backfill scans the memories table once; it stops in time to answer (then `memstack migrate`).
+DIRECTORY_BACKFILL_TIMEOUT = Duration.minutes(14)
+#: raise to make the next deploy run the directory backfill again
+DIRECTORY_BACKFILL_LEVEL = 1
 COST_REPORT_TIMEOUT = Duration.minutes(1)
 #: each function's Powertools service name is <service_name>-<suffix>; alarms and dashboard read the same
 SERVICE_SUFFIX = {
@@ -167,6 +172,16 @@ class Compute(Construct):
             )
             database.grant_data_api(self.schema_migration)
             self._migrate_at_deploy(database, self.schema_migration)
+        elif storage.memories_table is not None:
+            # The same function, on the dynamodb store: the user directory backfill at deploy time.
+            self.schema_migration = make(
+                "SchemaMigration",
+                "schema_migration",
+                256,
+                DIRECTORY_BACKFILL_TIMEOUT,
+                "memstack deploy-time user directory backfill (CloudFormation custom resource)",
+            )
+            self._backfill_at_deploy(storage.memories_table, self.schema_migration)
         self._grant_models(config)
         self.extraction_worker.add_event_source(
             sources.SqsEventSource(
@@ -206,6 +221,29 @@ class Compute(Construct):
             },
         )
         resource.node.add_dependency(database.cluster)
+
+    def _backfill_at_deploy(self, table: dynamodb.ITable, fn: lambda_.Function) -> None:
+        """The custom resource that writes the user directory entries a table from before it lacks.
+
+        Created with the resource (the deploy that brings the directory to an older stack), again
+        when ``DIRECTORY_BACKFILL_LEVEL`` rises. Exactly the access the backfill makes: it scans the
+        memory items, reads META, entries and partitions, and puts entries under conditions.
+        """
+        table.grant(
+            fn,
+            "dynamodb:Scan",
+            "dynamodb:Query",
+            "dynamodb:GetItem",
+            "dynamodb:ConditionCheckItem",
+            "dynamodb:PutItem",
+        )
+        CustomResource(
+            self,
+            "UserDirectory",
+            service_token=fn.function_arn,
+            resource_type="Custom::MemstackUserDirectory",
+            properties={"Table": table.table_name, "Backfill": str(DIRECTORY_BACKFILL_LEVEL)},
+        )
 
     def all(self) -> dict[str, lambda_.Function]:
         return {

@@ -56,7 +56,7 @@ LOCAL_ONLY = ("default_tenant", "api_keys", "queue_max_attempts", "postgres_dsn"
 #: (``Settings`` checks coarse_dim against embedding_dim and the retrieval weights on load)
 OWN_READS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "cost_report": (("cost", "embedding"), ("aws_region", "weight_vector", "weight_bm25")),
-    # the deploy-time migration (plus the postgres store's section, ``function_reads``)
+    # the deploy-time upgrade (plus the postgres store's section or the dynamodb table, ``function_reads``)
     "schema_migration": (("embedding",), ("store_backend", "aws_region")),
 }
 FUNCTIONS = (*FUNCTION_SECTIONS, *OWN_READS)
@@ -159,6 +159,8 @@ def function_reads(config: StackConfig, function: str) -> tuple[str, ...]:
         sections, names = OWN_READS[function]
         if function == "schema_migration":
             sections += store
+            if config.store_backend == "dynamodb":
+                names += ("memories_table",)  # the directory backfill's table
         reads = (*section_variables(*sections), *names)
         return tuple(n for n in dict.fromkeys(reads) if n not in LOCAL_ONLY)
     reads = (*section_variables("", *SERVICE_SECTIONS, *FUNCTION_SECTIONS[function], *store), *SERVICE_NAMES)

@@ -23,7 +23,8 @@ adapted, and ``adaptations`` says exactly how:
   cluster (moto's CloudFormation has no ``AWS::RDS::DBCluster``) with its
   writer instance, and its secret (no ``AWS::SecretsManager::Secret``):
   the Data API is answered by ``data_api_wire``;
-- custom resources (``Custom::MemstackSchema``, the deploy-time migration)
+- custom resources (``Custom::MemstackSchema``, the deploy-time migration;
+  ``Custom::MemstackUserDirectory``, the dynamodb directory backfill)
   are left out too: moto would run their function in Docker. The test
   sends the function CloudFormation's Create request itself;
 - ``AWS::KMS::Key`` loses its ``Tags``: moto's key model reads
@@ -63,6 +64,7 @@ LEFT_OUT = {
     "AWS::SecretsManager::Secret": "no model; its ARN is a stand-in the policies and environments share",
     "AWS::SecretsManager::SecretTargetAttachment": "no model; its Ref is the secret's ARN",
     "Custom::MemstackSchema": "a custom resource: the test sends its Create request itself",
+    "Custom::MemstackUserDirectory": "a custom resource: the test sends its Create request itself",
 }
 
 

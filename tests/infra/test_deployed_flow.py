@@ -6,7 +6,9 @@ every route (add async, add sync=true with and without extraction, search,
 list, get, patch, history, delete, keyed memories, users, consolidation sync
 and async, erase, the memory browser's /ui files) and every job type
 (extraction, consolidation via the scheduler's fan-out, the outbox sweep,
-the cost report), plus the operator's dead-letter list and redrive.
+the cost report), plus the operator's dead-letter list and redrive, and the
+deploy-time custom resource (postgres migrations; on dynamodb the user
+directory backfill, run on a table whose directory was removed).
 Bedrock is answered at the wire (``fake_bedrock``), the RDS Data API from
 the test PostgreSQL (``data_api_wire``), Cost Explorer through ``Stubber``.
 
@@ -159,19 +161,17 @@ def _cost_explorer(day: datetime) -> tuple[Any, Stubber]:
     return ce, stub
 
 
-def _migrate_as_cloudformation_does(deployment: Deployment) -> None:
-    """CloudFormation's Create request to the schema custom resource, answered on its ResponseURL."""
+def _create_as_cloudformation_does(deployment: Deployment, resource_type: str) -> dict[str, Any]:
+    """CloudFormation's Create request to the stack's one ``resource_type``, answered on its ResponseURL."""
     [(lid, resource)] = [
-        (lid, r)
-        for lid, r in deployment.stack.template["Resources"].items()
-        if r["Type"] == "Custom::MemstackSchema"
+        (lid, r) for lid, r in deployment.stack.template["Resources"].items() if r["Type"] == resource_type
     ]
     event = {
         "RequestType": "Create",
         "ResponseURL": "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/x",
         "StackId": f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/{deployment.stack.name}/1",
         "RequestId": "request-1",
-        "ResourceType": "Custom::MemstackSchema",
+        "ResourceType": resource_type,
         "LogicalResourceId": lid,
         "ResourceProperties": deployment.stack.resolve(resource["Properties"]),
     }
@@ -179,7 +179,27 @@ def _migrate_as_cloudformation_does(deployment: Deployment) -> None:
     deployment.invoke("schema_migration", event, respond=lambda url, body: answers.append((url, body)))
     [(url, body)] = answers
     assert url == event["ResponseURL"] and body["Status"] == "SUCCESS", body
-    assert body["Data"]["Version"] == body["Data"]["Latest"] == int(event["ResourceProperties"]["Migrations"])
+    return {**body, "ResourceProperties": event["ResourceProperties"]}
+
+
+def _migrate_as_cloudformation_does(deployment: Deployment) -> None:
+    body = _create_as_cloudformation_does(deployment, "Custom::MemstackSchema")
+    assert body["Data"]["Version"] == body["Data"]["Latest"] == int(body["ResourceProperties"]["Migrations"])
+
+
+def _backfill_as_cloudformation_does(deployment: Deployment, api: Api) -> None:
+    """The user directory of a table from before it: gone, then written back by the deploy-time backfill."""
+    status, before = api("GET", "/v1/users")
+    assert status == 200 and before["users"], before
+    table = deployment.stack.environment(deployment.stack.function_id("api"))["MEMSTACK_MEMORIES_TABLE"]
+    client = boto3.client("dynamodb", region_name=REGION)
+    for row in client.scan(TableName=table)["Items"]:
+        if row["sk"]["S"].startswith("USER#"):
+            client.delete_item(TableName=table, Key={"pk": row["pk"], "sk": row["sk"]})
+    assert api("GET", "/v1/users")[1]["users"] == []
+    body = _create_as_cloudformation_does(deployment, "Custom::MemstackUserDirectory")
+    assert body["Data"]["Complete"] == "true" and body["Data"]["created"] == len(before["users"]), body
+    assert api("GET", "/v1/users")[1] == before
 
 
 def _drive(deployment: Deployment, api: Api) -> None:
@@ -347,7 +367,10 @@ def test_every_call_of_every_handler_on_the_deployed_stack_is_allowed_by_its_rol
     postgres = synth.stack.config.uses_postgres
     if postgres:
         _migrate_as_cloudformation_does(deployment)
-    _drive(deployment, Api(deployment, _stage(synth)))
+    api = Api(deployment, _stage(synth))
+    _drive(deployment, api)
+    if not postgres:
+        _backfill_as_cloudformation_does(deployment, api)
 
     refused = deployment.refused()
     assert not refused, "calls IAM would refuse:\n" + "\n".join(
@@ -402,7 +425,7 @@ def test_every_call_of_every_handler_on_the_deployed_stack_is_allowed_by_its_rol
 
     # Every MEMSTACK_* setting a handler read is one the stack declares for that function, so a
     # value given at synth (context, -c settings) reaches it; the rest are their defaults.
-    handlers = [*HANDLERS, "schema_migration"] if postgres else list(HANDLERS)
+    handlers = [*HANDLERS, "schema_migration"]
     assert len(deployment.reads) == len(handlers)
     for handler_dir in handlers:
         lid = deployment.stack.function_id(handler_dir)

@@ -101,7 +101,7 @@ def test_queue_consumers_limit_concurrency_and_report_failures(small: Synth) -> 
 
 def test_every_function_is_traced_arm64_python312_with_layer_and_retention(small: Synth) -> None:
     functions = small.props("AWS::Lambda::Function")
-    assert len(functions) == 5
+    assert len(functions) == 6  # the five of every tier and the deploy-time directory backfill
     for fn in functions:
         assert fn["TracingConfig"] == {"Mode": "Active"}
         assert fn["Architectures"] == ["arm64"]
@@ -361,3 +361,33 @@ def test_only_the_api_reads_the_generated_cursor_key(small: Synth) -> None:
     assert len(readers) == 1 and "Api" in readers[0], readers
     for service in ("memstack-extraction", "memstack-scheduler", "memstack-consolidation"):
         assert "MEMSTACK_CURSOR_SECRET_ARN" not in _function_env(small, service)
+
+
+def test_the_user_directory_backfill_runs_at_deploy_with_only_what_it_calls(small: Synth) -> None:
+    """The custom resource on the memories table; its function may scan, read and put, nothing else."""
+    [resource] = small.resources("Custom::MemstackUserDirectory").values()
+    props = resource["Properties"]
+    [(table_id, _)] = [
+        (tid, t)
+        for tid, t in small.resources("AWS::DynamoDB::Table").items()
+        if tid.startswith("StorageMemoriesTable")
+    ]
+    assert props["Table"] == {"Ref": table_id} and props["Backfill"] == "1"
+    env = _function_env(small, "memstack-migrate")
+    assert env["MEMSTACK_MEMORIES_TABLE"] == {"Ref": table_id}
+    [role_policy] = [
+        p for p in small.props("AWS::IAM::Policy") if "SchemaMigration" in json.dumps(p.get("Roles"))
+    ]
+    actions = {
+        a
+        for st in role_policy["PolicyDocument"]["Statement"]
+        if table_id in json.dumps(st["Resource"])
+        for a in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])
+    }
+    assert actions == {
+        "dynamodb:Scan",
+        "dynamodb:Query",
+        "dynamodb:GetItem",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:PutItem",
+    }

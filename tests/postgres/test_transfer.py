@@ -197,7 +197,7 @@ def test_the_cli_moves_a_user_between_backends(
     from memstack.cli.migrate import migrate
 
     monkeypatch.setenv("MEMSTACK_DATA_DIR", str(tmp_path / "data"))
-    with pytest.raises(UserError, match="only the postgres backend has migrations"):
+    with pytest.raises(UserError, match="only the postgres and dynamodb backends have upgrades"):
         migrate(status=True, as_json=False)
 
 

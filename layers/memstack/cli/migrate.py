@@ -1,4 +1,8 @@
-"""``memstack migrate``: bring the PostgreSQL schema up to date; ``memstack dev-postgres``: a local one."""
+"""``memstack migrate``: bring the store up to date; ``memstack dev-postgres``: a local PostgreSQL.
+
+postgres: the pending schema migrations. dynamodb: the user directory backfill
+(``GET /v1/users`` entries for users written before the directory existed).
+"""
 
 from __future__ import annotations
 
@@ -9,19 +13,27 @@ from typing import Annotated
 import typer
 
 from memstack.cli.app import UserError, console, print_json, settings_from_cli
+from memstack.settings import Settings
 
 
 def migrate(
     status: Annotated[
-        bool, typer.Option("--status", help="only show what is applied and what is not")
+        bool,
+        typer.Option(
+            "--status", help="only show what is applied and what is not (dynamodb: what would be written)"
+        ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Apply the postgres backend's pending schema migrations (start-up does the same by default)."""
+    """Upgrade the store: postgres schema migrations, or the dynamodb user directory backfill."""
     settings = settings_from_cli()
+    if settings.store_backend == "dynamodb":
+        _backfill_directory(settings, dry_run=status, as_json=as_json)
+        return
     if settings.store_backend != "postgres":
         raise UserError(
-            f"MEMSTACK_STORE_BACKEND is {settings.store_backend!r}: only the postgres backend has migrations"
+            f"MEMSTACK_STORE_BACKEND is {settings.store_backend!r}: only the postgres and dynamodb "
+            "backends have upgrades (the others need none)"
         )
     from memstack.adapters.postgres.connect import build_executor
     from memstack.adapters.postgres.schema import LATEST, MIGRATIONS, applied_versions
@@ -56,6 +68,30 @@ def migrate(
         f"schema {settings.postgres.schema_name}: {state}"
         + (f", pending {pending}" if pending else ", up to date"),
         highlight=False,
+    )
+
+
+def _backfill_directory(settings: Settings, *, dry_run: bool, as_json: bool) -> None:
+    """Write the user directory entries the table lacks; ``--status`` only counts them."""
+    import boto3
+
+    from memstack.adapters.dynamodb.directory_backfill import backfill_directory
+
+    table = settings.aws.memories_table
+    if not table:
+        raise UserError("MEMSTACK_MEMORIES_TABLE is not set: name the dynamodb store's table")
+    client = boto3.client("dynamodb", region_name=settings.aws.aws_region)
+    report = backfill_directory(client, table, dry_run=dry_run)
+    if as_json:
+        print_json({"table": table, "dry_run": dry_run, **report.as_dict()})
+        return
+    verb = "would write" if dry_run else "wrote"
+    console.print(
+        f"user directory of {table}: {report.users} users; {verb} {report.created} new and "
+        f"{report.corrected} corrected entries, {report.unchanged} already right"
+        + (f"; {report.busy} kept changing under writes (run again)" if report.busy else ""),
+        highlight=False,
+        soft_wrap=True,
     )
 
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from memstack.domain.erasure import RETENTION_SECONDS, Fence
+from memstack.domain.erasure import RETENTION_SECONDS, Fence, erasure_key
+
+#: erasure markers (domain/erasure.py) live in their own partitions, keyed by a hash of the user
+ERASED_PREFIX = "ERASED#"
+
+
+def marker_key(tenant: str, user_id: str) -> dict[str, Any]:
+    """The memory table's erasure marker of one user."""
+    return {"pk": {"S": ERASED_PREFIX + erasure_key(tenant, user_id)}, "sk": {"S": "ERASED"}}
 
 
 def mark_erased(client: Any, table: str, marker_key: dict[str, Any]) -> float:

@@ -50,10 +50,10 @@ import numpy as np
 from botocore.exceptions import ClientError
 
 from memstack.adapters.dynamodb import calls, items, writelog
-from memstack.adapters.dynamodb.fence import mark_erased, not_erased_since
+from memstack.adapters.dynamodb.fence import mark_erased, marker_key, not_erased_since
 from memstack.adapters.dynamodb.snapshot import Snapshot
 from memstack.domain.cursors import decode_position, encode_position
-from memstack.domain.erasure import Fence, erased_while_working, erasure_key
+from memstack.domain.erasure import Fence, erased_while_working
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict, DependencyFailed, SettingsError
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
@@ -67,8 +67,6 @@ _BATCH_WRITE = 25
 _TX_RETRIES = 5
 #: attempts at taking the partition's next write sequence number against concurrent writers
 _SEQ_RETRIES = 20
-#: erasure markers (domain/erasure.py) live in their own partitions, keyed by a hash of the user
-ERASED_PREFIX = "ERASED#"
 #: cancellation reasons that say "try again", not "your condition failed"
 _TRANSIENT_CODES = frozenset(
     {"None", "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
@@ -157,7 +155,7 @@ class DynamoDBMemoryStore:
         }
 
     def _erasure_key(self, tenant: str, user_id: str) -> dict[str, Any]:
-        return {"pk": {"S": ERASED_PREFIX + erasure_key(tenant, user_id)}, "sk": {"S": "ERASED"}}
+        return marker_key(tenant, user_id)
 
     def _not_erased_since(self, tenant: str, user_id: str, fence: Fence | None) -> list[dict[str, Any]]:
         return not_erased_since(self.table, self._erasure_key(tenant, user_id), fence)
@@ -250,11 +248,17 @@ class DynamoDBMemoryStore:
                 [{"DeleteRequest": {"Key": items.memory_key(r.tenant, r.user_id, r.id)}} for r in chunk],
             )
         # A new token without a new sequence number: every cached snapshot re-reads the partition.
+        # The token and the counters move in one transaction, as in every write: the directory
+        # backfill relies on a counter never changing without the token.
         for tenant, user_id in {(r.tenant, r.user_id) for r in records}:
-            self.client.update_item(**self._meta_update(tenant, user_id)["Update"])
             mine = [r for r in records if (r.tenant, r.user_id) == (tenant, user_id)]
             taken_back = {tier: -n for tier, n in items.live_counts(mine).items()}
-            self.client.update_item(**self._directory_update(tenant, user_id, taken_back, None)["Update"])
+            actions = [
+                self._meta_update(tenant, user_id),
+                self._directory_update(tenant, user_id, taken_back, None),
+            ]
+            if self._transact(actions):
+                raise DependencyFailed("DynamoDB refused to take back a partial write; try again")
 
     def supersede(
         self, tenant: str, user_id: str, old_id: str, new: MemoryRecord, *, fence: Fence | None = None
