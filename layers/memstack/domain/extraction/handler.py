@@ -31,7 +31,7 @@ from memstack.domain.time.bounds import TimeBounds
 from memstack.domain.time.parse import localise
 from memstack.domain.time.relative import Resolution, resolve_relative_dates
 from memstack.domain.vectors import Matryoshka, coarse_prefix
-from memstack.models import Kind, MemoryFilters, MemoryRecord, Message, Role, Scope, Tier
+from memstack.models import MemoryFilters, MemoryRecord, Message, Role, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp, Extractor
 from memstack.ports.queue import Job
@@ -181,8 +181,11 @@ class ExtractionJobHandler:
             update["source_ids"] = [message.id]
         if op.event_time is not None and bounds.keep(op.event_time) is None:
             update["event_time"] = None
+        # Every memory carries the time it is about, else its source turn's: "I live in Ghent"
+        # said in June 2024 is true as of then, and a date filter or a time in the query can
+        # only weigh a memory that has a time.
         missing = update.get("event_time", op.event_time) is None
-        if op.op in ("ADD", "UPDATE") and op.kind == Kind.EVENT and missing:
+        if op.op in ("ADD", "UPDATE") and missing:
             update["event_time"] = bounds.keep(resolution.event_time) or message.timestamp
         return op.model_copy(update=update) if update else op
 

@@ -260,6 +260,43 @@ def explicit_date(text: str, tz: tzinfo | None) -> datetime | None:
     return None
 
 
+# A day and month without a year: "April 5", "March 3rd", "5 April", "14 to 16 October" (a range:
+# its first day). Tried last, after every phrase above and every date with a year. The month is
+# capitalised, as English writes it, so "I may 5 times" names no date.
+_MO_CAPITAL = "|".join(m.capitalize() for m in MONTHS)
+_YEARLESS = [
+    re.compile(rf"\b(?P<mo>{_MO_CAPITAL})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?![:.]\d)"),
+    re.compile(
+        rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:\s*(?:-|–|to|and|until)\s*\d{{1,2}}(?:st|nd|rd|th)?)?"
+        rf"\s+(?:of\s+)?(?P<mo>{_MO_CAPITAL})\b"
+    ),
+]
+
+
+def yearless_date(text: str, reference: datetime) -> datetime | None:
+    """The first day-and-month the text names, in the year that puts it nearest the reference
+    (the next one from the reference on, when the text speaks of the future)."""
+    ahead = is_future(text)
+    first: tuple[int, datetime] | None = None
+    for pattern in _YEARLESS:
+        for m in pattern.finditer(text):
+            month = _month_number(m.group("mo"))
+            if month is None or (first is not None and m.start() >= first[0]):
+                continue
+            try:
+                options = [
+                    datetime(reference.year + dy, month, int(m.group("d")), tzinfo=reference.tzinfo)
+                    for dy in (-1, 0, 1)
+                ]
+            except ValueError:
+                continue  # "February 30"
+            if ahead:
+                options = [d for d in options if d >= _day(reference)] or options
+            first = (m.start(), min(options, key=lambda d: abs(d - reference)))
+            break
+    return first[1] if first else None
+
+
 def resolve_relative_dates(text: str, reference: datetime) -> Resolution:
     """Rewrite relative date phrases as absolute dates; the first one found is the event time."""
     ref = reference if reference.tzinfo is not None else reference.replace(tzinfo=UTC)
@@ -284,4 +321,6 @@ def resolve_relative_dates(text: str, reference: datetime) -> Resolution:
 
         text = rule.pattern.sub(replace, text)
     event_time = min(found, key=lambda f: f[0])[1] if found else explicit_date(text, ref.tzinfo)
+    if event_time is None:
+        event_time = yearless_date(text, ref)
     return Resolution(text=text, event_time=event_time, phrases=phrases)

@@ -210,7 +210,7 @@ _PATTERNS = (
 
 def _subject(subject: str) -> str:
     names = {re.escape(subject), "[Tt]he user"}
-    return r"\b(?:" + "|".join(sorted(names)) + r")(?:\s+and\s+family)?"
+    return r"\b(?:" + "|".join(sorted(names)) + r")(?:\s+and\s+(?:family|others))?"
 
 
 def find_attributes(text: str, subject: str) -> list[AttributeValue]:

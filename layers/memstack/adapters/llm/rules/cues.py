@@ -26,10 +26,13 @@ _IM = r"(?:I'm|I am|we're|we are)"
 _AGAIN = r"(?:anymore|any more|any longer)"
 _END = r"(?=[,.;!?]|\s+(?:and|so|but|because|since)\b|$)"
 
+# A task for the assistant ("explain how ...", "please review my plan"): asked for, not a fact.
 REQUEST = re.compile(
-    r"^(?:please\s+|(?:can|could|would|will) you\s+)?(?:tell|translate|summari[sz]e|write|give|show|explain|"
-    r"recommend|suggest|find|list|draft|generate|create|calculate|define|describe|compare|convert|plan|"
-    r"book|send)\s+(?:me\b|us\b|a\b|an\b|the\b|this\b|that\b|some\b|'|\")",
+    r"^(?:please\s+|(?:can|could|would|will) you\s+(?:please\s+)?)?(?:tell|translate|summari[sz]e|write|give|"
+    r"show|explain|recommend|suggest|find|list|draft|generate|create|calculate|define|describe|compare|"
+    r"convert|plan|book|send|help|review|check|fix|debug|improve|rewrite|optimi[sz]e|walk)\s+"
+    r"(?:me\b|us\b|a\b|an\b|the\b|this\b|that\b|these\b|those\b|some\b|my\b|our\b|it\b|how\b|why\b|"
+    r"what\b|whether\b|which\b|when\b|where\b|'|\")",
     re.IGNORECASE,
 )
 HYPOTHETICAL = re.compile(r"^(?:if|suppose|supposing|imagine|what if|in theory)\b", re.IGNORECASE)

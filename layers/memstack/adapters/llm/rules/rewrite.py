@@ -97,7 +97,10 @@ def to_third_person(text: str, subject: str, listener: str | None = None) -> str
         ):
             text = re.sub(you_form, named, text, flags=re.IGNORECASE)
     mid = subject if subject != "The user" else "the user"
-    group = f"{subject} and family"
+    # "We": in a chat of two people, the speaker's household; a user talking to an assistant
+    # says "we" of a team, a company or a household alike, so nothing more is claimed there.
+    others = "others" if subject == "The user" else "family"
+    group = f"{subject} and {others}"
 
     def name(m: re.Match[str]) -> str:
         # Sentence-initial "The user", elsewhere "the user"; a proper name stays as is.
@@ -121,11 +124,11 @@ def to_third_person(text: str, subject: str, listener: str | None = None) -> str
         (r"\bI'll\b", lambda m: name(m) + " will"),
         (r"\bI (?:don't|dont)\b", lambda m: name(m) + " doesn't"),
         (r"\bI do not\b", lambda m: name(m) + " does not"),
-        (r"\bwe(?:'re| are)\b", lambda m: (group if m.start() == 0 else f"{mid} and family") + " are"),
-        (r"\bwe've\b", lambda m: (group if m.start() == 0 else f"{mid} and family") + " have"),
-        (r"\bwe'll\b", lambda m: (group if m.start() == 0 else f"{mid} and family") + " will"),
-        (r"\bwe\b", lambda m: group if m.start() == 0 else f"{mid} and family"),
-        (r"\bus\b", lambda m: f"{mid} and family"),
+        (r"\bwe(?:'re| are)\b", lambda m: (group if m.start() == 0 else f"{mid} and {others}") + " are"),
+        (r"\bwe've\b", lambda m: (group if m.start() == 0 else f"{mid} and {others}") + " have"),
+        (r"\bwe'll\b", lambda m: (group if m.start() == 0 else f"{mid} and {others}") + " will"),
+        (r"\bwe\b", lambda m: group if m.start() == 0 else f"{mid} and {others}"),
+        (r"\bus\b", lambda m: f"{mid} and {others}"),
         (r"\bmyself\b", lambda m: mid),
         (r"\b(?:mine|ours)\b", lambda m: f"{mid}'s"),
         (r"\bme\b", lambda m: mid),

@@ -1,0 +1,98 @@
+"""Memories that state facts: every one dated, days without a year, "we" to an assistant, requests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from memstack.adapters.llm.rules.extractor import LocalExtractor
+from memstack.domain.retrieve import SearchRequest
+from memstack.domain.time.relative import resolve_relative_dates, yearless_date
+from memstack.models import MemoryFilters, Message, Role, Tier
+from memstack.service import MemoryService
+
+MARCH = datetime(2024, 3, 1, 10, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "day"),
+    [
+        ("I'll be in Lisbon between April 5 and May 2.", datetime(2024, 4, 5, tzinfo=UTC)),
+        ("From July 10 to July 24 I'm on leave.", datetime(2024, 7, 10, tzinfo=UTC)),
+        ("I will speak at the conference from 14 to 16 October.", datetime(2024, 10, 14, tzinfo=UTC)),
+        ("On February 20th I gave a talk.", datetime(2024, 2, 20, tzinfo=UTC)),
+        ("Back home on December 28.", datetime(2023, 12, 28, tzinfo=UTC)),  # nearer than next December
+    ],
+)
+def test_a_day_without_a_year_is_the_event_time_in_the_nearest_year(text: str, day: datetime) -> None:
+    assert resolve_relative_dates(text, MARCH).event_time == day
+
+
+@pytest.mark.parametrize("text", ["I may 5 times a day say so.", "Meet me at 5 may.", "The run was 10.5 km."])
+def test_no_day_is_read_where_none_is_named(text: str) -> None:
+    assert yearless_date(text, MARCH) is None
+
+
+def test_a_date_with_its_year_or_a_relative_phrase_comes_first() -> None:
+    assert resolve_relative_dates("On 3 May 2022 and April 5 we met.", MARCH).event_time == datetime(
+        2022, 5, 3, tzinfo=UTC
+    )
+    said = resolve_relative_dates("Yesterday, not April 5.", MARCH)
+    assert said.event_time == datetime(2024, 2, 29, tzinfo=UTC)
+
+
+def test_every_extracted_memory_carries_an_event_time(service: MemoryService) -> None:
+    said = [
+        Message(id="m1", speaker="Zoe", content="I live in Ghent.", timestamp=MARCH),
+        Message(id="m2", speaker="Zoe", content="I really like jazz piano.", timestamp=MARCH),
+        Message(
+            id="m3", speaker="Zoe", content="I'll be in Lisbon between April 5 and May 2.", timestamp=MARCH
+        ),
+    ]
+    service.add("t", "zoe", said, sync=True)
+    records, _ = service.store.list("t", "zoe", MemoryFilters(tier=Tier.LTM), 50)
+    times = {r.content: r.event_time for r in records}
+    assert len(times) == 3 and all(times.values())
+    assert times["Zoe lives in Ghent."] == MARCH  # what it is about is not dated: its turn's time
+    [lisbon] = [t for c, t in times.items() if "Lisbon" in c]
+    assert lisbon == datetime(2024, 4, 5, tzinfo=UTC)
+    hits = service.search(
+        SearchRequest(
+            tenant="t", user_id="zoe", query="what does Zoe like", filters=MemoryFilters(tier=Tier.LTM)
+        )
+    ).hits
+    assert hits  # dated memories are still found without a time in the query
+
+
+extractor = LocalExtractor()
+
+
+def _said(content: str, speaker: str | None = None) -> list[str]:
+    message = Message(id="m1", role=Role.USER, speaker=speaker, content=content, timestamp=MARCH)
+    return [op.content or "" for op in extractor.extract(message, [], [])]
+
+
+def test_we_said_to_an_assistant_claims_no_family() -> None:
+    [memory] = _said("We deploy to production every Friday afternoon.")
+    assert memory == "The user and others deploy to production every Friday afternoon."
+    [named] = _said("We moved to Osaka last spring.", speaker="Maya")
+    assert named.startswith("Maya and family moved to Osaka")  # two people chatting: the household
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        "Please explain how a B-tree differs from a binary search tree.",
+        "Would you review my plan for the migration?",
+        "Can you please help me with the cover letter.",
+        "Explain why the build is slow.",
+    ],
+)
+def test_a_task_for_the_assistant_is_no_memory(request_: str) -> None:
+    assert _said(request_) == []
+
+
+def test_a_fact_beside_a_request_is_kept() -> None:
+    assert _said("I teach chemistry at a school. Could you suggest a demo for my class?") == [
+        "The user teaches chemistry at a school."
+    ]
