@@ -25,7 +25,7 @@ import contextlib
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from aws_lambda_powertools import Logger
 from waitress.adjustments import Adjustments
@@ -41,6 +41,16 @@ class ServerLimits:
     per_client: int = 20
     idle_timeout: float = 10.0
     request_timeout: float = 30.0
+
+
+class Listen(TypedDict, total=False):
+    """Where and how a server listens: the one parameter list of ``create_guarded_server`` and
+    ``local_server.make_server`` (which passes it through)."""
+
+    host: str  # default 127.0.0.1
+    port: int  # default 8000; 0 picks a free port
+    threads: int  # default 8
+    sock: socket.socket | None  # a listening socket to accept on instead of binding host:port
 
 
 class GuardedChannel(HTTPChannel):
@@ -122,20 +132,12 @@ def _close(conn: socket.socket) -> None:
         conn.close()
 
 
-def create_guarded_server(
-    application: Any,
-    limits: ServerLimits,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    threads: int = 8,
-    sock: socket.socket | None = None,
-) -> GuardedServer:
+def create_guarded_server(application: Any, limits: ServerLimits, **listen: Unpack[Listen]) -> GuardedServer:
     """A ``GuardedServer`` on ``host:port`` (or accepting on the listening ``sock``), not yet running."""
     adj = Adjustments(
-        host=host,
-        port=port,
-        threads=threads,
+        host=listen.get("host", "127.0.0.1"),
+        port=listen.get("port", 8000),
+        threads=listen.get("threads", 8),
         ident="memstack",
         # The limits above are enforced here; waitress's own must never be what stops accepting.
         connection_limit=limits.total + 16,
@@ -143,6 +145,7 @@ def create_guarded_server(
         cleanup_interval=1,
     )
     map_: dict[int, Any] = {}
+    sock = listen.get("sock")
     if sock is None:
         return GuardedServer(application, limits, map=map_, adj=adj, sockinfo=adj.listen[0])
     info = (sock.family, sock.type, sock.proto, sock.getsockname())

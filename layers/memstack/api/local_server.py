@@ -13,14 +13,13 @@ One structured log line per request (Powertools Logger, JSON on stdout).
 from __future__ import annotations
 
 import base64
-import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 from urllib.parse import parse_qs
 
 from aws_lambda_powertools import Logger, Metrics
@@ -34,7 +33,7 @@ from memstack.service import MemoryService
 from memstack.settings import Settings
 
 if TYPE_CHECKING:
-    from memstack.api.guarded_server import ServerLimits
+    from memstack.api.guarded_server import Listen, ServerLimits
 
 logger = Logger(service="memstack-api")
 
@@ -277,26 +276,16 @@ class LocalApi:
         self._close_persistence()
 
 
-def make_server(
-    service: MemoryService,
-    settings: Settings,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    threads: int = 8,
-    sock: socket.socket | None = None,
-) -> tuple[Any, LocalApi]:
+def make_server(service: MemoryService, settings: Settings, **listen: Unpack[Listen]) -> tuple[Any, LocalApi]:
     """A waitress server (not running yet; connections bounded) and its WSGI app; ``port=0``: a free port.
 
-    ``sock`` is a listening socket to accept on instead (``memstack serve --workers``:
-    every worker process accepts on the one socket the parent bound).
+    ``listen`` is ``guarded_server.Listen`` (host, port, threads, or ``sock``: a listening
+    socket to accept on instead, as every ``memstack serve --workers`` process does).
     """
     from memstack.api.guarded_server import create_guarded_server  # waitress: not in the Lambda layer
 
     api = LocalApi(service, settings)
-    server = create_guarded_server(
-        api, server_limits(settings), host=host, port=port, threads=threads, sock=sock
-    )
-    return server, api
+    return create_guarded_server(api, server_limits(settings), **listen), api
 
 
 def server_limits(settings: Settings) -> ServerLimits:

@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+from aws_lambda_powertools import Logger
 from pydantic import Field
 
 from memstack.domain.chunks import chunk_message_id, split_chunks
@@ -40,6 +41,8 @@ from memstack.ports.queue import Job, JobQueue
 from memstack.ports.stm import ShortTermStore, StmEntry
 from memstack.ports.store import MemoryStore
 from memstack.section import fixed
+
+logger = Logger(service="memstack", child=True)
 
 #: every raw turn's memory id starts with it; LTM ids (``models.new_id``) are uuid4 hex
 _TURN_PREFIX = "stm_"
@@ -136,6 +139,8 @@ class Ingestor:
         self.config = config
         self.queue = queue
         self.unit: UnitOfWork = unit or nullcontext
+        #: the STM and store writes of an add are one transaction (else a failure is compensated)
+        self.transactional = unit is not None
 
     def add(
         self,
@@ -188,12 +193,33 @@ class Ingestor:
         fence = Fence.at(now)  # an erase of the user while this runs refuses its writes
         with self.unit():  # the entries and their turns: stored together, or (a failure) neither
             stored = self.stm.append(entries, fence=fence)
-            self._index_turns(tenant, user_id, turns, vectors, fence)
+            try:
+                self._index_turns(tenant, user_id, turns, vectors, fence)
+            except BaseException:
+                if not self.transactional:  # no one transaction to roll back: take the entries back
+                    self._withdraw(tenant, user_id, stored)
+                raise
         message_ids = [m.id for m in stamped]
         jobs = self._enqueue(tenant, user_id, message_ids, stored, now, metadata) if owed else []
         return IngestResult(
             accepted=[m.id for m in stamped], stored=stored, queued=len(jobs), job_ids=[j.id for j in jobs]
         )
+
+    def _withdraw(self, tenant: str, user_id: str, stored: list[str]) -> None:
+        """Take back the STM entries this add stored, because its turns could not be indexed.
+
+        The store's own write is all or nothing, so after this nothing of the
+        add is left. If the take-back fails too (the same outage), the entries
+        stay "pending" and the client's retry (it got a 503) completes the add.
+        """
+        if not stored:
+            return
+        try:
+            self.stm.withdraw(tenant, user_id, stored)
+        except Exception:  # the original failure is the one to report
+            logger.warning(
+                "an add failed and its STM entries could not be taken back", extra={"entries": len(stored)}
+            )
 
     def _turn_records(
         self,

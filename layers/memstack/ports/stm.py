@@ -37,6 +37,14 @@ class ShortTermStore(Protocol):
         """
         ...
 
+    def withdraw(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
+        """Take back entries an add just stored, when the rest of that add failed; returns how many.
+
+        Only the ids ``append`` returned to that add (its own new entries) are
+        ever passed, so an entry another request stored is never touched.
+        """
+        ...
+
     def get(self, tenant: str, user_id: str, message_id: str) -> StmEntry | None: ...
 
     def unextracted(self, tenant: str, user_id: str, message_ids: list[str]) -> dict[str, datetime]:

@@ -16,9 +16,10 @@ Items of one user share the partition ``pk = "<tenant>#<user_id>"``:
 A request's messages are written in as few transactions as DynamoDB allows
 (up to 49 messages, 100 actions with the erase fence, ~3 MB each), each all-or-nothing; a message id
 already stored drops out of its transaction, which is then sent again. If a
-later transaction fails, the earlier ones stay written and the caller gets a
-503: its retry stores the rest, and the outbox re-enqueues what the first
-attempt stored but never queued.
+later transaction fails, the earlier ones are taken back (``withdraw``) and the
+caller gets a 503: nothing of the request is stored, and its retry stores it
+all. (An enqueue that fails after every write is another matter: the entries
+are stored and owed, and the outbox re-enqueues them.)
 
 A message longer than one item may hold (400 KB) is stored in **parts**,
 ``sk = "part#<message id>#<n>"``, written in the same transaction as its entry
@@ -125,6 +126,16 @@ def _entry(item: dict[str, Any], text: str | None = None) -> StmEntry:
         expires_at=int(v["expires_at"]),
         consolidated=bool(v["consolidated"]),
     )
+
+
+def _by_user(entries: list[StmEntry], message_ids: list[str]) -> dict[tuple[str, str], list[str]]:
+    """``message_ids`` (of ``entries``) grouped by the user whose entries they are."""
+    wanted = set(message_ids)
+    out: dict[tuple[str, str], list[str]] = {}
+    for e in entries:
+        if e.message.id in wanted:
+            out.setdefault((e.tenant, e.user_id), []).append(e.message.id)
+    return out
 
 
 def create_stm_table(client: Any, table_name: str) -> None:
@@ -369,9 +380,43 @@ class DynamoDbShortTermStore:
             first.setdefault((e.tenant, e.user_id, e.message.id), e)
         unique = list(first.values())
         stored: list[str] = []
-        for batch in size_batches(unique, _TX_MESSAGES, _TX_BYTES, _approx_bytes):
-            stored += self._write_all_new(batch, fence)
+        try:
+            for batch in size_batches(unique, _TX_MESSAGES, _TX_BYTES, _approx_bytes):
+                stored += self._write_all_new(batch, fence)
+        except BaseException:
+            # All or nothing across the transactions: a later one failing takes back the earlier ones.
+            if stored:
+                self._withdraw_all(unique, stored)
+            raise
         return stored
+
+    def _withdraw_all(self, entries: list[StmEntry], stored: list[str]) -> None:
+        for (tenant, user_id), ids in _by_user(entries, stored).items():
+            self.withdraw(tenant, user_id, ids)
+
+    @aws_dependency(STM)
+    def withdraw(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
+        pk = partition_key(tenant, user_id)
+        pairs = []
+        for message_id in message_ids:
+            guard = self._guard(tenant, user_id, message_id)
+            if guard is not None:
+                pairs.append(
+                    [
+                        _item({"pk": pk, "sk": guard["entry_sk"]}),
+                        _item({"pk": pk, "sk": GUARD_PREFIX + message_id}),
+                    ]
+                )
+        # Entry and guard go together (one transaction per 50 messages): a guard left without
+        # its entry would refuse the message id forever, an entry without its guard be orphaned.
+        for start in range(0, len(pairs), _TX_MESSAGES + 1):
+            actions = [
+                {"Delete": {"TableName": self.table, "Key": key}}
+                for pair in pairs[start : start + _TX_MESSAGES + 1]
+                for key in pair
+            ]
+            self.client.transact_write_items(TransactItems=actions)
+        return len(pairs)
 
     @aws_dependency(STM)
     def get(self, tenant: str, user_id: str, message_id: str) -> StmEntry | None:

@@ -67,6 +67,18 @@ class EmbeddedShortTermStore:
                     stored.append(e.message.id)
         return stored
 
+    def withdraw(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
+        withdrawn = 0
+        with self.db.write() as conn:
+            for start in range(0, len(message_ids), 500):
+                chunk = message_ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                withdrawn += conn.execute(
+                    f"DELETE FROM stm WHERE tenant = ? AND user_id = ? AND message_id IN ({marks})",
+                    (tenant, user_id, *chunk),
+                ).rowcount
+        return withdrawn
+
     def get(self, tenant: str, user_id: str, message_id: str) -> StmEntry | None:
         row = (
             self.db.read()
