@@ -89,7 +89,10 @@ def test_memstack_serve_with_worker_processes_answers_and_stops_on_sigterm(tmp_p
                 headers={"X-Api-Key": "bench-key", "Content-Type": "application/json"},
             )
             response = c.getresponse()
-            assert response.status == 200 and b"chess on Sundays" in response.read()
+            body = response.read()
+            # On failure, the processes' own log says why (a 500 logs its traceback there).
+            log = "".join(server._output[-60:])
+            assert response.status == 200 and b"chess on Sundays" in body, (response.status, body, log)
             c.close()
         proc = server._proc
     assert proc is not None and proc.returncode == 0

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import sqlite3
@@ -37,7 +38,7 @@ from memstack.bench.server_process import ServerProcess
 from memstack.factory import build_service
 from memstack.settings import load_settings
 
-from tests.api.conftest import build_api
+from tests.api.conftest import build_api, rest_event
 from tests.reliability.traces import file_bytes, table_counts
 from tests.waiting import wait_until
 
@@ -315,3 +316,55 @@ def test_an_owed_scrub_is_finished_by_the_next_process(tmp_path: Path) -> None:
     raw = file_bytes(settings.data_dir)
     assert not [w for w in WORDS if w.encode() in raw]
     again.close()
+
+
+# ------------------------------------------------------------------ contention between processes
+def _real_busy_error(tmp_path: Path) -> sqlite3.OperationalError:
+    """The error SQLite raises when another process holds the file past the busy timeout."""
+    path = tmp_path / "contended.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        assert exc.sqlite_errorcode == sqlite3.SQLITE_BUSY
+        return exc
+    finally:
+        other.close()
+        holder.close()
+    raise AssertionError("no SQLITE_BUSY")
+
+
+@pytest.mark.parametrize(
+    "method, path, fault, kwargs",
+    [
+        ("GET", "/v1/memories", "list", {"query": {"user_id": "alice"}}),
+        ("POST", "/v1/memories/search", "read_view", {"body": {"user_id": "alice", "query": "chess"}}),
+        (
+            "POST",
+            "/v1/memories",
+            "put",
+            {"body": {"user_id": "alice", "messages": [{"role": "user", "content": "x"}]}},
+        ),
+    ],
+)
+def test_sqlite_contention_is_503_with_retry_after_not_500(
+    faulty_service: Any, tmp_path: Path, method: str, path: str, fault: str, kwargs: dict[str, Any]
+) -> None:
+    """Two ``memstack serve --workers`` processes (or the CLI beside the server) share the file:
+    a busy file is an outage of a moment (503 + Retry-After, nothing stored), never a 500."""
+    from tests.reliability.faults import Fail
+
+    service = faulty_service(store_faults={fault: Fail(_real_busy_error(tmp_path))})
+    api = build_api(service, service.settings)
+    before = table_counts(service.settings.db_path)
+    result = api.app.resolve(rest_event(method, path, **kwargs), None)
+    answer = json.loads(result["body"])
+    assert result["statusCode"] == 503 and answer["error"]["code"] == "dependency_failed", answer
+    assert "busy" in answer["error"]["message"]
+    headers = {k.lower(): v for k, v in (result.get("multiValueHeaders") or {}).items()}
+    assert headers.get("retry-after") == ["1"], result
+    assert table_counts(service.settings.db_path) == before

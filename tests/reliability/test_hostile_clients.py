@@ -406,3 +406,57 @@ def test_non_ascii_paths_over_http_are_read_as_utf8(live_server: str) -> None:
     erase = requests.delete(f"{live_server}/v1/users/alice%0A", headers=headers, timeout=30)
     assert erase.status_code == 422
     assert requests.get(url, params={"user_id": "alice"}, headers=headers, timeout=30).status_code == 200
+
+
+# ------------------------------------------------------------------ found probing a live server
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("POST", "/v1/memories"),
+        ("POST", "/v1/memories/search"),
+        ("PUT", "/v1/memories/keys/k"),
+        ("PATCH", "/v1/memories/m1"),
+        ("POST", "/v1/consolidations"),
+    ],
+)
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "image/png"])
+@pytest.mark.parametrize("body", [None, ""])
+def test_an_empty_body_under_any_content_type_is_422_not_500(
+    hostile, method: str, path: str, content_type: str, body: str | None
+) -> None:
+    """``curl -X POST -H 'Content-Type: text/plain'`` with no data answered 500 ("unsupported content type")."""
+    api, _, settings = hostile
+    before = table_counts(settings.db_path)
+    status, answer = api(method, path, body=body, headers={"Content-Type": content_type})
+    assert_error(status, answer, 422, "validation_error", "body")
+    assert table_counts(settings.db_path) == before
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"Content-Length: -1\r\n",
+        b"Content-Length: 10\r\nContent-Length: 20\r\n",
+        b"X-Api-Key: \x00\r\n",
+        b"Idempotency-Key: a\nb\r\n",
+    ],
+)
+def test_http_the_server_cannot_parse_is_answered_in_the_error_shape(live_server: str, header: bytes) -> None:
+    """waitress's own 400s (before any route runs) were plain text; clients parse one shape."""
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(live_server)
+    with socket.create_connection((url.hostname, url.port), timeout=30) as sock:
+        sock.sendall(
+            b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Api-Key: acme-key\r\n"
+            b"Content-Type: application/json\r\n" + header + b"\r\n{}"
+        )
+        raw = b""
+        while chunk := sock.recv(65536):
+            raw += chunk
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.split(b" ", 2)[1] == b"400", head  # HTTP/1.0 when the request line itself was unreadable
+    assert b"content-type: application/json" in head.lower()
+    answer = json.loads(body)
+    assert answer["error"]["code"] == "bad_request" and answer["error"]["message"], answer

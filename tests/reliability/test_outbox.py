@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memstack.adapters.dynamodb.stm import _TX_MESSAGES, DynamoDbShortTermStore
+from memstack.adapters.dynamodb.stm import DynamoDbShortTermStore
 from memstack.domain.ingest import extraction_job
 from memstack.errors import Conflict, DependencyFailed
 from memstack.models import MemoryFilters, Message, Tier
@@ -121,20 +121,20 @@ def test_the_same_message_after_an_erase_is_a_new_job(faulty_service: ServiceFac
 
 
 # --------------------------------------------------------------- DynamoDB STM
-def test_dynamodb_batch_half_written_is_resumed_by_the_retry(
+def test_dynamodb_batch_half_written_is_taken_back_and_the_retry_stores_it_all(
     faulty_service: ServiceFactory, ddb: Any, tmp_path: Path
 ) -> None:
-    """60 messages are two transactions (44 + 16); the second fails: the retry stores it, queues both."""
+    """60 messages are two transactions (44 + 16); the second fails: the first is withdrawn (issue 25),
+    and the retry stores and queues all 60, each extracted once."""
     flaky = Faulty(ddb, transact_write_items=Fail(server_error("TransactWriteItems"), on_call=2))
     service = faulty_service(stm=DynamoDbShortTermStore(STM_TABLE, client=flaky))
     messages = [Message(id=f"m{i}", content=f"My friend number {i} is called Name{i}.") for i in range(60)]
     with pytest.raises(DependencyFailed, match="retry"):
         service.add(T, U, messages)
     ids = [m.id for m in messages]
-    first = _TX_MESSAGES  # messages in one transaction
-    assert len(service.stm.unextracted(T, U, ids)) == first  # the first transaction, whole
+    assert service.stm.unextracted(T, U, ids) == {}  # the first transaction taken back: nothing owed
     result = service.add(T, U, messages, sync=True)
-    assert sorted(result.stored) == sorted(ids[first:]) and result.queued == 60 and result.processed
+    assert sorted(result.stored) == sorted(ids) and result.queued == 60 and result.processed
     assert service.stm.unextracted(T, U, ids) == {}
     sources = Counter(s for r in ltm(service) for s in r.source_ids)
     assert set(sources) == set(ids) and max(sources.values()) == 1  # every one extracted, none twice

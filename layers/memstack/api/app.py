@@ -158,11 +158,11 @@ def as_json_request(event: Mapping[str, Any]) -> dict[str, Any]:
 
     Every body of this API is JSON. ``curl -d`` sends form encoding by default,
     which the resolver would otherwise parse into a nonsense field name; treated
-    as JSON it either works or gets a clear ``malformed_json`` answer.
+    as JSON it either works or gets a clear ``malformed_json`` answer. An empty
+    body is declared JSON too: under another Content-Type the resolver raised
+    "unsupported content type" (a 500) instead of answering 422 "body: Field required".
     """
     out = dict(event)
-    if not out.get("body"):
-        return out
     headers = {k: v for k, v in (out.get("headers") or {}).items() if k.lower() != "content-type"}
     multi = {k: v for k, v in (out.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
     headers["Content-Type"] = content_types.APPLICATION_JSON

@@ -21,6 +21,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 
 from memstack.adapters.aws_errors import as_dependency_failure
+from memstack.adapters.embedded.database import as_store_busy
 from memstack.errors import MemstackError
 
 logger = Logger(service="memstack-api", child=True)
@@ -151,10 +152,10 @@ def install_error_handlers(app: APIGatewayRestResolver) -> None:
     @app.exception_handler(Exception)
     def _unexpected(exc: Exception) -> Response:
         # An AWS SDK error an adapter let through is still an outage (503), not a bug.
-        failure = as_dependency_failure("an AWS service", exc)
+        # So is SQLite contention between processes sharing the data file (503, Retry-After).
+        failure = as_dependency_failure("an AWS service", exc) or as_store_busy(exc)
         if failure is not None:
-            logger.error("dependency failed", extra={"code": failure.code, "error": failure.message})
-            return error_response(failure.status, failure.code, failure.message)
+            return _memstack(failure)
         # A bug, never the caller's input: log it whole, answer without internals.
         logger.exception("unhandled error")
         return error_response(500, "internal_error", "the server failed to handle this request")

@@ -31,6 +31,9 @@ from aws_lambda_powertools import Logger
 from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
 from waitress.server import TcpWSGIServer
+from waitress.task import ErrorTask
+
+from memstack.api.errors import error_body
 
 logger = Logger(service="memstack-api", child=True)
 
@@ -53,9 +56,33 @@ class Listen(TypedDict, total=False):
     sock: socket.socket | None  # a listening socket to accept on instead of binding host:port
 
 
+#: waitress's own refusals (HTTP it cannot parse), by status: the machine-readable code
+_PARSE_ERRORS = {
+    400: "bad_request",
+    413: "body_too_large",
+    431: "headers_too_large",
+    501: "not_implemented",
+}
+
+
+class JsonErrorTask(ErrorTask):
+    """waitress's answer to a request it cannot parse (a bad header, a bad Content-Length, a
+    bare LF), in the API's one error shape instead of waitress's plain text."""
+
+    def execute(self) -> None:
+        e = self.request.error
+        body = error_body(_PARSE_ERRORS.get(e.code, "internal_error"), f"{e.reason}: {e.body}").encode()
+        self.status = f"{e.code} {e.reason}"
+        self.response_headers.append(("Content-Type", "application/json"))
+        self.set_close_on_finish()
+        self.content_length = len(body)
+        self.write(body)
+
+
 class GuardedChannel(HTTPChannel):
     """An HTTP connection that remembers when the request it is reading began."""
 
+    error_task_class = JsonErrorTask
     request_started: float | None = None
 
     def received(self, data: bytes) -> bool:
