@@ -424,7 +424,7 @@ def test_non_ascii_paths_over_http_are_read_as_utf8(live_server: str) -> None:
 def test_an_empty_body_under_any_content_type_is_422_not_500(
     hostile, method: str, path: str, content_type: str, body: str | None
 ) -> None:
-    """``curl -X POST -H 'Content-Type: text/plain'`` with no data answered 500 ("unsupported content type")."""
+    """``curl -X POST -H 'Content-Type: text/plain'`` with no data answered 500 (unsupported content type)."""
     api, _, settings = hostile
     before = table_counts(settings.db_path)
     status, answer = api(method, path, body=body, headers={"Content-Type": content_type})
