@@ -276,7 +276,7 @@ def test_an_add_whose_memory_store_write_fails_leaves_nothing_and_its_retry_stor
 def test_a_dynamodb_stm_write_spanning_transactions_is_taken_back_when_a_later_one_fails(
     tmp_path: Path,
 ) -> None:
-    """60 messages are two STM transactions: the second failing takes back the first's 49 entries."""
+    """60 messages are two STM transactions: the second failing takes back the first's entries."""
     with mock_aws():
         client = dynamodb_client()
         create_memories_table(client)
@@ -300,3 +300,19 @@ def test_a_dynamodb_stm_write_spanning_transactions_is_taken_back_when_a_later_o
         result = ingestor.add(TENANT, USER, messages, now=NOW)
         assert len(result.stored) == 60 and result.queued == 60
         assert len(client.scan(TableName=STM_TABLE)["Items"]) == 120  # an entry and a guard each
+
+
+def test_a_withdrawn_long_message_leaves_none_of_its_text_parts(tmp_path: Path) -> None:
+    """A message over one DynamoDB item is stored in parts; taking the add back takes the parts too."""
+    with mock_aws():
+        client = dynamodb_client()
+        create_memories_table(client)
+        create_stm_table(client, STM_TABLE)
+        stm = DynamoDbShortTermStore(STM_TABLE, client=client)
+        faulty = Faulty(client, transact_write_items=Fail(server_error("TransactWriteItems"), times=10**6))
+        store = DynamoDBMemoryStore(TABLE, faulty)
+        ingestor = _ingestor(store, stm, LocalJobQueue(Database(tmp_path / "queue.sqlite3")))
+        long = Message(id="long", role="user", content="I moved to Tallinn. " * 40_000, timestamp=NOW)
+        with pytest.raises(DependencyFailed):
+            ingestor.add(TENANT, USER, [long], now=NOW)
+        assert client.scan(TableName=STM_TABLE)["Items"] == []  # no entry, guard or part

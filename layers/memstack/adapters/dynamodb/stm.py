@@ -14,7 +14,7 @@ Items of one user share the partition ``pk = "<tenant>#<user_id>"``:
   extraction job finishes), so checking or marking it is one keyed call.
 
 A request's messages are written in as few transactions as DynamoDB allows
-(up to 49 messages, 100 actions with the erase fence, ~3 MB each), each all-or-nothing; a message id
+(up to 44 messages, 100 actions with the erase fence and parts, ~3 MB each), each all-or-nothing; a message id
 already stored drops out of its transaction, which is then sent again. If a
 later transaction fails, the earlier ones are taken back (``withdraw``) and the
 caller gets a 503: nothing of the request is stored, and its retry stores it
@@ -397,25 +397,29 @@ class DynamoDbShortTermStore:
     @aws_dependency(STM)
     def withdraw(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
         pk = partition_key(tenant, user_id)
-        pairs = []
+        pairs, parts = [], []
         for message_id in message_ids:
             guard = self._guard(tenant, user_id, message_id)
-            if guard is not None:
-                pairs.append(
-                    [
-                        _item({"pk": pk, "sk": guard["entry_sk"]}),
-                        _item({"pk": pk, "sk": GUARD_PREFIX + message_id}),
-                    ]
-                )
+            if guard is None:
+                continue
+            entry_key = _item({"pk": pk, "sk": guard["entry_sk"]})
+            entry = self.client.get_item(
+                TableName=self.table, Key=entry_key, ConsistentRead=True, ProjectionExpression="text_parts"
+            ).get("Item")
+            n_parts = int(_plain(entry).get("text_parts") or 0) if entry else 0
+            pairs.append([entry_key, _item({"pk": pk, "sk": GUARD_PREFIX + message_id})])
+            parts += [_item({"pk": pk, "sk": part_key(message_id, i)}) for i in range(n_parts)]
         # Entry and guard go together (one transaction per 50 messages): a guard left without
         # its entry would refuse the message id forever, an entry without its guard be orphaned.
-        for start in range(0, len(pairs), _TX_MESSAGES + 1):
+        for start in range(0, len(pairs), 50):
             actions = [
                 {"Delete": {"TableName": self.table, "Key": key}}
-                for pair in pairs[start : start + _TX_MESSAGES + 1]
+                for pair in pairs[start : start + 50]
                 for key in pair
             ]
             self.client.transact_write_items(TransactItems=actions)
+        # Then a long message's text parts (no entry points at them any more).
+        self._delete_keys(parts)
         return len(pairs)
 
     @aws_dependency(STM)
