@@ -153,3 +153,15 @@ def test_export_of_a_user_with_no_data_says_where_it_looked(tmp_path: Path, conv
     out = run(["export", "--user", "maya"], data)
     assert out.returncode == 2 and "'maya'" in out.stderr and "has no memories" in out.stderr
     assert run(["export", "--user", "sam"], data).stdout.count("\n") > 1
+
+
+@pytest.mark.parametrize(
+    "command", [["ingest", "-"], ["search", "x"], ["memories"], ["export"], ["consolidate"]]
+)
+@pytest.mark.parametrize("user", ["bad user", "../../etc", "x" * 129])
+def test_the_cli_refuses_user_ids_the_api_refuses(tmp_path: Path, command: list[str], user: str) -> None:
+    """They were accepted, and what was stored under them could never be reached over REST or MCP."""
+    data = tmp_path / "store"
+    out = run([*command, "--user", user], data, stdin='{"role": "user", "content": "hello"}\n')
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "not a user id the API accepts" in out.stderr.replace("\n", " ")

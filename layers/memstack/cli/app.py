@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -69,6 +70,19 @@ def open_service(settings: Settings | None = None) -> Iterator[MemoryService]:
         yield service
     finally:
         service.close()
+
+
+def checked_user(value: str | None) -> str | None:
+    """A ``--user`` under the API's rule for user ids: data stored under any other id could
+    never be reached over REST or MCP (``"bad user"``, ``../../etc``)."""
+    from memstack.api.schemas import ID_PATTERN
+
+    if value is not None and (len(value) > 128 or not re.fullmatch(ID_PATTERN, value)):
+        raise typer.BadParameter(
+            f"{value!r} is not a user id the API accepts: 1-128 characters, letters and digits first, "
+            "then letters, digits and . _ @ : + = -"
+        )
+    return value
 
 
 def tenant_or_default(tenant: str | None, settings: Settings) -> str:

@@ -8,14 +8,22 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from memstack.cli.app import console, open_service, print_json, settings_from_cli, tenant_or_default
+from memstack.cli.app import (
+    checked_user,
+    console,
+    open_service,
+    print_json,
+    settings_from_cli,
+    tenant_or_default,
+)
 
 _COUNTS = ("read", "resumed", "groups", "summaries", "syntheses", "written", "updated", "unchanged", "marked")
 
 
 def consolidate(
     user: Annotated[
-        str | None, typer.Option("--user", "-u", help="one user (default: every due user)")
+        str | None,
+        typer.Option("--user", "-u", help="one user (default: every due user)", callback=checked_user),
     ] = None,
     tenant: Annotated[str | None, typer.Option()] = None,
     wait: Annotated[bool, typer.Option(help="without --user: run the fanned-out jobs here and wait")] = True,

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from memstack.cli.app import (
     UserError,
+    checked_user,
     console,
     open_service,
     plural,
@@ -50,7 +51,9 @@ def read_messages(stream: TextIO, source: str, timezone: str = "UTC") -> list[Me
 
 def ingest(
     file: Annotated[str, typer.Argument(help="JSON-lines file of messages, or - for standard input")],
-    user: Annotated[str, typer.Option("--user", "-u", help="user the messages belong to")],
+    user: Annotated[
+        str, typer.Option("--user", "-u", help="user the messages belong to", callback=checked_user)
+    ],
     session: Annotated[str | None, typer.Option("--session", "-s", help="conversation session id")] = None,
     tenant: Annotated[str | None, typer.Option(help="tenant (default: MEMSTACK_DEFAULT_TENANT)")] = None,
     scope: Annotated[

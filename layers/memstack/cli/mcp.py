@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from memstack.cli.app import UserError, open_service, settings_from_cli, tenant_or_default
+from memstack.cli.app import UserError, checked_user, open_service, settings_from_cli, tenant_or_default
 from memstack.cli.serve import background_jobs
 
 if TYPE_CHECKING:
@@ -55,7 +55,13 @@ def check_credential(client: MemoryClient, url: str) -> None:
 
 def mcp(
     user: Annotated[
-        str | None, typer.Option("--user", "-u", help="the one user the tools act for (MEMSTACK_MCP_USER_ID)")
+        str | None,
+        typer.Option(
+            "--user",
+            "-u",
+            help="the one user the tools act for (MEMSTACK_MCP_USER_ID)",
+            callback=checked_user,
+        ),
     ] = None,
     agent: Annotated[
         str | None,

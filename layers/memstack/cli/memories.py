@@ -9,7 +9,14 @@ import typer
 from rich.table import Table
 
 from memstack.api.routes_memories import memory_out
-from memstack.cli.app import console, open_service, print_json, settings_from_cli, tenant_or_default
+from memstack.cli.app import (
+    checked_user,
+    console,
+    open_service,
+    print_json,
+    settings_from_cli,
+    tenant_or_default,
+)
 from memstack.cli.when import when_said
 from memstack.models import Kind, ListOrder, MemoryFilters, Tier
 
@@ -22,7 +29,7 @@ class Order(StrEnum):
 
 
 def memories(
-    user: Annotated[str, typer.Option("--user", "-u")],
+    user: Annotated[str, typer.Option("--user", "-u", callback=checked_user)],
     tenant: Annotated[str | None, typer.Option()] = None,
     tier: Annotated[Tier | None, typer.Option(help="stm or ltm")] = None,
     kind: Annotated[Kind | None, typer.Option()] = None,

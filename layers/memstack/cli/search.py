@@ -10,6 +10,7 @@ from rich.table import Table
 from memstack.api.routes_memories import memory_out
 from memstack.cli.app import (
     UserError,
+    checked_user,
     console,
     open_service,
     print_json,
@@ -23,7 +24,7 @@ from memstack.models import MemoryFilters
 
 def search(
     query: Annotated[str, typer.Argument(help="what to look for")],
-    user: Annotated[str, typer.Option("--user", "-u")],
+    user: Annotated[str, typer.Option("--user", "-u", callback=checked_user)],
     k: Annotated[int, typer.Option("--top-k", "--k", "-k", help="number of results (the API's top_k)")] = 10,
     session: Annotated[str | None, typer.Option("--session", "-s")] = None,
     tenant: Annotated[str | None, typer.Option()] = None,

@@ -10,6 +10,7 @@ import typer
 
 from memstack.cli.app import (
     UserError,
+    checked_user,
     err_console,
     open_service,
     print_json,
@@ -21,7 +22,7 @@ from memstack.models import MemoryFilters
 
 
 def export(
-    user: Annotated[str, typer.Option("--user", "-u", help="whose memories")],
+    user: Annotated[str, typer.Option("--user", "-u", help="whose memories", callback=checked_user)],
     tenant: Annotated[str | None, typer.Option()] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="file to write (default: stdout)")] = None,
 ) -> None:
@@ -53,7 +54,10 @@ def export(
 def import_(
     path: Annotated[Path, typer.Argument(help="a file `memstack export` wrote ('-' for stdin)")],
     user: Annotated[
-        str | None, typer.Option("--user", "-u", help="import as this user (default: as exported)")
+        str | None,
+        typer.Option(
+            "--user", "-u", help="import as this user (default: as exported)", callback=checked_user
+        ),
     ] = None,
     tenant: Annotated[str | None, typer.Option(help="import into this tenant (default: as exported)")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
