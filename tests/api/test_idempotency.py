@@ -68,7 +68,7 @@ def test_keys_are_scoped_by_tenant(api: Api) -> None:
 
 
 def test_a_failed_request_does_not_burn_the_key(api: Api) -> None:
-    bad = {**BODY, "messages": [{"role": "user", "content": "x" * 20_000}]}
+    bad = {**BODY, "messages": [{"role": "narrator", "content": "hello"}]}
     assert api("POST", "/v1/memories", body=bad, headers={"Idempotency-Key": "k"})[0] == 422
     assert api("POST", "/v1/memories", body=BODY, headers={"Idempotency-Key": "k"})[0] == 202
     assert _count(api) == 1
