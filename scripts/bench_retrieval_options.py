@@ -21,12 +21,10 @@ from pathlib import Path
 
 import numpy as np
 from memstack.domain.retrieval.pipeline import Retriever
-from memstack.domain.retrieve import SearchRequest
 from memstack.evaluation.embedding_cache import CachedEmbedder
 from memstack.evaluation.locomo import load_locomo
-from memstack.evaluation.runner import TENANT, USER, conversation_services
+from memstack.evaluation.runner import conversation_services, question_request
 from memstack.factory import build_embedder
-from memstack.models import MemoryFilters
 from memstack.settings import load_settings
 
 
@@ -71,14 +69,7 @@ def main() -> None:
         default = Retriever(service.store, fixed, base.retrieval)  # type: ignore[arg-type]
         others = {n: Retriever(service.store, fixed, c) for n, c in variants.items()}  # type: ignore[arg-type]
         for text in questions:
-            req = SearchRequest(
-                tenant=TENANT,
-                user_id=USER,
-                query=text,
-                top_k=50,
-                reference_time=conv.last_session_time,
-                filters=MemoryFilters(),
-            )
+            req = question_request(conv, text, 50)
             ms = default.search(req).stage_durations["total"]
             times["default"].append(ms)
             for name, retriever in others.items():

@@ -40,15 +40,13 @@ import logging
 from pathlib import Path
 
 import numpy as np
-from memstack.domain.retrieve import SearchRequest
 from memstack.evaluation.beam import load_beam
 from memstack.evaluation.embedding_cache import CachedEmbedder
 from memstack.evaluation.locomo import Conversation, load_locomo
 from memstack.evaluation.recall import QuestionResult
-from memstack.evaluation.runner import TENANT, USER, conversation_services
+from memstack.evaluation.runner import conversation_services, question_request
 from memstack.evaluation.separation import auroc
 from memstack.factory import build_embedder
-from memstack.models import MemoryFilters
 from memstack.settings import load_settings
 
 FEATURES = ("rrf_scaled", "query_cosine", "query_coverage")
@@ -70,15 +68,7 @@ def collect(args: argparse.Namespace, features: tuple[str, ...]) -> list[dict]:
         )
         for conv, service in services:
             for q in conv.questions:
-                req = SearchRequest(
-                    tenant=TENANT,
-                    user_id=USER,
-                    query=q.text,
-                    top_k=args.pool,
-                    reference_time=conv.last_session_time,
-                    filters=MemoryFilters(),
-                    explain=True,
-                )
+                req = question_request(conv, q.text, args.pool, explain=True)
                 hits = service.search(req).hits
                 out.append(
                     {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 from memstack.domain.consolidation.scheduler import due_users, job_id, start_consolidation_timer
@@ -11,6 +10,7 @@ from memstack.ports.stm import StmEntry
 from memstack.service import MemoryService
 
 from tests.consolidation.conftest import NOW, START, TURNS, conversation
+from tests.waiting import wait_until
 
 T = "acme"
 
@@ -90,9 +90,7 @@ def test_the_timer_runs_the_scheduler_until_stopped(csvc: MemoryService) -> None
     csvc.queue.start_worker(poll_seconds=0.05)  # type: ignore[attr-defined]
     timer = start_consolidation_timer(csvc, interval_seconds=0.05)
     try:
-        deadline = time.monotonic() + 30
-        while csvc.stm.unconsolidated(T, "busy", NOW) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: not csvc.stm.unconsolidated(T, "busy", NOW), what="the timer's consolidation")
     finally:
         timer.stop()
         csvc.queue.stop_worker()  # type: ignore[attr-defined]

@@ -63,6 +63,20 @@ RETRIEVERS = ("memstack", "bm25", "vector", "bm25-turns", "dense-turns")
 TENANT = "eval"
 USER = "locomo"
 
+
+def question_request(conv: Conversation, text: str, top_k: int, *, explain: bool = False) -> SearchRequest:
+    """The search a benchmark question makes: the eval user, asked as of the conversation's last session."""
+    return SearchRequest(
+        tenant=TENANT,
+        user_id=USER,
+        query=text,
+        top_k=top_k,
+        reference_time=conv.last_session_time,
+        filters=MemoryFilters(),
+        explain=explain,
+    )
+
+
 Progress = Callable[[str, int], None]
 
 
@@ -310,14 +324,7 @@ class _Run:
         plain = TurnBaselines(messages_of(conv), embedder) if self.baselines else None
         start = time.perf_counter()
         for q in conv.questions:
-            req = SearchRequest(
-                tenant=TENANT,
-                user_id=USER,
-                query=q.text,
-                top_k=self.top_k,
-                reference_time=conv.last_session_time,
-                filters=MemoryFilters(),
-            )
+            req = question_request(conv, q.text, self.top_k)
             entry: dict[str, Any] = {
                 "conversation": conv.sample_id,
                 "category": q.category_name,
