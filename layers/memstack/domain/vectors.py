@@ -25,6 +25,24 @@ def normalise(matrix: np.ndarray) -> np.ndarray:
     return (m / norms).astype(np.float32)
 
 
+def top_indices(scores: np.ndarray, n: int) -> np.ndarray:
+    """The positions of the ``n`` highest scores, best first; equal scores in position order.
+
+    Deterministic on every machine: ``argpartition`` alone keeps an arbitrary subset of the
+    scores tied at the cut, in an order that depends on the CPU's sorting kernels (numpy's
+    AVX-512 paths order ties differently), so one store could rank differently per host.
+    """
+    n = min(n, len(scores))
+    if n <= 0:
+        return np.zeros(0, dtype=np.intp)
+    if n < len(scores):
+        cut = np.partition(scores, len(scores) - n)[len(scores) - n]
+        candidates = np.flatnonzero(scores >= cut)  # every score tied at the cut, in position order
+    else:
+        candidates = np.arange(len(scores))
+    return candidates[np.argsort(-scores[candidates], kind="stable")][:n]
+
+
 def coarse_prefix(full: np.ndarray, dim: int) -> np.ndarray:
     """The Matryoshka coarse vector: the first ``dim`` components, re-normalised."""
     return normalise(np.asarray(full, dtype=np.float32)[..., :dim])

@@ -34,7 +34,7 @@ from memstack.adapters.filter_columns import FilterColumns
 from memstack.domain import filter_expr, metadata_filter
 from memstack.domain.bm25 import Bm25Index
 from memstack.domain.text import bm25_document
-from memstack.domain.vectors import from_blob
+from memstack.domain.vectors import from_blob, top_indices
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
 
 
@@ -201,7 +201,5 @@ class Snapshot:
         if not allowed.any():
             return []
         scores = np.where(allowed, self.matrix @ np.asarray(query_coarse, dtype=np.float32), -np.inf)
-        n = min(k, int(allowed.sum()))
-        top = np.argpartition(-scores, n - 1)[:n]
-        top = top[np.argsort(-scores[top], kind="stable")]
+        top = top_indices(scores, min(k, int(allowed.sum())))
         return [ScoredId(id=self.ids[i], score=float(scores[i])) for i in top]

@@ -30,7 +30,7 @@ from memstack.adapters.filter_columns import TIERS, RowsWhere, RowsWithTerms
 from memstack.domain.cursors import decode_row_position, encode_position
 from memstack.domain.erasure import RETENTION_SECONDS, Fence, erasure_key, refuse_if_erased
 from memstack.domain.filter_expr import Node
-from memstack.domain.vectors import from_blob
+from memstack.domain.vectors import from_blob, top_indices
 from memstack.errors import BadRequest, Conflict
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, Tier, UserSummary
 from memstack.ports.store import Candidates, Derived, MemoryStore
@@ -581,9 +581,7 @@ def vector_on(
         scores = matrix[rows] @ q  # few rows pass: score only those
     else:
         scores = (matrix @ q)[rows]
-    n = min(k, len(rows))
-    top = np.argpartition(scores, len(scores) - n)[len(scores) - n :]
-    top = top[np.argsort(-scores[top], kind="stable")]
+    top = top_indices(scores, k)
     positions = rows[top] if len(rows) < view.size else top
     ids = view.ids
     return [
