@@ -46,8 +46,14 @@ $(TS_STAMP): $(TS)/package.json $(TS)/package-lock.json
 test-ts: install $(TS_STAMP)
 	cd $(TS) && MEMSTACK_PYTHON=$(CURDIR)/$(BIN)/python npm test
 
+# The suite runs on every core (pytest-xdist; at most PYTEST_WORKERS processes, each with its own
+# private PostgreSQL): every test is safe in parallel (port 0, tmp_path, no shared state).
+# `make test PYTEST_WORKERS=0` runs it in one process.
+PYTEST_WORKERS ?= 4
+PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),-p no:xdist,-n auto --maxprocesses $(PYTEST_WORKERS))
+
 test: install test-ts
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL)
 
 # The OpenAI-compatible provider against a live llama.cpp server (compiles llama.cpp: slow once).
 test-live-llm: install
