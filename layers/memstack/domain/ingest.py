@@ -12,6 +12,13 @@ between the STM write and the enqueue (the queue, the index, the process),
 the caller gets an error and retries; the retry finds the message already
 stored, but still "pending", and enqueues it again. Extraction job ids are
 derived from the stored entry, so a job sent twice is run once.
+
+Where the STM and the store share no transaction (the AWS backends), an add
+whose turn write fails takes back the entries it stored (``withdraw``), and
+only those it still holds by its claim. A concurrent duplicate (the same
+message ids) that found the entries already stored adopts them before it
+answers yes, so the first add's take-back can no longer remove them; if the
+take-back came first, the duplicate stores them again as its own.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -34,7 +42,7 @@ from memstack.domain.erasure import Fence
 from memstack.domain.indexing import IndexingConfig, index_turns
 from memstack.domain.time.bounds import TimeBounds
 from memstack.domain.vectors import Matryoshka, coarse_prefix
-from memstack.errors import Conflict
+from memstack.errors import Conflict, DependencyFailed
 from memstack.models import MemoryRecord, Message, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.queue import Job, JobQueue
@@ -90,6 +98,9 @@ def extraction_job(
         payload={"message_id": message_id, **({"metadata": metadata} if metadata else {})},
     )
 
+
+#: how often an add stores again what concurrent failing duplicates keep taking back
+_ADOPT_ATTEMPTS = 3
 
 #: a unit of work: the adapters' writes inside it commit together or not at all (the embedded
 #: STM and store share one SQLite file, so one transaction); ``None`` where no such unit exists
@@ -191,31 +202,60 @@ class Ingestor:
             for m in stamped
         ]
         fence = Fence.at(now)  # an erase of the user while this runs refuses its writes
+        claim = uuid.uuid4().hex  # what lets this add, and no other request, take its entries back
         with self.unit():  # the entries and their turns: stored together, or (a failure) neither
-            stored = self.stm.append(entries, fence=fence)
+            stored = self.stm.append(entries, fence=fence, claim=claim)
             try:
                 self._index_turns(tenant, user_id, turns, vectors, fence)
             except BaseException:
                 if not self.transactional:  # no one transaction to roll back: take the entries back
-                    self._withdraw(tenant, user_id, stored)
+                    self._withdraw(tenant, user_id, stored, claim)
                 raise
+        if not self.transactional:
+            stored += self._adopt(entries, stored, fence, claim)
         message_ids = [m.id for m in stamped]
         jobs = self._enqueue(tenant, user_id, message_ids, stored, now, metadata) if owed else []
         return IngestResult(
             accepted=[m.id for m in stamped], stored=stored, queued=len(jobs), job_ids=[j.id for j in jobs]
         )
 
-    def _withdraw(self, tenant: str, user_id: str, stored: list[str]) -> None:
+    def _adopt(self, entries: list[StmEntry], stored: list[str], fence: Fence, claim: str) -> list[str]:
+        """Make entries another request stored this add's too, before it answers yes; the ids stored again.
+
+        The request that stored them may still fail and take them back; adopted,
+        they stay. One it took back first is stored again here, under this add's
+        claim (its turn is indexed: this add just did it).
+        """
+        mine = set(stored)
+        others = [e for e in entries if e.message.id not in mine]
+        again: list[str] = []
+        for _ in range(_ADOPT_ATTEMPTS):
+            if not others:
+                return again
+            tenant, user_id = others[0].tenant, others[0].user_id
+            missing = set(self.stm.adopt(tenant, user_id, [e.message.id for e in others]))
+            lost = [e for e in others if e.message.id in missing]
+            new = self.stm.append(lost, fence=fence, claim=claim) if lost else []
+            again += new
+            others = [e for e in lost if e.message.id not in set(new)]  # stored meanwhile by yet another
+        if not others:
+            return again
+        raise DependencyFailed("concurrent requests with the same message ids kept failing; retry shortly")
+
+    def _withdraw(self, tenant: str, user_id: str, stored: list[str], claim: str) -> None:
         """Take back the STM entries this add stored, because its turns could not be indexed.
 
         The store's own write is all or nothing, so after this nothing of the
-        add is left. If the take-back fails too (the same outage), the entries
-        stay "pending" and the client's retry (it got a 503) completes the add.
+        add is left. Entries a concurrent duplicate adopted meanwhile stay (it
+        answered yes on them). If the take-back fails too (the same outage), the
+        entries stay "pending" with this add's claim: the client got a 503, and its
+        retry finds them stored, indexes their turns, adopts them and enqueues their
+        extraction; without a retry the outbox sweep still extracts them.
         """
         if not stored:
             return
         try:
-            self.stm.withdraw(tenant, user_id, stored)
+            self.stm.withdraw(tenant, user_id, stored, claim)
         except Exception:  # the original failure is the one to report
             logger.warning(
                 "an add failed and its STM entries could not be taken back", extra={"entries": len(stored)}

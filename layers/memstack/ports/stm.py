@@ -28,20 +28,33 @@ class StmEntry(BaseModel):
 
 
 class ShortTermStore(Protocol):
-    def append(self, entries: list[StmEntry], *, fence: Fence | None = None) -> list[str]:
+    def append(
+        self, entries: list[StmEntry], *, fence: Fence | None = None, claim: str | None = None
+    ) -> list[str]:
         """Durably store entries; an existing message id is left untouched.
 
         Returns the ids newly stored (a retried request stores nothing twice). With a
         ``fence``, raises ``Erased`` and stores none when the add began before the last
         erasure of an entry's user (the check in the same transaction as the write).
+        The new entries carry ``claim`` (a token of the add that stores them): only a
+        ``withdraw`` with that claim can take them back, and only until they are adopted.
         """
         ...
 
-    def withdraw(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
+    def withdraw(self, tenant: str, user_id: str, message_ids: list[str], claim: str) -> int:
         """Take back entries an add just stored, when the rest of that add failed; returns how many.
 
-        Only the ids ``append`` returned to that add (its own new entries) are
-        ever passed, so an entry another request stored is never touched.
+        Only entries still held by ``claim`` go: an entry another request stored, or
+        one a concurrent duplicate adopted (it may have answered yes on it), stays.
+        """
+        ...
+
+    def adopt(self, tenant: str, user_id: str, message_ids: list[str]) -> list[str]:
+        """Make entries stored by another request permanent: no ``withdraw`` takes them back any more.
+
+        An add that found its messages already stored (a duplicate or a retry) calls
+        this before it answers yes. Returns the ids not stored (an entry the storing
+        add took back first), which the caller must store again itself.
         """
         ...
 

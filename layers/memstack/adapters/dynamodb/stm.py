@@ -11,7 +11,11 @@ Items of one user share the partition ``pk = "<tenant>#<user_id>"``:
   timestamp, so only the guard can refuse a second write of the same message id
   (a retried request) and find the entry again by message id. The guard also
   holds the entry's ``extraction`` state (the outbox: "pending" until an
-  extraction job finishes), so checking or marking it is one keyed call.
+  extraction job finishes), so checking or marking it is one keyed call. And it
+  holds the ``claim`` of the add that stored it (a token): that add may take the
+  entry back (``withdraw``) while the claim is there; a duplicate of the add that
+  answers yes on the entry first removes the claim (``adopt``), so no take-back
+  can remove what another request accepted.
 
 A request's messages are written in as few transactions as DynamoDB allows
 (up to 44 messages, 100 actions with the erase fence and parts, ~3 MB each), each all-or-nothing; a message id
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -245,7 +250,7 @@ class DynamoDbShortTermStore:
         return len(keys)
 
     # ----------------------------------------------------------------- the port
-    def _items(self, e: StmEntry) -> list[dict[str, Any]]:
+    def _items(self, e: StmEntry, claim: str) -> list[dict[str, Any]]:
         """The guard, the entry and (a long message) the parts of one message, in that order."""
         pk = partition_key(e.tenant, e.user_id)
         sk = entry_sort_key(e.received_at, e.message.id)
@@ -278,6 +283,7 @@ class DynamoDbShortTermStore:
                 "user_id": e.user_id,
                 "expires_at": e.expires_at,
                 "extraction": e.extraction,
+                "claim": claim,
             }
         )
         if len(parts) == 1:
@@ -316,7 +322,7 @@ class DynamoDbShortTermStore:
             out[sk] = "".join(t for t in texts if t is not None)
         return out
 
-    def _write_all_new(self, batch: list[StmEntry], fence: Fence | None) -> list[str]:
+    def _write_all_new(self, batch: list[StmEntry], fence: Fence | None, claim: str) -> list[str]:
         """One transaction for ``batch``; message ids already stored drop out and it is sent again."""
         todo = list(batch)
         for attempt in range(_TX_ATTEMPTS):
@@ -325,7 +331,7 @@ class DynamoDbShortTermStore:
             actions = []
             owner = []  # the index in ``todo`` of each action's message
             for n, e in enumerate(todo):
-                for item in self._items(e):
+                for item in self._items(e, claim):
                     owner.append(n)
                     actions.append(
                         {
@@ -373,7 +379,10 @@ class DynamoDbShortTermStore:
         return not_erased_since(self.table, self._marker_key(tenant, user_id), fence)
 
     @aws_dependency(STM)
-    def append(self, entries: list[StmEntry], *, fence: Fence | None = None) -> list[str]:
+    def append(
+        self, entries: list[StmEntry], *, fence: Fence | None = None, claim: str | None = None
+    ) -> list[str]:
+        claim = claim or uuid.uuid4().hex  # this call's own, to take back its earlier transactions
         # One transaction may not touch an item twice: a repeated message id is the same message.
         first: dict[tuple[str, str, str], StmEntry] = {}
         for e in entries:
@@ -382,45 +391,122 @@ class DynamoDbShortTermStore:
         stored: list[str] = []
         try:
             for batch in size_batches(unique, _TX_MESSAGES, _TX_BYTES, _approx_bytes):
-                stored += self._write_all_new(batch, fence)
+                stored += self._write_all_new(batch, fence, claim)
         except BaseException:
             # All or nothing across the transactions: a later one failing takes back the earlier ones.
             if stored:
-                self._withdraw_all(unique, stored)
+                self._withdraw_all(unique, stored, claim)
             raise
         return stored
 
-    def _withdraw_all(self, entries: list[StmEntry], stored: list[str]) -> None:
+    def _withdraw_all(self, entries: list[StmEntry], stored: list[str], claim: str) -> None:
         for (tenant, user_id), ids in _by_user(entries, stored).items():
-            self.withdraw(tenant, user_id, ids)
+            self.withdraw(tenant, user_id, ids, claim)
 
     @aws_dependency(STM)
-    def withdraw(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
+    def withdraw(self, tenant: str, user_id: str, message_ids: list[str], claim: str) -> int:
         pk = partition_key(tenant, user_id)
-        pairs, parts = [], []
-        for message_id in message_ids:
+        pairs: dict[str, list[dict[str, Any]]] = {}
+        n_parts: dict[str, int] = {}
+        for message_id in dict.fromkeys(message_ids):
             guard = self._guard(tenant, user_id, message_id)
-            if guard is None:
-                continue
+            if guard is None or guard.get("claim") != claim:
+                continue  # gone, or adopted by a request that accepted it: not this add's to take back
             entry_key = _item({"pk": pk, "sk": guard["entry_sk"]})
             entry = self.client.get_item(
                 TableName=self.table, Key=entry_key, ConsistentRead=True, ProjectionExpression="text_parts"
             ).get("Item")
-            n_parts = int(_plain(entry).get("text_parts") or 0) if entry else 0
-            pairs.append([entry_key, _item({"pk": pk, "sk": GUARD_PREFIX + message_id})])
-            parts += [_item({"pk": pk, "sk": part_key(message_id, i)}) for i in range(n_parts)]
+            n_parts[message_id] = int(_plain(entry).get("text_parts") or 0) if entry else 0
+            pairs[message_id] = [_item({"pk": pk, "sk": GUARD_PREFIX + message_id}), entry_key]
         # Entry and guard go together (one transaction per 50 messages): a guard left without
         # its entry would refuse the message id forever, an entry without its guard be orphaned.
-        for start in range(0, len(pairs), 50):
-            actions = [
-                {"Delete": {"TableName": self.table, "Key": key}}
-                for pair in pairs[start : start + 50]
-                for key in pair
-            ]
-            self.client.transact_write_items(TransactItems=actions)
+        # The guard goes only while it still holds the claim: an adoption since the read wins.
+        taken: list[str] = []
+        ids = list(pairs)
+        for start in range(0, len(ids), 50):
+            taken += self._delete_claimed({m: pairs[m] for m in ids[start : start + 50]}, claim)
         # Then a long message's text parts (no entry points at them any more).
-        self._delete_keys(parts)
-        return len(pairs)
+        self._delete_keys([_item({"pk": pk, "sk": part_key(m, i)}) for m in taken for i in range(n_parts[m])])
+        return len(taken)
+
+    def _delete_claimed(self, pairs: dict[str, list[dict[str, Any]]], claim: str) -> list[str]:
+        """Delete each (guard, entry) pair whose guard still holds ``claim``; the message ids deleted."""
+        todo = dict(pairs)
+        for attempt in range(_TX_ATTEMPTS):
+            if not todo:
+                return []
+            owner, actions = [], []
+            for message_id, (guard_key, entry_key) in todo.items():
+                owner += [message_id, message_id]
+                actions += [
+                    {
+                        "Delete": {
+                            "TableName": self.table,
+                            "Key": guard_key,
+                            "ConditionExpression": "claim = :claim",
+                            "ExpressionAttributeValues": _item({":claim": claim}),
+                        }
+                    },
+                    {"Delete": {"TableName": self.table, "Key": entry_key}},
+                ]
+            codes = self._transact(actions)
+            if codes is None:
+                return list(todo)
+            adopted = {owner[i] for i, code in enumerate(codes) if code == "ConditionalCheckFailed"}
+            todo = {m: keys for m, keys in todo.items() if m not in adopted}
+            if not adopted:
+                time.sleep(min(0.05 * 2**attempt, 1.0))  # only transient reasons: send it again
+        raise DependencyFailed(f"{STM} kept cancelling the take-back of a failed add")
+
+    def _transact(self, actions: list[dict[str, Any]]) -> list[str] | None:
+        """Run one transaction: None when it committed, else each action's cancellation code.
+
+        A refusal other than a failed condition or a transient reason is a ``DependencyFailed``.
+        """
+        try:
+            self.client.transact_write_items(TransactItems=actions)
+            return None
+        except self.client.exceptions.TransactionCanceledException as exc:
+            codes = [str(r.get("Code", "None")) for r in exc.response.get("CancellationReasons", [])]
+        if not set(codes) <= _TRANSIENT | {"ConditionalCheckFailed"}:
+            raise DependencyFailed(f"{STM} refused the write ({', '.join(sorted(set(codes)))})")
+        return codes
+
+    @aws_dependency(STM)
+    def adopt(self, tenant: str, user_id: str, message_ids: list[str]) -> list[str]:
+        pk = partition_key(tenant, user_id)
+        unique = list(dict.fromkeys(message_ids))
+        missing: list[str] = []
+        for start in range(0, len(unique), 100):  # at most 100 actions a transaction
+            todo = unique[start : start + 100]
+            for attempt in range(_TX_ATTEMPTS):
+                if not todo:
+                    break
+                actions = [
+                    {
+                        "Update": {
+                            "TableName": self.table,
+                            "Key": _item({"pk": pk, "sk": GUARD_PREFIX + m}),
+                            "UpdateExpression": "REMOVE claim",
+                            # the guard exists, and is this user's (a '#' in ids makes pk ambiguous)
+                            "ConditionExpression": "attribute_exists(pk) AND "
+                            "(attribute_not_exists(tenant) OR (tenant = :t AND user_id = :u))",
+                            "ExpressionAttributeValues": _item({":t": tenant, ":u": user_id}),
+                        }
+                    }
+                    for m in todo
+                ]
+                codes = self._transact(actions)
+                if codes is None:
+                    break
+                gone = [m for m, code in zip(todo, codes, strict=True) if code == "ConditionalCheckFailed"]
+                missing += gone
+                todo = [m for m in todo if m not in gone]
+                if not gone:
+                    time.sleep(min(0.05 * 2**attempt, 1.0))
+            else:
+                raise DependencyFailed(f"{STM} kept cancelling the adoption of stored messages")
+        return missing
 
     @aws_dependency(STM)
     def get(self, tenant: str, user_id: str, message_id: str) -> StmEntry | None:

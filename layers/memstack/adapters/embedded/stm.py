@@ -9,6 +9,7 @@ outbox: "pending" from the write until an extraction job finishes ("done").
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from memstack.adapters.embedded.database import Database
@@ -34,13 +35,26 @@ def _entry(row: object) -> StmEntry:
     )
 
 
+def _chunks(message_ids: list[str]) -> Iterator[list[str]]:
+    """``message_ids`` in slices small enough for one statement's parameters."""
+    for start in range(0, len(message_ids), 500):
+        yield message_ids[start : start + 500]
+
+
+def _marks(chunk: list[str]) -> str:
+    return ",".join("?" * len(chunk))
+
+
 class EmbeddedShortTermStore:
     def __init__(self, db: Database) -> None:
         self.db = db
-        ensure_columns(db, "stm", {"extraction": "TEXT NOT NULL DEFAULT 'none'"})
+        # ``claim``: the token of the add that stored the entry and may still take it back (NULL: kept)
+        ensure_columns(db, "stm", {"extraction": "TEXT NOT NULL DEFAULT 'none'", "claim": "TEXT"})
         ensure_erasures(db)
 
-    def append(self, entries: list[StmEntry], *, fence: Fence | None = None) -> list[str]:
+    def append(
+        self, entries: list[StmEntry], *, fence: Fence | None = None, claim: str | None = None
+    ) -> list[str]:
         stored: list[str] = []
         with self.db.write() as conn:
             if fence is not None:  # an add that began before an erase of its user stores nothing
@@ -49,7 +63,7 @@ class EmbeddedShortTermStore:
             for e in entries:
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO stm (tenant, user_id, message_id, session_id, scope, received_at, "
-                    "expires_at, consolidated, message, extraction) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    "expires_at, consolidated, message, extraction, claim) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         e.tenant,
                         e.user_id,
@@ -61,23 +75,36 @@ class EmbeddedShortTermStore:
                         int(e.consolidated),
                         e.message.model_dump_json(),
                         e.extraction,
+                        claim,
                     ),
                 )
                 if cur.rowcount:
                     stored.append(e.message.id)
         return stored
 
-    def withdraw(self, tenant: str, user_id: str, message_ids: list[str]) -> int:
+    def withdraw(self, tenant: str, user_id: str, message_ids: list[str], claim: str) -> int:
         withdrawn = 0
         with self.db.write() as conn:
-            for start in range(0, len(message_ids), 500):
-                chunk = message_ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk in _chunks(message_ids):
                 withdrawn += conn.execute(
-                    f"DELETE FROM stm WHERE tenant = ? AND user_id = ? AND message_id IN ({marks})",
-                    (tenant, user_id, *chunk),
+                    "DELETE FROM stm WHERE tenant = ? AND user_id = ? AND claim = ? "
+                    f"AND message_id IN ({_marks(chunk)})",
+                    (tenant, user_id, claim, *chunk),
                 ).rowcount
         return withdrawn
+
+    def adopt(self, tenant: str, user_id: str, message_ids: list[str]) -> list[str]:
+        present: set[str] = set()
+        with self.db.write() as conn:  # read and release in one transaction: no withdraw in between
+            for chunk in _chunks(message_ids):
+                where = f"tenant = ? AND user_id = ? AND message_id IN ({_marks(chunk)})"
+                rows = conn.execute(f"SELECT message_id FROM stm WHERE {where}", (tenant, user_id, *chunk))
+                present.update(r["message_id"] for r in rows)
+                conn.execute(
+                    f"UPDATE stm SET claim = NULL WHERE claim IS NOT NULL AND {where}",
+                    (tenant, user_id, *chunk),
+                )
+        return [m for m in dict.fromkeys(message_ids) if m not in present]
 
     def get(self, tenant: str, user_id: str, message_id: str) -> StmEntry | None:
         row = (
@@ -93,11 +120,10 @@ class EmbeddedShortTermStore:
     def unextracted(self, tenant: str, user_id: str, message_ids: list[str]) -> dict[str, datetime]:
         out: dict[str, datetime] = {}
         conn = self.db.read()
-        for start in range(0, len(message_ids), 500):
-            chunk = message_ids[start : start + 500]
+        for chunk in _chunks(message_ids):
             rows = conn.execute(
                 "SELECT message_id, received_at FROM stm WHERE tenant = ? AND user_id = ? "
-                f"AND extraction = 'pending' AND message_id IN ({','.join('?' * len(chunk))})",
+                f"AND extraction = 'pending' AND message_id IN ({_marks(chunk)})",
                 (tenant, user_id, *chunk),
             )
             out.update({r["message_id"]: datetime.fromtimestamp(r["received_at"], UTC) for r in rows})
