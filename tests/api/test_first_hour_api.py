@@ -15,7 +15,7 @@ def test_api_details(api: Api) -> None:
     result = api.app.resolve(rest_event("PUT", "/v1/memories"), None)
     assert result["statusCode"] == 405
     assert json.loads(result["body"])["error"]["code"] == "method_not_allowed"
-    assert result["multiValueHeaders"]["Allow"] == ["DELETE, GET, POST"]
+    assert result["multiValueHeaders"]["Allow"] == ["DELETE, GET, HEAD, POST"]
     status, _ = api("GET", "/v1/no-such-route")
     assert status == 404
     assert api("GET", "/v1/health", key=None)[1]["version"] == __version__
@@ -43,6 +43,6 @@ def test_a_fixed_path_is_not_a_memory_id(api: Api) -> None:
         assert json.loads(result["body"])["error"]["code"] == "method_not_allowed"
         assert result["multiValueHeaders"]["Allow"] == ["POST"]
     result = api.app.resolve(rest_event("DELETE", "/v1/jobs"), None)
-    assert result["statusCode"] == 405 and result["multiValueHeaders"]["Allow"] == ["GET"]
+    assert result["statusCode"] == 405 and result["multiValueHeaders"]["Allow"] == ["GET, HEAD"]
     # Without credentials it is still a 401 first.
     assert api.app.resolve(rest_event("GET", "/v1/memories/search", key=None), None)["statusCode"] == 401

@@ -9,6 +9,7 @@ is unauthenticated or too large is refused before its body is even parsed.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -106,8 +107,9 @@ class MemstackResolver(APIGatewayRestResolver):
         What the request log records instead of the path: the path holds
         user-chosen values (keys, user ids) that must not outlive an erase.
         """
+        method = "GET" if method.upper() == "HEAD" else method.upper()  # HEAD is answered by GET's route
         for route in [*self._static_routes, *self._dynamic_routes]:
-            if route.method == method.upper() and route.rule.match(path):
+            if route.method == method and route.rule.match(path):
                 return str(route.path)
         return UNMATCHED_ROUTE
 
@@ -121,6 +123,9 @@ class MemstackResolver(APIGatewayRestResolver):
         return self.deps.authenticator.tenant(self.current_event.raw_event)
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        if str(event.get("httpMethod") or "").upper() == "HEAD":
+            # HEAD is GET without the content (RFC 9110 9.3.2): the same checks, status and headers.
+            return without_content(self.resolve({**event, "httpMethod": "GET"}, context))
         self._own_context = context
         if context is not None:  # in Lambda: idempotency records expire with the invocation's time left
             self.deps.idempotency.register_lambda_context(context)
@@ -151,6 +156,18 @@ class MemstackResolver(APIGatewayRestResolver):
                 "isBase64Encoded": False,
             }
         return super().resolve(as_json_request(event), context)
+
+
+def without_content(answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer`` (a GET's) as the answer to HEAD: no body, and the length the body would have had."""
+    raw = answer.get("body") or ""
+    length = len(base64.b64decode(raw)) if answer.get("isBase64Encoded") else len(raw.encode("utf-8"))
+    multi = {
+        k: v for k, v in (answer.get("multiValueHeaders") or {}).items() if k.lower() != "content-length"
+    }
+    headers = {k: v for k, v in (answer.get("headers") or {}).items() if k.lower() != "content-length"}
+    multi["Content-Length"] = [str(length)]
+    return {**answer, "headers": headers, "multiValueHeaders": multi, "body": "", "isBase64Encoded": False}
 
 
 def as_json_request(event: Mapping[str, Any]) -> dict[str, Any]:

@@ -169,12 +169,17 @@ def allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
     static = static_methods(app, path)
     if static:
         return static
-    return sorted({route.method for route in app._dynamic_routes if route.rule.match(path)})
+    return _with_head({route.method for route in app._dynamic_routes if route.rule.match(path)})
 
 
 def static_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
     """The methods of the fixed (parameterless) routes on ``path``."""
-    return sorted({route.method for route in app._static_routes if route.rule.match(path)})
+    return _with_head({route.method for route in app._static_routes if route.rule.match(path)})
+
+
+def _with_head(methods: set[str]) -> list[str]:
+    """``methods``, sorted, with HEAD wherever GET is (the resolver answers HEAD as GET without content)."""
+    return sorted(methods | {"HEAD"} if "GET" in methods else methods)
 
 
 def method_not_allowed(app: APIGatewayRestResolver) -> Response | None:

@@ -227,8 +227,12 @@ class LocalApi:
                 status = 500
                 payload = error_body("internal_error", "the server failed to handle this request").encode()
                 headers = [("Content-Type", "application/json")]
+        # A HEAD answer declares the length its GET's content has (the resolver's); others their own.
+        declared = [v for k, v in headers if k.lower() == "content-length"]
+        headers = [h for h in headers if h[0].lower() != "content-length"]
+        length = declared[0] if method == "HEAD" and declared else str(len(payload))
         headers.append(("X-Request-Id", request_id))
-        headers.append(("Content-Length", str(len(payload))))
+        headers.append(("Content-Length", length))
         start_response(_status_line(status), headers)
         self._log_request(method, route, status, started, request_id, environ)
         # Metrics are flushed by the Lambda handler in AWS; locally the request log carries the timing.
@@ -263,7 +267,6 @@ class LocalApi:
         for name, value in (result.get("headers") or {}).items():
             if not any(h[0].lower() == name.lower() for h in headers):
                 headers.append((name, str(value)))
-        headers = [h for h in headers if h[0].lower() != "content-length"]
         raw = result.get("body") or ""
         payload = base64.b64decode(raw) if result.get("isBase64Encoded") else raw.encode("utf-8")
         return status, payload, headers
