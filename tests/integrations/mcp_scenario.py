@@ -108,7 +108,7 @@ async def check_filters(session: ClientSession, user: dict[str, str]) -> None:
 
     def topics(answer: dict[str, list[dict[str, Any]]], key: str = "results") -> set[str]:
         """The topics of what came back (the turns, or the memories extracted from them)."""
-        return {m["metadata"].get("topic") for m in answer[key]}
+        return {m.get("metadata", {}).get("topic") for m in answer[key]}
 
     found = ok(
         await session.call_tool("search_memories", {"query": "cook", "metadata": {"topic": "food"}, **user})

@@ -63,7 +63,7 @@ def tool_results(messages: Sequence[dict[str, Any]]) -> list[str]:
 def test_strands_tools_called_directly(local_client: MemoryClient) -> None:
     from memstack.integrations.strands_tools import memstack_tools
 
-    remember, recall = memstack_tools(local_client, user_id="ann")
+    remember, recall, *_ = memstack_tools(local_client, user_id="ann")
     assert {remember.tool_name, recall.tool_name} == {"remember", "recall"}
     assert "content" in remember.tool_spec["inputSchema"]["json"]["properties"]
     assert remember(content="I am allergic to peanuts.").startswith("remembered")
@@ -112,7 +112,7 @@ def test_a_strands_agent_remembers_and_recalls_through_its_own_tool_loop(local_c
     agent("I moved to Lisbon last spring.")
     reply = agent("Where do I live?")
     assert "Lisbon" in str(reply)
-    assert model.seen[0]["tools"] == ["remember", "recall"]
+    assert model.seen[0]["tools"] == ["remember", "recall", "update_memory", "forget"]
     results = tool_results(agent.messages)
     assert results[0].startswith("remembered")
     assert "Lisbon" in results[1]
@@ -151,7 +151,7 @@ def test_strands_memory_manager_store(local_client: MemoryClient) -> None:
 def test_langchain_tools_through_tool_invocation(local_client: MemoryClient) -> None:
     from memstack.integrations.langchain_tools import memstack_tools
 
-    remember, recall = memstack_tools(local_client, user_id="ann")
+    remember, recall, *_ = memstack_tools(local_client, user_id="ann")
     assert recall.args_schema is not None and "query" in recall.args_schema.model_json_schema()["properties"]
     # Invoked with a ToolCall, as an agent's tool node does: the answer is a ToolMessage.
     stored = remember.invoke(
@@ -198,8 +198,8 @@ def test_tools_of_an_agent_tag_what_they_remember_and_recall_only_that(local_cli
     from memstack.integrations.langchain_tools import memstack_tools as langchain_tools
     from memstack.integrations.strands_tools import memstack_tools as strands_tools
 
-    travel_remember, travel_recall = strands_tools(local_client, user_id="ann", agent_id="travel")
-    food_remember, food_recall = langchain_tools(local_client, user_id="ann", agent_id="food")
+    travel_remember, travel_recall, *_ = strands_tools(local_client, user_id="ann", agent_id="travel")
+    food_remember, food_recall, *_ = langchain_tools(local_client, user_id="ann", agent_id="food")
     shared_recall = strands_tools(local_client, user_id="ann")[1]
     assert travel_remember(content="I always book a window seat.").startswith("remembered")
     assert food_remember.invoke({"content": "I always book a table by the window."}).startswith("remembered")
@@ -210,3 +210,95 @@ def test_tools_of_an_agent_tag_what_they_remember_and_recall_only_that(local_cli
     assert "window seat" in shared and "table by the window" in shared
     listed = local_client.list(user_id="ann", agent_id="travel").memories
     assert listed and {m.agent_id for m in listed} == {"travel"}
+
+
+# ------------------------------------------------------- update and forget
+def _recalled_id(text: str, words: str) -> str:
+    """The id recall printed beside the memory holding ``words``."""
+    line = next(line for line in text.splitlines() if words in line)
+    return line.rsplit("(id ", 1)[1].rstrip(")")
+
+
+def test_strands_update_and_forget(local_client: MemoryClient) -> None:
+    from memstack.integrations.strands_tools import memstack_tools
+
+    remember, recall, update_memory, forget = memstack_tools(local_client, user_id="ann")
+    assert (update_memory.tool_name, forget.tool_name) == ("update_memory", "forget")
+    schema = update_memory.tool_spec["inputSchema"]["json"]
+    assert set(schema["required"]) == {"memory_id", "content"}
+    remember(content="My favourite colour is green.")
+    memory_id = _recalled_id(recall(query="favourite colour"), "green")
+    answer = update_memory(memory_id=memory_id, content="My favourite colour is blue.")
+    assert answer.startswith(f"updated: memory {memory_id} is now version 2")
+    found = recall(query="favourite colour")
+    assert "blue" in found and "green" not in found
+    new_id = _recalled_id(found, "blue")
+    assert forget(memory_id=new_id) == f"forgotten: memory {new_id}"
+    assert "colour" not in recall(query="favourite colour")
+    # The old version is gone from recall but kept in history, ending in a tombstone.
+    chain = local_client.history(memory_id, user_id="ann")
+    assert [m.version for m in chain] == [1, 2, 3] and chain[-1].deleted
+    with pytest.raises(ToolFailure, match="not_found"):
+        forget(memory_id=new_id)
+    with pytest.raises(ToolFailure, match="forbidden"):
+        update_memory(memory_id=memory_id, content="x", user_id="bob")
+
+
+def test_strands_update_and_forget_failures_reach_the_model_as_errors(local_client: MemoryClient) -> None:
+    from memstack.integrations.strands_tools import memstack_tools
+    from strands import Agent
+
+    model = ScriptedModel(
+        [
+            {"tool": "forget", "input": {"memory_id": "no-such-memory"}},
+            {"tool": "update_memory", "input": {"memory_id": "no-such-memory", "content": "x"}},
+            {"text": "I could not."},
+        ]
+    )
+    agent = Agent(model=model, tools=memstack_tools(local_client, user_id="ann"), callback_handler=None)
+    agent("Forget that.")
+    results = [b["toolResult"] for m in agent.messages for b in m["content"] if "toolResult" in b]
+    assert [r["status"] for r in results] == ["error", "error"]
+    assert all("not_found" in r["content"][0]["text"] for r in results), results
+
+
+def test_langchain_update_and_forget(local_client: MemoryClient) -> None:
+    from memstack.integrations.langchain_tools import memstack_tools
+
+    remember, recall, update_memory, forget = memstack_tools(local_client, user_id="ann")
+    assert (update_memory.name, forget.name) == ("update_memory", "forget")
+    assert update_memory.args_schema is not None
+    assert set(update_memory.args_schema.model_json_schema()["required"]) == {"memory_id", "content"}
+    remember.invoke({"content": "I work at Initech."})
+    memory_id = _recalled_id(recall.invoke({"query": "where do I work"}), "Initech")
+    updated = update_memory.invoke(
+        {
+            "type": "tool_call",
+            "id": "c1",
+            "name": "update_memory",
+            "args": {"memory_id": memory_id, "content": "I work at Globex."},
+        }
+    )
+    assert updated.tool_call_id == "c1" and updated.content.startswith(f"updated: memory {memory_id}")
+    found = recall.invoke({"query": "where do I work"})
+    assert "Globex" in found and "Initech" not in found
+    assert forget.invoke({"memory_id": _recalled_id(found, "Globex")}).startswith("forgotten")
+    assert "Globex" not in recall.invoke({"query": "where do I work"})
+    # Failures are answered to the model (handle_tool_error), not raised.
+    assert forget.invoke({"memory_id": memory_id}).startswith("not_found")
+    assert update_memory.invoke({"memory_id": "nope", "content": "x"}).startswith("not_found")
+
+
+def test_tools_of_an_agent_change_only_that_agents_memories(local_client: MemoryClient) -> None:
+    from memstack.integrations.langchain_tools import memstack_tools as langchain_tools
+    from memstack.integrations.strands_tools import memstack_tools as strands_tools
+
+    travel_remember, travel_recall, *_ = strands_tools(local_client, user_id="ann", agent_id="travel")
+    *_, food_update, food_forget = langchain_tools(local_client, user_id="ann", agent_id="food")
+    travel_remember(content="I always book a window seat.")
+    seat = _recalled_id(travel_recall(query="window seat"), "window seat")
+    assert food_forget.invoke({"memory_id": seat}).startswith("forbidden")
+    assert food_update.invoke({"memory_id": seat, "content": "aisle"}).startswith("forbidden")
+    assert "window seat" in travel_recall(query="window seat")  # untouched
+    *_, travel_forget = strands_tools(local_client, user_id="ann", agent_id="travel")
+    assert travel_forget(memory_id=seat).startswith("forgotten")

@@ -1,4 +1,4 @@
-"""memstack for LangChain: ``remember`` / ``recall`` as LangChain tools (``StructuredTool``).
+"""memstack for LangChain: ``remember``, ``recall``, ``update_memory`` and ``forget`` as LangChain tools.
 
 ::
 
@@ -13,24 +13,40 @@ so the agent can correct itself instead of crashing.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from memstack.client.sync import MemoryClient
 from memstack.integrations.toolkit import MemoryToolkit, ToolFailure, recall_text
 
+UserArg = Annotated[str | None, Field(description="whose memory; leave empty when one user is configured")]
+MemoryIdArg = Annotated[str, Field(description="the id of a memory, as recall shows it")]
+
 
 class RememberArgs(BaseModel):
     content: str = Field(
         description="what the user said that is worth keeping (a fact, a preference, an event)"
     )
-    user_id: str | None = Field(None, description="whose memory; leave empty when one user is configured")
+    user_id: UserArg = None
 
 
 class RecallArgs(BaseModel):
     query: str = Field(description="a question or topic in natural language")
     top_k: int = Field(5, ge=1, le=100, description="how many memories to return")
-    user_id: str | None = Field(None, description="whose memory; leave empty when one user is configured")
+    user_id: UserArg = None
+
+
+class UpdateArgs(BaseModel):
+    memory_id: MemoryIdArg
+    content: str = Field(description="the corrected memory, as a full sentence")
+    user_id: UserArg = None
+
+
+class ForgetArgs(BaseModel):
+    memory_id: MemoryIdArg
+    user_id: UserArg = None
 
 
 def memstack_tools(
@@ -54,6 +70,18 @@ def memstack_tools(
         except ToolFailure as exc:
             raise ToolException(str(exc)) from exc
 
+    def update_memory(memory_id: str, content: str, user_id: str | None = None) -> str:
+        try:
+            return kit.update(memory_id, content, user_id=user_id)
+        except ToolFailure as exc:
+            raise ToolException(str(exc)) from exc
+
+    def forget(memory_id: str, user_id: str | None = None) -> str:
+        try:
+            return kit.forget(memory_id, user_id=user_id)
+        except ToolFailure as exc:
+            raise ToolException(str(exc)) from exc
+
     return [
         StructuredTool.from_function(
             remember,
@@ -67,6 +95,21 @@ def memstack_tools(
             name="recall",
             description="Recall what is known about the user that is relevant to a question, best first.",
             args_schema=RecallArgs,
+            handle_tool_error=True,
+        ),
+        StructuredTool.from_function(
+            update_memory,
+            name="update_memory",
+            description="Correct a memory recall returned (by its id) when the user says it is wrong or "
+            "has changed; the old version stays in its history.",
+            args_schema=UpdateArgs,
+            handle_tool_error=True,
+        ),
+        StructuredTool.from_function(
+            forget,
+            name="forget",
+            description="Forget a memory recall returned (by its id), when the user asks to forget it.",
+            args_schema=ForgetArgs,
             handle_tool_error=True,
         ),
     ]

@@ -13,6 +13,7 @@ Served two ways: ``memstack mcp`` (stdio, for desktop hosts) and ``/mcp`` on
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from datetime import datetime
 from functools import wraps
@@ -20,7 +21,7 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from memstack import __version__
@@ -29,14 +30,19 @@ from memstack.api.schemas import (
     DeleteMemoriesResponse,
     DeleteMemoryResponse,
     EraseUserResponse,
-    Memory,
-    MemoryHistory,
-    MemoryList,
     MetadataIn,
-    SearchMemoriesResponse,
 )
 from memstack.client import calls
 from memstack.client.in_process import credentials_of
+from memstack.integrations.mcp_views import (
+    HistoryView,
+    MemoryPage,
+    MemoryView,
+    SearchView,
+    memory_view,
+    search_view,
+    tool_result,
+)
 from memstack.integrations.toolkit import MemoryToolkit, ToolFailure
 from memstack.models import Category, Kind, ListOrder, Tier
 
@@ -106,6 +112,26 @@ def tool_errors(fn: Callable[P, T]) -> Callable[P, T]:
     return wrapper
 
 
+def without_user_argument(fn: Callable[..., T]) -> Callable[..., T]:
+    """``fn`` as a tool without a ``user_id`` argument: the server acts for its configured user.
+
+    The SDK builds a tool's schema from its signature; a model never sees (or guesses at) an
+    argument that can only hold one value.
+    """
+    signature = inspect.signature(fn, eval_str=True)
+    if "user_id" not in signature.parameters:
+        return fn
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        return fn(*args, **kwargs, user_id=None)  # None: the configured user (MemoryToolkit.user)
+
+    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[p for p in signature.parameters.values() if p.name != "user_id"]
+    )
+    return wrapper
+
+
 def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MCPServer[Any]:
     """An ``MCPServer`` whose tools act through ``toolkit`` (and the caller's credential, over HTTP)."""
     server: MCPServer[Any] = MCPServer(
@@ -117,6 +143,10 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         log_level="WARNING",
     )
     kit = toolkit
+    # One user configured: no tool takes a user_id.
+    for_user: Callable[[Callable[..., Any]], Callable[..., Any]] = (
+        without_user_argument if kit.user_id else (lambda fn: fn)
+    )
 
     def headers(ctx: Context[Any, Any]) -> dict[str, str]:
         """Over HTTP, the caller's credential (its tenant); over stdio, none (the process's tenant)."""
@@ -126,6 +156,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             return {}
 
     @server.tool(annotations=ADDITIVE)
+    @for_user
     @tool_errors
     def add_memory(
         content: Annotated[str, Field(description="what was said, in the speaker's own words")],
@@ -146,7 +177,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             int | None,
             Field(ge=1, description="seconds until this is forgotten (empty: kept until deleted)"),
         ] = None,
-    ) -> AddMemoriesResponse:
+    ) -> Annotated[CallToolResult, AddMemoriesResponse]:
         """Remember something said in the conversation. memstack stores the turn at once and
         extracts facts, events and preferences from it, updating what it already knew."""
         call = calls.add(
@@ -158,9 +189,10 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             sync=wait or None,
             ttl=ttl,
         )
-        return kit.run(call, headers(ctx))
+        return tool_result(kit.run(call, headers(ctx)))
 
     @server.tool(annotations=READ_ONLY)
+    @for_user
     @tool_errors
     def search_memories(
         query: Annotated[str, Field(description="a question or topic, in natural language")],
@@ -188,7 +220,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
                 "a low best score does not mean memstack knows nothing (docs/retrieval.md)",
             ),
         ] = None,
-    ) -> SearchMemoriesResponse:
+    ) -> Annotated[CallToolResult, SearchView]:
         """Find what memstack knows that is relevant to a query, best first (hybrid keyword +
         semantic search with time awareness: 'what did I do last week' works)."""
         filters = {"kind": kind, "category": category, "after": after, "before": before}
@@ -204,9 +236,10 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             where=where,
             min_score=min_score,
         )
-        return kit.run(call, headers(ctx))
+        return tool_result(search_view(kit.run(call, headers(ctx))))
 
     @server.tool(annotations=READ_ONLY)
+    @for_user
     @tool_errors
     def list_memories(
         ctx: Context[Any, Any],
@@ -225,7 +258,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             ListOrder,
             Field(description="created_at: newest written first; event_time: newest event first"),
         ] = "created_at",
-    ) -> MemoryList:
+    ) -> Annotated[CallToolResult, MemoryPage]:
         """List the user's current memories, newest first, one page at a time."""
         call = calls.list_memories(
             user_id=kit.user(user_id),
@@ -240,15 +273,22 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             where=where,
             order=order,
         )
-        return kit.run(call, headers(ctx))
+        page = kit.run(call, headers(ctx))
+        view = MemoryPage(memories=[memory_view(m) for m in page.memories], next_cursor=page.next_cursor)
+        return tool_result(view)
 
     @server.tool(annotations=READ_ONLY)
+    @for_user
     @tool_errors
-    def get_memory(memory_id: MemoryIdArg, ctx: Context[Any, Any], user_id: UserArg = None) -> Memory:
+    def get_memory(
+        memory_id: MemoryIdArg, ctx: Context[Any, Any], user_id: UserArg = None
+    ) -> Annotated[CallToolResult, MemoryView]:
         """Read one memory (any version) by its id."""
-        return kit.run(calls.get(memory_id, user_id=kit.user(user_id)), headers(ctx))
+        memory = kit.run(calls.get(memory_id, user_id=kit.user(user_id)), headers(ctx))
+        return tool_result(memory_view(memory))
 
     @server.tool(annotations=DESTRUCTIVE)
+    @for_user
     @tool_errors
     def update_memory(
         memory_id: MemoryIdArg,
@@ -264,51 +304,55 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             int | None, Field(ge=1, description="seconds from now until the memory is forgotten")
         ] = None,
         user_id: UserArg = None,
-    ) -> Memory:
+    ) -> Annotated[CallToolResult, MemoryView]:
         """Correct a memory or relabel it. memstack writes a new version; the old one stays in its history."""
         call = calls.update(memory_id, content, user_id=kit.user(user_id), metadata=metadata, ttl=ttl)
-        return kit.run(call, headers(ctx))
+        return tool_result(memory_view(kit.run(call, headers(ctx))))
 
     @server.tool(annotations=DESTRUCTIVE)
+    @for_user
     @tool_errors
     def delete_memory(
         memory_id: MemoryIdArg, ctx: Context[Any, Any], user_id: UserArg = None
-    ) -> DeleteMemoryResponse:
+    ) -> Annotated[CallToolResult, DeleteMemoryResponse]:
         """Forget one memory (it stops appearing in search; its history keeps a tombstone)."""
-        return kit.run(calls.delete(memory_id, user_id=kit.user(user_id)), headers(ctx))
+        return tool_result(kit.run(calls.delete(memory_id, user_id=kit.user(user_id)), headers(ctx)))
 
     @server.tool(annotations=DESTRUCTIVE)
+    @for_user
     @tool_errors
     def delete_memories(
         ctx: Context[Any, Any],
         agent_id: Annotated[str | None, Field(description="forget what came from this agent")] = None,
         session_id: Annotated[str | None, Field(description="forget what came from this session")] = None,
         user_id: UserArg = None,
-    ) -> DeleteMemoriesResponse:
+    ) -> Annotated[CallToolResult, DeleteMemoriesResponse]:
         """Forget every memory from one agent and/or one session (each keeps a tombstone in its history)."""
         call = calls.delete_all(
             user_id=kit.user(user_id), agent_id=kit.agent(agent_id), session_id=session_id
         )
-        return kit.run(call, headers(ctx))
+        return tool_result(kit.run(call, headers(ctx)))
 
     @server.tool(annotations=READ_ONLY)
+    @for_user
     @tool_errors
     def memory_history(
         memory_id: MemoryIdArg, ctx: Context[Any, Any], user_id: UserArg = None
-    ) -> MemoryHistory:
+    ) -> Annotated[CallToolResult, HistoryView]:
         """How a memory changed over time: its versions, oldest first."""
         chain = kit.run(calls.history(memory_id, user_id=kit.user(user_id)), headers(ctx))
-        return MemoryHistory(memories=chain)
+        return tool_result(HistoryView(memories=[memory_view(m) for m in chain]))
 
     if allow_erase:
 
         @server.tool(annotations=DESTRUCTIVE)
+        @for_user
         @tool_errors
         def erase_user(
             user_id: Annotated[str, Field(description="the user whose every memory is erased")],
             ctx: Context[Any, Any],
-        ) -> EraseUserResponse:
+        ) -> Annotated[CallToolResult, EraseUserResponse]:
             """Erase everything memstack stores about a user. Irreversible: only when the user asks."""
-            return kit.run(calls.erase_user(kit.user(user_id)), headers(ctx))
+            return tool_result(kit.run(calls.erase_user(kit.user(user_id)), headers(ctx)))
 
     return server

@@ -1,4 +1,5 @@
-"""memstack for Strands Agents: ``remember`` / ``recall`` tools, and a ``MemoryStore`` for its MemoryManager.
+"""memstack for Strands Agents: ``remember``, ``recall``, ``update_memory`` and ``forget`` tools, and a
+``MemoryStore`` for its MemoryManager.
 
 ::
 
@@ -41,9 +42,11 @@ def memstack_tools(
     session_id: str | None = None,
     agent_id: str | None = None,
 ) -> list[AgentTool]:
-    """``remember`` and ``recall`` as Strands tools acting for ``user_id`` (or the user the model names).
+    """``remember``, ``recall``, ``update_memory`` and ``forget`` as Strands tools acting for ``user_id``
+    (or the user the model names).
 
-    With ``agent_id``, what ``remember`` stores is this agent's, and ``recall`` finds this agent's only.
+    With ``agent_id``, what ``remember`` stores is this agent's, ``recall`` finds this agent's only,
+    and ``update_memory`` / ``forget`` change this agent's memories only.
     """
     kit = MemoryToolkit(client, user_id=user_id, session_id=session_id, agent_id=agent_id)
 
@@ -75,7 +78,28 @@ def memstack_tools(
             raise ToolFailure(f"top_k must be between 1 and {MAX_RESULTS}, got {top_k}")
         return recall_text(kit.recall(query, user_id=user_id, top_k=top_k))
 
-    return [remember, recall]
+    @tool
+    def update_memory(memory_id: str, content: str, user_id: str | None = None) -> str:
+        """Correct a memory recall returned, when the user says it is wrong or has changed.
+
+        Args:
+            memory_id: the id of the memory, as recall shows it
+            content: the corrected memory, as a full sentence
+            user_id: whose memory; leave empty when the agent serves one configured user
+        """
+        return kit.update(memory_id, content, user_id=user_id)
+
+    @tool
+    def forget(memory_id: str, user_id: str | None = None) -> str:
+        """Forget a memory recall returned, when the user asks for it to be forgotten.
+
+        Args:
+            memory_id: the id of the memory, as recall shows it
+            user_id: whose memory; leave empty when the agent serves one configured user
+        """
+        return kit.forget(memory_id, user_id=user_id)
+
+    return [remember, recall, update_memory, forget]
 
 
 class MemstackMemoryStore(MemoryStore):

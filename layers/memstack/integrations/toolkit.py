@@ -102,6 +102,41 @@ class MemoryToolkit:
         )
         return [recalled(hit) for hit in answer.results]
 
+    # ----------------------------------------------------- update / forget
+    def _own(self, memory_id: str, user: str, headers: Mapping[str, str] | None) -> None:
+        """With an agent configured, only that agent's memories may be changed (recall shows only those)."""
+        if self.agent_id is None:
+            return
+        memory = self.run(calls.get(memory_id, user_id=user), headers)
+        if memory.agent_id != self.agent_id:
+            raise ToolFailure(
+                f"forbidden: memory {memory_id} is not from agent {self.agent_id!r}"
+                " (these tools change only that agent's memories)"
+            )
+
+    def update(
+        self,
+        memory_id: str,
+        content: str,
+        *,
+        user_id: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> str:
+        """Correct a memory: a new version (with a new id); the old one stays in its history."""
+        user = self.user(user_id)
+        self._own(memory_id, user, headers)
+        memory = self.run(calls.update(memory_id, content, user_id=user), headers)
+        return f"updated: memory {memory_id} is now version {memory.version} (id {memory.id})"
+
+    def forget(
+        self, memory_id: str, *, user_id: str | None = None, headers: Mapping[str, str] | None = None
+    ) -> str:
+        """Delete a memory: it is no longer recalled (its history keeps a tombstone)."""
+        user = self.user(user_id)
+        self._own(memory_id, user, headers)
+        self.run(calls.delete(memory_id, user_id=user), headers)
+        return f"forgotten: memory {memory_id}"
+
 
 def recalled(hit: SearchResultItem) -> dict[str, Any]:
     """One search hit as a model needs it: what, when (the time it was said), how sure."""
