@@ -19,9 +19,17 @@ server-side agents.
   ``api_gateway_logging_role`` is ``none`` (no gateway logs; each request is
   still logged by the function), ``existing`` (the account already has the
   role) or ``create`` (this stack sets it, and retains it on delete).
+- Neither log records a raw path or query string: they hold user-chosen values
+  (key names, user ids) that an erase must not leave behind. The access log
+  names the route template (``$context.resourcePath``, ``/v1/{proxy+}``), never
+  ``$context.path``; execution logging runs at ERROR, because at INFO API
+  Gateway writes each request's path and query string ("HTTP Method: PUT,
+  Resource Path: /v1/memories/keys/…", "Method request query string: …").
 """
 
 from __future__ import annotations
+
+import json
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
@@ -38,6 +46,21 @@ ROUTE_PREFIX = "v1"
 #: answered without credentials (layers/memstack/api/app.py PUBLIC_PATHS)
 #: and the memory browser's files (layers/memstack/ui): static, no user data; its calls go to /v1
 PUBLIC_ROUTES = (("v1", "health"), ("openapi.json",), ("docs",), ("ui",), ("ui", "{proxy+}"))
+#: what the gateway's access log records of a request ($context variables): who called, when, which
+#: route template, the outcome. Never the path or query string (user-chosen keys and user ids).
+ACCESS_LOG_FIELDS = {
+    "requestId": "requestId",
+    "ip": "identity.sourceIp",
+    "caller": "identity.caller",
+    "user": "identity.user",
+    "requestTime": "requestTime",
+    "httpMethod": "httpMethod",
+    "resourcePath": "resourcePath",
+    "status": "status",
+    "protocol": "protocol",
+    "responseLength": "responseLength",
+    "integrationLatency": "integrationLatency",
+}
 
 
 # The gateway's own error responses, mapped onto the API's error codes (layers/memstack/api/errors.py).
@@ -73,18 +96,11 @@ class Api(Construct):
                 removal_policy=RemovalPolicy.DESTROY,
             )
             logging = {
-                "logging_level": apigw.MethodLoggingLevel.INFO,
+                # ERROR: INFO would write every request's raw path and query string (see the docstring).
+                "logging_level": apigw.MethodLoggingLevel.ERROR,
                 "access_log_destination": apigw.LogGroupLogDestination(self.access_logs),
-                "access_log_format": apigw.AccessLogFormat.json_with_standard_fields(
-                    caller=True,
-                    http_method=True,
-                    ip=True,
-                    protocol=True,
-                    request_time=True,
-                    resource_path=True,
-                    response_length=True,
-                    status=True,
-                    user=True,
+                "access_log_format": apigw.AccessLogFormat.custom(
+                    json.dumps({name: f"$context.{var}" for name, var in ACCESS_LOG_FIELDS.items()})
                 ),
             }
         create_role = config.api_gateway_logging_role == "create"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -163,3 +164,29 @@ def test_the_docs_deployed_api_urls_end_in_the_stages_name() -> None:
     }
     assert urls, "no deployed API URL in the docs"
     assert {stage for _, stage in urls} == {STAGE_NAME}, sorted(urls)
+
+
+@pytest.mark.parametrize("role", ["existing", "create"])
+def test_gateway_logs_record_the_route_template_never_the_raw_path(role: str) -> None:
+    """Issue 25 item 9 in AWS: paths and query strings hold key names and user ids an erase must not leave."""
+    [stage] = (
+        _template(StackConfig(api_gateway_logging_role=role))
+        .find_resources("AWS::ApiGateway::Stage")
+        .values()
+    )
+    props = stage["Properties"]
+    # Execution logs at ERROR: at INFO API Gateway writes "HTTP Method: …, Resource Path: <the path>" and
+    # "Method request query string: …" for every request. Request and response data never.
+    assert [
+        (m["HttpMethod"], m["ResourcePath"], m["LoggingLevel"], m["DataTraceEnabled"])
+        for m in props["MethodSettings"]
+    ] == [("*", "/*", "ERROR", False)]
+    fields = json.loads(props["AccessLogSetting"]["Format"])
+    assert fields["resourcePath"] == "$context.resourcePath" and fields["requestId"] == "$context.requestId"
+    recorded = {value.removeprefix("$context.") for value in fields.values()}
+    assert all(value.startswith("$context.") for value in fields.values())
+    # Nothing holding what the caller wrote into the URL, the body or the headers.
+    assert not recorded & {"path", "requestOverride.path", "domainName"}
+    assert not any(v.startswith(("requestOverride", "authorizer", "error.")) for v in recorded)
+    assert "$input" not in props["AccessLogSetting"]["Format"]
+    assert "$method" not in props["AccessLogSetting"]["Format"]
