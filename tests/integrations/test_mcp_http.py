@@ -69,3 +69,19 @@ def test_mcp_refuses_callers_the_api_refuses(mcp_server: LiveServer) -> None:
     )
     assert r.status_code == 200 and r.json()["result"]["serverInfo"]["name"] == "memstack"
     assert r.headers["X-Request-Id"]
+
+
+def test_methods_other_than_post_are_405_not_500(mcp_server: LiveServer) -> None:
+    """``GET /mcp`` answered 500 (the SDK's event stream sent a hop-by-hop header the server refuses).
+
+    The endpoint is stateless: no stream to GET, no session to DELETE. 405 with ``Allow: POST``.
+    """
+    headers = {"X-Api-Key": "acme-key", "Accept": "text/event-stream, application/json"}
+    for method in ("GET", "DELETE", "PUT", "PATCH", "HEAD"):
+        r = requests.request(method, f"{mcp_server.url}/mcp", headers=headers, timeout=30)
+        assert r.status_code == 405, (method, r.status_code, r.text)
+        assert r.headers["Allow"] == "POST"
+        if method != "HEAD":
+            assert r.json()["error"]["code"] == -32600 and "POST" in r.json()["error"]["message"]
+    # The caller's credential is still checked first.
+    assert requests.get(f"{mcp_server.url}/mcp", timeout=30).status_code == 401

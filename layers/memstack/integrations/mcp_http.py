@@ -4,7 +4,11 @@
 ASGI app. ``a2wsgi`` runs the ASGI app for each WSGI request on one event loop
 (a thread of its own), where the SDK's session manager runs too. The endpoint
 is stateless with JSON answers (each POST is one JSON-RPC exchange), so it
-needs no sticky sessions and scales with the server's threads.
+needs no sticky sessions and scales with the server's threads. A stateless
+endpoint has no stream to offer on GET (nor a session to DELETE): every method
+but POST is 405 with ``Allow: POST``, as the transport's specification allows.
+Handed to the SDK, a GET opened an event stream whose hop-by-hop ``Connection``
+header the WSGI server refuses (a 500).
 
 Authentication is the REST API's: ``LocalApi.mount`` checks the credential
 before a request reaches the SDK, and each tool call forwards that credential
@@ -14,6 +18,7 @@ to the in-process API, which derives the tenant from it exactly as for REST.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -69,12 +74,25 @@ class McpHttpEndpoint:
         self._loop.run_until_complete(task)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        method = environ.get("REQUEST_METHOD", "GET")
+        if method != "POST":
+            return _not_allowed(method, start_response)
         return self._wsgi(environ, start_response)  # type: ignore[arg-type]
 
     def close(self) -> None:
         if self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(timeout=10)
+
+
+def _not_allowed(method: str, start_response: StartResponse) -> Iterable[bytes]:
+    """405 in the SDK's own JSON-RPC error shape (what its other refusals on ``/mcp`` look like)."""
+    message = f"Method Not Allowed: {method}; this endpoint is stateless and takes JSON-RPC over POST only"
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    payload = json.dumps(error).encode()
+    headers = [("Content-Type", "application/json"), ("Allow", "POST"), ("Content-Length", str(len(payload)))]
+    start_response("405 Method Not Allowed", headers)
+    return [] if method == "HEAD" else [payload]
 
 
 def mount_mcp(api: LocalApi, settings: Settings, host: str = "127.0.0.1") -> McpHttpEndpoint:
