@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from memstack.adapters.llm.openai_chat import OpenAIChat
-from memstack.adapters.llm.structured import StructuredExtractor, StructuredSummariser
+from memstack.adapters.llm.providers.openai_chat import OpenAIChat
+from memstack.adapters.llm.providers.structured import StructuredExtractor, StructuredSummariser
 from memstack.models import MemoryRecord, Message
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "openai"

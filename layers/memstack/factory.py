@@ -91,15 +91,15 @@ def build_extractor(
     Bedrock Converse (``client``: bedrock-runtime), or an OpenAI-compatible server (``http_client``:
     an ``httpx.Client``)."""
     if settings.llm == "local":
-        from memstack.adapters.llm.rules.extractor import LocalExtractor
+        from memstack.adapters.llm.rules.extractor import RuleExtractor
 
-        return LocalExtractor(embedder)
+        return RuleExtractor(embedder)
     if settings.llm == "bedrock":
-        from memstack.adapters.llm.bedrock_extractor import BedrockExtractor
+        from memstack.adapters.llm.providers.bedrock_extractor import BedrockExtractor
 
         return BedrockExtractor.from_settings(settings, client=client)
     if settings.llm == "openai":
-        from memstack.adapters.llm.openai_provider import openai_extractor
+        from memstack.adapters.llm.providers.openai_provider import openai_extractor
 
         return openai_extractor(settings, http_client)
     raise NotImplementedError(f"llm {settings.llm!r} is not available in this build")
@@ -142,12 +142,12 @@ def build_summariser(
 ) -> Summariser:
     """Consolidation's summariser: extractive offline, Bedrock Converse, or an OpenAI-compatible server."""
     if settings.llm == "openai":
-        from memstack.adapters.llm.openai_provider import openai_summariser
+        from memstack.adapters.llm.providers.openai_provider import openai_summariser
 
         return openai_summariser(settings, http_client)
     if settings.llm == "bedrock":
-        from memstack.adapters.llm.bedrock_converse import prefix_tokens, prompt_cache_enabled
-        from memstack.adapters.llm.bedrock_summariser import (
+        from memstack.adapters.llm.providers.bedrock_converse import prefix_tokens, prompt_cache_enabled
+        from memstack.adapters.llm.providers.bedrock_summariser import (
             SUMMARY_TOOL,
             SYNTHESIS_TOOL,
             SYSTEM,
@@ -278,10 +278,10 @@ def build_service(
         assert db is not None
         store = EmbeddedMemoryStore(db)
     if queue is None and settings.queue_backend == "local":
-        from memstack.adapters.queue.local import LocalJobQueue
+        from memstack.adapters.queue.sqlite import SqliteJobQueue
 
         assert db is not None
-        queue = LocalJobQueue(db, max_attempts=settings.queue.queue_max_attempts)
+        queue = SqliteJobQueue(db, max_attempts=settings.queue.queue_max_attempts)
     if queue is None and settings.queue_backend == "sqs":
         from memstack.adapters.queue.sqs import SqsJobQueue
 

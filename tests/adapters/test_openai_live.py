@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 from aws_lambda_powertools import Metrics
-from memstack.adapters.llm.openai_chat import OpenAIChat
-from memstack.adapters.llm.structured import StructuredExtractor, StructuredSummariser
+from memstack.adapters.llm.providers.openai_chat import OpenAIChat
+from memstack.adapters.llm.providers.structured import StructuredExtractor, StructuredSummariser
 from memstack.factory import build_service
 from memstack.models import MemoryFilters, MemoryRecord, Message, Tier
 from memstack.settings import load_settings

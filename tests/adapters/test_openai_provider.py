@@ -19,9 +19,9 @@ from typing import Any
 import httpx
 import pytest
 from aws_lambda_powertools import Metrics
-from memstack.adapters.llm.openai_chat import OpenAIChat
-from memstack.adapters.llm.openai_provider import openai_extractor, openai_summariser
-from memstack.adapters.llm.structured import (
+from memstack.adapters.llm.providers.openai_chat import OpenAIChat
+from memstack.adapters.llm.providers.openai_provider import openai_extractor, openai_summariser
+from memstack.adapters.llm.providers.structured import (
     EXTRACTION_PROMPT,
     EXTRACTION_TOOL,
     StructuredExtractor,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from memstack.api.app import MemstackResolver, close_app, create_app
 from memstack.api.auth import ApiKeyAuthenticator, Authenticator
-from memstack.api.local_server import make_server, running_in_thread
+from memstack.api.wsgi_server import make_server, running_in_thread
 from memstack.factory import build_service
 from memstack.service import MemoryService
 from memstack.settings import Settings, load_settings
@@ -105,12 +105,12 @@ def live_server(tmp_path: Path) -> Iterator[str]:
         max_body_bytes=64 * 1024,
     )
     service = build_service(settings)
-    server, local_api = make_server(service, settings, host="127.0.0.1", port=0, threads=4)
+    server, api = make_server(service, settings, host="127.0.0.1", port=0, threads=4)
     try:
         with running_in_thread(server) as url:
             yield url
     finally:
-        local_api.close()
+        api.close()
         service.close()
 
 

@@ -18,7 +18,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
-from memstack.api.local_server import LocalApi
+from memstack.api.wsgi_server import WsgiApi
 from memstack.factory import build_service
 from memstack.settings import load_settings
 from schemathesis import GenerationMode
@@ -31,7 +31,7 @@ EXAMPLES_PER_OPERATION = 12
 def openapi_schema(tmp_path: Path) -> Iterator[Any]:
     app_settings = load_settings(data_dir=tmp_path / "schemathesis", embedder="hashing")
     service = build_service(app_settings)
-    api = LocalApi(service, app_settings)
+    api = WsgiApi(service, app_settings)
     yield schemathesis.openapi.from_wsgi("/openapi.json", api)
     api.close()
     service.close()

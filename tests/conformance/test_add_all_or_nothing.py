@@ -30,7 +30,7 @@ from memstack.adapters.embedded.stm import EmbeddedShortTermStore
 from memstack.adapters.embedded.store import EmbeddedMemoryStore
 from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.adapters.postgres.executor import StoreUnavailable
-from memstack.adapters.queue.local import LocalJobQueue
+from memstack.adapters.queue.sqlite import SqliteJobQueue
 from memstack.domain.ingest import IngestConfig, Ingestor, stm_memory_id
 from memstack.errors import DependencyFailed
 from memstack.models import Message
@@ -50,7 +50,7 @@ NOW = datetime.now(UTC).replace(microsecond=0)  # STM entries expire: a fixed pa
 class Rig:
     ingestor: Ingestor
     stm: Any
-    queue: LocalJobQueue
+    queue: SqliteJobQueue
     #: the memory store's next write fails (for real, at the backend's own level)
     break_store: Callable[[], None]
     #: the memory store works again
@@ -61,7 +61,7 @@ class Rig:
     error: type[BaseException]
 
 
-def _ingestor(store: Any, stm: Any, queue: LocalJobQueue, unit: Any = None) -> Ingestor:
+def _ingestor(store: Any, stm: Any, queue: SqliteJobQueue, unit: Any = None) -> Ingestor:
     config = IngestConfig(coarse_dim=COARSE_DIM)
     return Ingestor(store, stm, HashingEmbedder(dim=FULL_DIM), config, queue, unit=unit)
 
@@ -76,7 +76,7 @@ def _turns(store: Any) -> Callable[[list[str]], set[str]]:
 def _embedded(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Rig]:
     db = Database(tmp_path / "memstack.sqlite3")
     store, stm = EmbeddedMemoryStore(db), EmbeddedShortTermStore(db)
-    queue = LocalJobQueue(db)
+    queue = SqliteJobQueue(db)
 
     # A real SQLite failure inside the add's transaction: inserting into memories fails.
     def refuse() -> None:
@@ -121,7 +121,7 @@ def _dynamodb(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Rig]:
             plan.clear()
 
         store = DynamoDBMemoryStore(TABLE, faulty)
-        queue = LocalJobQueue(Database(tmp_path / "queue.sqlite3"))
+        queue = SqliteJobQueue(Database(tmp_path / "queue.sqlite3"))
         yield Rig(
             _ingestor(store, stm, queue), stm, queue, lambda: None, mend, _turns(store), DependencyFailed
         )
@@ -154,7 +154,7 @@ def _postgres(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Rig]:
 
     with mock_aws():
         stm = _dynamodb_stm(dynamodb_client())
-        queue = LocalJobQueue(Database(tmp_path / "queue.sqlite3"))
+        queue = SqliteJobQueue(Database(tmp_path / "queue.sqlite3"))
         yield Rig(
             _ingestor(store, stm, queue), stm, queue, lambda: None, mend, _turns(store), StoreUnavailable
         )
@@ -226,7 +226,7 @@ def _opensearch(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Rig]
 
     with mock_aws():
         stm = _dynamodb_stm(dynamodb_client())
-        queue = LocalJobQueue(Database(tmp_path / "queue.sqlite3"))
+        queue = SqliteJobQueue(Database(tmp_path / "queue.sqlite3"))
         yield Rig(_ingestor(store, stm, queue), stm, queue, break_store, mend, turns_stored, DependencyFailed)
     assert not recorder.answers, "every recorded answer was asked for"
 
@@ -284,7 +284,7 @@ def test_a_dynamodb_stm_write_spanning_transactions_is_taken_back_when_a_later_o
         faulty = Faulty(client, transact_write_items=Fail(server_error("TransactWriteItems"), on_call=2))
         stm = DynamoDbShortTermStore(STM_TABLE, client=faulty)
         store = DynamoDBMemoryStore(TABLE, client)
-        queue = LocalJobQueue(Database(tmp_path / "queue.sqlite3"))
+        queue = SqliteJobQueue(Database(tmp_path / "queue.sqlite3"))
         ingestor = _ingestor(store, stm, queue)
         messages = [
             Message(id=f"n{i}", role="user", content=f"Fact number {i}.", timestamp=NOW) for i in range(60)
@@ -311,7 +311,7 @@ def test_a_withdrawn_long_message_leaves_none_of_its_text_parts(tmp_path: Path) 
         stm = DynamoDbShortTermStore(STM_TABLE, client=client)
         faulty = Faulty(client, transact_write_items=Fail(server_error("TransactWriteItems"), times=10**6))
         store = DynamoDBMemoryStore(TABLE, faulty)
-        ingestor = _ingestor(store, stm, LocalJobQueue(Database(tmp_path / "queue.sqlite3")))
+        ingestor = _ingestor(store, stm, SqliteJobQueue(Database(tmp_path / "queue.sqlite3")))
         long = Message(id="long", role="user", content="I moved to Tallinn. " * 40_000, timestamp=NOW)
         with pytest.raises(DependencyFailed):
             ingestor.add(TENANT, USER, [long], now=NOW)

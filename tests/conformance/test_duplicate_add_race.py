@@ -27,7 +27,7 @@ from memstack.adapters.dynamodb.stm import DynamoDbShortTermStore, create_stm_ta
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.stm import EmbeddedShortTermStore
 from memstack.adapters.embedders.hashing import HashingEmbedder
-from memstack.adapters.queue.local import LocalJobQueue
+from memstack.adapters.queue.sqlite import SqliteJobQueue
 from memstack.domain.ingest import IngestConfig, Ingestor, IngestResult, stm_memory_id
 from memstack.errors import DependencyFailed
 from memstack.models import Message
@@ -105,18 +105,18 @@ class First:
         assert self.go.wait(WAIT), "the test never let the first add go on"
 
 
-def _ingestor(store: Any, stm: Any, queue: LocalJobQueue) -> Ingestor:
+def _ingestor(store: Any, stm: Any, queue: SqliteJobQueue) -> Ingestor:
     return Ingestor(store, stm, HashingEmbedder(dim=FULL_DIM), IngestConfig(coarse_dim=COARSE_DIM), queue)
 
 
-def _first(store: Any, stm: Any, queue: LocalJobQueue) -> First:
+def _first(store: Any, stm: Any, queue: SqliteJobQueue) -> First:
     first = First(_ingestor(store, stm, queue))  # hooks set below, once ``first`` exists
     first.ingestor.stm = Hooked(stm, append=first.wait_go)
     first.ingestor.store = Faulty(store, put=Fail(DependencyFailed("injected: the store is down")))
     return first
 
 
-def _race(store: Any, stm: Any, queue: LocalJobQueue, *, take_back_first: bool) -> IngestResult:
+def _race(store: Any, stm: Any, queue: SqliteJobQueue, *, take_back_first: bool) -> IngestResult:
     """Run the first add and its duplicate interleaved; the duplicate's result."""
     first = _first(store, stm, queue)
     thread = threading.Thread(target=first.run, daemon=True)
@@ -137,7 +137,7 @@ def _race(store: Any, stm: Any, queue: LocalJobQueue, *, take_back_first: bool) 
     return result
 
 
-def _accepted_and_kept(store: Any, stm: Any, queue: LocalJobQueue) -> None:
+def _accepted_and_kept(store: Any, stm: Any, queue: SqliteJobQueue) -> None:
     """Both messages are stored, owed their extraction, queued for it, and their turns indexed."""
     assert [m for m in IDS if stm.get(TENANT, USER, m) is not None] == IDS
     assert set(stm.unextracted(TENANT, USER, IDS)) == set(IDS)
@@ -151,7 +151,7 @@ def _accepted_and_kept(store: Any, stm: Any, queue: LocalJobQueue) -> None:
 def test_a_failing_add_never_takes_back_what_a_concurrent_duplicate_accepted(
     store: Any, stm: Any, tmp_path: Path, take_back_first: bool
 ) -> None:
-    queue = LocalJobQueue(Database(tmp_path / "queue.sqlite3"))
+    queue = SqliteJobQueue(Database(tmp_path / "queue.sqlite3"))
     result = _race(store, stm, queue, take_back_first=take_back_first)
     assert result.accepted == IDS  # the duplicate's client was told yes ...
     _accepted_and_kept(store, stm, queue)  # ... so nothing of it may be gone
@@ -166,7 +166,7 @@ def test_an_add_whose_take_back_fails_too_leaves_its_entries_for_the_retry_to_co
     store: Any, stm: Any, tmp_path: Path
 ) -> None:
     """Limit: the same outage fails the take-back. The client got a 503; its retry completes the add."""
-    queue = LocalJobQueue(Database(tmp_path / "queue.sqlite3"))
+    queue = SqliteJobQueue(Database(tmp_path / "queue.sqlite3"))
     failing = _ingestor(
         Faulty(store, put=Fail(DependencyFailed("injected: the store is down"))),
         Faulty(stm, withdraw=Fail(DependencyFailed("injected: the STM is down too"))),

@@ -8,7 +8,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
-from memstack.adapters.llm.bedrock_summariser import SUMMARY_TOOL, SYNTHESIS_TOOL, BedrockSummariser
+from memstack.adapters.llm.providers.bedrock_summariser import SUMMARY_TOOL, SYNTHESIS_TOOL, BedrockSummariser
 from memstack.adapters.llm.rules.extractive_summariser import (
     ExtractiveSummariser,
     estimate_tokens,

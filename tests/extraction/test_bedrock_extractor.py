@@ -10,8 +10,8 @@ import boto3
 import pytest
 from aws_lambda_powertools import Metrics
 from botocore.stub import ANY, Stubber
-from memstack.adapters.llm.bedrock_converse import converse_tool
-from memstack.adapters.llm.bedrock_extractor import TOOL, BedrockExtractor
+from memstack.adapters.llm.providers.bedrock_converse import converse_tool
+from memstack.adapters.llm.providers.bedrock_extractor import TOOL, BedrockExtractor
 from memstack.errors import DependencyFailed
 from memstack.factory import build_extractor
 from memstack.models import Category, Kind, MemoryRecord, Message
@@ -276,9 +276,9 @@ def test_extraction_and_consolidation_models_are_configured_apart(tmp_path: Any,
 def test_auto_caches_only_where_the_model_caches_a_prefix_that_long(tmp_path: Any, client: Any) -> None:
     """Issue 23, item 4: Claude Haiku 4.5 caches a prefix of 4,096 tokens or more; the extraction prefix
     is about 1,100, so cache points there were never used. auto sends them only where they pay."""
-    from memstack.adapters.llm.bedrock_converse import cache_minimum_tokens, prefix_tokens
-    from memstack.adapters.llm.bedrock_extractor import SYSTEM_PROMPT
-    from memstack.adapters.llm.bedrock_extractor import TOOL as EXTRACTION
+    from memstack.adapters.llm.providers.bedrock_converse import cache_minimum_tokens, prefix_tokens
+    from memstack.adapters.llm.providers.bedrock_extractor import SYSTEM_PROMPT
+    from memstack.adapters.llm.providers.bedrock_extractor import TOOL as EXTRACTION
     from memstack.factory import build_summariser
 
     extraction_prefix = prefix_tokens(SYSTEM_PROMPT, EXTRACTION)

@@ -7,7 +7,7 @@ from pathlib import Path
 import boto3
 from aws_lambda_powertools import Metrics
 from botocore.stub import ANY, Stubber
-from memstack.adapters.llm.bedrock_extractor import TOOL
+from memstack.adapters.llm.providers.bedrock_extractor import TOOL
 from memstack.factory import build_service
 from memstack.models import Category, Kind, MemoryFilters, Message, Tier
 from memstack.settings import load_settings

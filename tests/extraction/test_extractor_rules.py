@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from memstack.adapters.llm.rules import cues
 from memstack.adapters.llm.rules.attributes import find_attributes, present
-from memstack.adapters.llm.rules.extractor import LocalExtractor
+from memstack.adapters.llm.rules.extractor import RuleExtractor
 from memstack.adapters.llm.rules.grammar import alternation, forms
 from memstack.adapters.llm.rules.rewrite import drop_duration, resolve_pronoun, with_antecedent
 from memstack.adapters.llm.rules.targets import about_speaker
@@ -172,7 +172,7 @@ def test_how_long_the_old_value_held_is_dropped_and_nothing_after_it() -> None:
 
 def test_a_replaced_perfect_state_is_restated_without_its_duration() -> None:
     old = memory("Rhea has lived in Glasgow since university.")
-    ops = LocalExtractor().extract(msg("I'm now living in Edinburgh.", "Rhea"), [], [old])
+    ops = RuleExtractor().extract(msg("I'm now living in Edinburgh.", "Rhea"), [], [old])
     assert [(o.op, o.target_id) for o in ops] == [("UPDATE", "mem1")]
     assert ops[0].content == "Rhea lives in Edinburgh."
 
@@ -182,7 +182,7 @@ def test_a_speaker_changes_only_memories_about_themselves_or_no_one_else() -> No
     assert about_speaker(memory("Caroline loves swimming."), "Caroline")
     assert about_speaker(memory("The concert was called off."), "Caroline")
     assert not about_speaker(memory("Melanie loves swimming."), "Caroline")
-    ops = LocalExtractor().extract(
+    ops = RuleExtractor().extract(
         msg("I've switched to running now.", "Caroline"), [], [memory("Melanie loves swimming.")]
     )
     assert [o.op for o in ops] == ["ADD"]
@@ -191,7 +191,7 @@ def test_a_speaker_changes_only_memories_about_themselves_or_no_one_else() -> No
 def test_i_sold_it_ends_what_the_speaker_last_talked_about() -> None:
     owns = memory("Gus owns a motorbike.")
     context = [msg("I own a motorbike.", "Gus", mid="m0")]
-    ops = LocalExtractor().extract(msg("I sold it last month.", "Gus"), context, [owns])
+    ops = RuleExtractor().extract(msg("I sold it last month.", "Gus"), context, [owns])
     assert [(o.op, o.target_id) for o in ops] == [("UPDATE", "mem1")]
 
 
@@ -221,13 +221,13 @@ def test_a_change_no_word_links_replaces_the_memory_closest_in_meaning_when_clos
             "the user has become a morning person.": [cosine, float(np.sqrt(1 - cosine**2)), 0.0],
         }
     )
-    extractor = LocalExtractor(embedder)
+    extractor = RuleExtractor(embedder)
     ops = extractor.extract(msg("I've become a morning person."), [], [memory("Maya is a night owl.")])
     assert [o.op for o in ops] == [op]
     # Without an embedder nothing links them.
     assert [
         o.op
-        for o in LocalExtractor().extract(
+        for o in RuleExtractor().extract(
             msg("I've become a morning person."), [], [memory("Maya is a night owl.")]
         )
     ] == ["ADD"]
@@ -241,11 +241,11 @@ def test_a_polite_question_may_put_the_command_in_the_gerund() -> None:
 
 def test_news_about_a_known_thing_named_by_a_definite_noun_updates_it() -> None:
     party = memory("Gil is throwing a party for their dad on Friday.", Kind.EVENT)
-    ops = LocalExtractor().extract(msg("The party got postponed to next month.", "Gil"), [], [party])
+    ops = RuleExtractor().extract(msg("The party got postponed to next month.", "Gil"), [], [party])
     assert [(o.op, o.target_id) for o in ops] == [("UPDATE", "mem1")]
     assert "postponed" in ops[0].content
     # The same news about a thing no memory names is small talk.
-    assert LocalExtractor().extract(msg("The bus got delayed again.", "Gil"), [], [party]) == []
+    assert RuleExtractor().extract(msg("The bus got delayed again.", "Gil"), [], [party]) == []
 
 
 def test_remove_is_a_memory_command_only_when_its_object_is_the_memory() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from memstack.adapters.llm.rules.extractor import LocalExtractor
+from memstack.adapters.llm.rules.extractor import RuleExtractor
 from memstack.domain.retrieve import SearchRequest
 from memstack.domain.time.relative import resolve_relative_dates, yearless_date
 from memstack.models import MemoryFilters, Message, Role, Tier
@@ -64,7 +64,7 @@ def test_every_extracted_memory_carries_an_event_time(service: MemoryService) ->
     assert hits  # dated memories are still found without a time in the query
 
 
-extractor = LocalExtractor()
+extractor = RuleExtractor()
 
 
 def _said(content: str, speaker: str | None = None) -> list[str]:

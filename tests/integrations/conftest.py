@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from memstack.api.local_server import LocalApi, make_server, running_in_thread
-from memstack.client.in_process import in_process_client, local_api
+from memstack.api.wsgi_server import WsgiApi, make_server, running_in_thread
+from memstack.client.in_process import in_process_client, wsgi_api
 from memstack.client.sync import MemoryClient
 from memstack.factory import build_service
 from memstack.service import MemoryService
@@ -20,7 +20,7 @@ class LiveServer:
     url: str
     settings: Settings
     service: MemoryService
-    api: LocalApi
+    api: WsgiApi
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def mcp_server(tmp_path: Path) -> Iterator[LiveServer]:
 @pytest.fixture
 def local_client(service: MemoryService, settings: Settings) -> Iterator[MemoryClient]:
     """A ``MemoryClient`` over the service in this process (tenant ``local``)."""
-    api = local_api(service, settings, "local")
+    api = wsgi_api(service, settings, "local")
     client = in_process_client(api)
     yield client
     client.close()

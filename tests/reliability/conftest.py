@@ -10,7 +10,7 @@ import pytest
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.stm import EmbeddedShortTermStore
 from memstack.adapters.embedded.store import EmbeddedMemoryStore
-from memstack.adapters.queue.local import LocalJobQueue
+from memstack.adapters.queue.sqlite import SqliteJobQueue
 from memstack.factory import build_service
 from memstack.service import MemoryService
 from memstack.settings import Settings, load_settings
@@ -51,7 +51,7 @@ def faulty_service(fast_settings: Settings) -> Iterator[ServiceFactory]:
             "store": Faulty(EmbeddedMemoryStore(db), **(store_faults or {})),
             "stm": Faulty(EmbeddedShortTermStore(db), **(stm_faults or {})),
             "queue": Faulty(
-                LocalJobQueue(db, max_attempts=s.queue.queue_max_attempts, backoff_seconds=0.0),
+                SqliteJobQueue(db, max_attempts=s.queue.queue_max_attempts, backoff_seconds=0.0),
                 **(queue_faults or {}),
             ),
         }

@@ -20,7 +20,7 @@ from botocore.stub import ANY, Stubber
 from memstack.adapters.dynamodb.leases import DynamoDbLeases
 from memstack.adapters.dynamodb.stm import DynamoDbShortTermStore, create_stm_table
 from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
-from memstack.adapters.llm.bedrock_extractor import BedrockExtractor
+from memstack.adapters.llm.providers.bedrock_extractor import BedrockExtractor
 from memstack.adapters.queue.sqs import SqsJobQueue
 from memstack.factory import build_service
 from memstack.models import MemoryFilters, Message, Tier

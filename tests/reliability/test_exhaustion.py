@@ -33,7 +33,7 @@ import pytest
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.stm import EmbeddedShortTermStore
 from memstack.adapters.embedded.store import EmbeddedMemoryStore
-from memstack.adapters.queue.local import LocalJobQueue
+from memstack.adapters.queue.sqlite import SqliteJobQueue
 from memstack.bench.server_process import ServerProcess
 from memstack.factory import build_service
 from memstack.settings import load_settings
@@ -78,7 +78,7 @@ def full_disk(tmp_path: Path) -> Iterator[tuple[Any, Any, FullDisk]]:
         settings,
         store=EmbeddedMemoryStore(db),
         stm=EmbeddedShortTermStore(db),
-        queue=LocalJobQueue(db, max_attempts=settings.queue.queue_max_attempts),
+        queue=SqliteJobQueue(db, max_attempts=settings.queue.queue_max_attempts),
     )
     yield build_api(service, settings), service, db
     service.close()

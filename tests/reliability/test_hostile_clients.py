@@ -347,11 +347,11 @@ def test_unicode_keys_route_and_round_trip(hostile, key: str) -> None:
 def test_the_request_log_names_the_route_not_the_path(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from memstack.api.local_server import LocalApi
+    from memstack.api.wsgi_server import WsgiApi
 
     settings = load_settings(data_dir=tmp_path / "d", embedder="hashing", api_keys="k=acme")
     service = build_service(settings)
-    local = LocalApi(service, settings)
+    local = WsgiApi(service, settings)
     secret_key, secret_user = "keynamezq", "userzq"
 
     def call(method: str, path: str, body: dict | None = None, query: str = "") -> int:

@@ -6,7 +6,7 @@ classes that used to answer 500: a lone surrogate in a string, an integer of
 5,000 digits (or just past 64 bits), an extreme time in *every* time field, a
 control character, a Unicode path segment (accented, CJK, emoji, RTL,
 zero-width, a trailing newline). It goes through the real HTTP adapter
-(``LocalApi``: the path as WSGI bytes, the body as raw JSON text). Whatever it
+(``WsgiApi``: the path as WSGI bytes, the body as raw JSON text). Whatever it
 is:
 
 * the answer is 2xx or 4xx, never 5xx, and every 4xx has the one error shape;
@@ -35,7 +35,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
-from memstack.api.local_server import LocalApi
+from memstack.api.wsgi_server import WsgiApi
 from memstack.factory import build_service
 from memstack.settings import load_settings
 from schemathesis import GenerationMode
@@ -135,7 +135,7 @@ def _marked(value: Any, mark: str) -> Any:
 class Http:
     """HTTP requests into the local server's WSGI app, with the path as raw (UTF-8) bytes."""
 
-    def __init__(self, app: LocalApi) -> None:
+    def __init__(self, app: WsgiApi) -> None:
         self.app = app
 
     def __call__(
@@ -166,7 +166,7 @@ class Http:
 def world(tmp_path: Path) -> Iterator[tuple[Any, Http, Path]]:
     app_settings = load_settings(data_dir=tmp_path / "hostile", embedder="hashing", sync_timeout_seconds=30)
     service = build_service(app_settings)
-    api = LocalApi(service, app_settings)
+    api = WsgiApi(service, app_settings)
     # A user with memories, so that reads, edits and erases have something to act on.
     seed = {
         "user_id": "alice",

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from memstack.adapters.embedded.database import Database
-from memstack.adapters.queue.local import LocalJobQueue
+from memstack.adapters.queue.sqlite import SqliteJobQueue
 from memstack.adapters.queue.sqs import SqsJobQueue
 from memstack.factory import build_service
 from memstack.models import MemoryFilters, Message, Tier
@@ -54,8 +54,8 @@ def row(db: Database, job_id: str) -> Any:
 
 def test_a_crashed_workers_job_is_retried_once_its_short_lease_runs_out(db: Database) -> None:
     clock = Clock()
-    dying = LocalJobQueue(db, lease_seconds=15, clock=clock)
-    survivor = LocalJobQueue(db, lease_seconds=15, clock=clock)  # another process on the same file
+    dying = SqliteJobQueue(db, lease_seconds=15, clock=clock)
+    survivor = SqliteJobQueue(db, lease_seconds=15, clock=clock)  # another process on the same file
     done: list[str] = []
 
     def crash(_job: Job) -> None:
@@ -76,8 +76,8 @@ def test_a_crashed_workers_job_is_retried_once_its_short_lease_runs_out(db: Data
 
 
 def test_the_heartbeat_keeps_a_running_jobs_lease(db: Database) -> None:
-    worker = LocalJobQueue(db, lease_seconds=1)
-    other = LocalJobQueue(db, lease_seconds=1)
+    worker = SqliteJobQueue(db, lease_seconds=1)
+    other = SqliteJobQueue(db, lease_seconds=1)
     release = threading.Event()
     leases: list[float] = []
 
@@ -98,7 +98,7 @@ def test_the_heartbeat_keeps_a_running_jobs_lease(db: Database) -> None:
 
 def test_a_job_that_kills_its_worker_every_time_is_dead_lettered(db: Database) -> None:
     clock = Clock()
-    queue = LocalJobQueue(db, max_attempts=3, lease_seconds=15, clock=clock)
+    queue = SqliteJobQueue(db, max_attempts=3, lease_seconds=15, clock=clock)
 
     def crash(_job: Job) -> None:
         raise Crash
@@ -117,7 +117,7 @@ def test_a_job_that_kills_its_worker_every_time_is_dead_lettered(db: Database) -
 
 
 def test_one_job_per_user_at_a_time_across_workers(db: Database) -> None:
-    a, b = LocalJobQueue(db), LocalJobQueue(db)
+    a, b = SqliteJobQueue(db), SqliteJobQueue(db)
     a.send([job("ann", n=0), job("ann", n=1), job("bob", n=0)])
     claimed = a._claim()
     assert claimed is not None and claimed[0].id == "job-acme-ann-0"
@@ -142,7 +142,7 @@ def test_sync_waits_for_its_own_jobs_only(service: MemoryService) -> None:
 
 def test_sync_is_not_held_up_by_another_tenants_job_on_a_dead_worker(service: MemoryService) -> None:
     service.add("globex", "gus", [Message(content="I live in Rome.")])
-    dead_worker = LocalJobQueue(service.queue.db)  # type: ignore[attr-defined]
+    dead_worker = SqliteJobQueue(service.queue.db)  # type: ignore[attr-defined]
     assert dead_worker._claim() is not None  # claimed by a worker that is then killed
     finished = threading.Event()
     outcome: list[Any] = []

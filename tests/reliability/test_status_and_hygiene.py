@@ -12,7 +12,7 @@ import pytest
 from aws_lambda_powertools import Metrics
 from botocore.exceptions import ClientError, EndpointConnectionError
 from botocore.stub import Stubber
-from memstack.adapters.llm.bedrock_extractor import BedrockExtractor
+from memstack.adapters.llm.providers.bedrock_extractor import BedrockExtractor
 from memstack.service import MemoryService
 from memstack.settings import Settings
 

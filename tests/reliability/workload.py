@@ -28,8 +28,8 @@ from memstack.adapters.embedded.stm import EmbeddedShortTermStore
 from memstack.adapters.embedded.store import EmbeddedMemoryStore
 from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.adapters.llm.rules.extractive_summariser import ExtractiveSummariser
-from memstack.adapters.llm.rules.extractor import LocalExtractor
-from memstack.adapters.queue.local import LocalJobQueue
+from memstack.adapters.llm.rules.extractor import RuleExtractor
+from memstack.adapters.queue.sqlite import SqliteJobQueue
 from memstack.domain.extraction.apply import normalise_text
 from memstack.domain.ingest import stm_memory_id
 from memstack.errors import DependencyFailed
@@ -106,9 +106,9 @@ def make_rig(
     real: dict[str, Any] = {
         "store": EmbeddedMemoryStore(db),
         "stm": EmbeddedShortTermStore(db),
-        "queue": LocalJobQueue(db, max_attempts=4, backoff_seconds=0.0, clock=clock),
+        "queue": SqliteJobQueue(db, max_attempts=4, backoff_seconds=0.0, clock=clock),
         "embedder": HashingEmbedder(settings.embedding.embedding_dim),
-        "extractor": LocalExtractor(),
+        "extractor": RuleExtractor(),
         "summariser": ExtractiveSummariser(),
         "reranker": ScoreByOverlap(),
         **adapters,

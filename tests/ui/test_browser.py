@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memstack.adapters.embedded.database import Database
-from memstack.adapters.queue.local import LocalJobQueue
+from memstack.adapters.queue.sqlite import SqliteJobQueue
 from memstack.ports.queue import Job
 from playwright.sync_api import expect
 
@@ -168,7 +168,7 @@ def test_run_a_consolidation_and_watch_it_finish(page: Any, live_server: LiveSer
 def test_see_a_dead_lettered_job_and_redrive_it(page: Any, live_server: LiveServer) -> None:
     user = fresh("poisoned")
     # A job the worker cannot run (its time is not a time): retried, then dead-lettered.
-    queue = LocalJobQueue(Database(live_server.data_dir / "memstack.sqlite3"))
+    queue = SqliteJobQueue(Database(live_server.data_dir / "memstack.sqlite3"))
     job = Job(type="consolidate", tenant="acme", user_id=user, payload={"now": "not a time"})
     queue.send([job])
     wait_until(

@@ -48,7 +48,7 @@ class ServerLimits:
 
 class Listen(TypedDict, total=False):
     """Where and how a server listens: the one parameter list of ``create_guarded_server`` and
-    ``local_server.make_server`` (which passes it through)."""
+    ``wsgi_server.make_server`` (which passes it through)."""
 
     host: str  # default 127.0.0.1
     port: int  # default 8000; 0 picks a free port

@@ -19,7 +19,7 @@ from itertools import count
 from typing import Any
 
 from memstack.adapters.embedded.database import Database
-from memstack.adapters.queue.local import LocalJobQueue
+from memstack.adapters.queue.sqlite import SqliteJobQueue
 from memstack.bench.fixture import TENANT, BenchStore, user_name
 from memstack.bench.server_process import ServerProcess, post
 from memstack.bench.stats import machine
@@ -57,7 +57,7 @@ class IngestReport:
         return {"cells": [asdict(c) for c in self.cells], "config": self.config, "machine": self.machine}
 
 
-def _wait_drained(queue: LocalJobQueue, deadline_s: float = 1800) -> float:
+def _wait_drained(queue: SqliteJobQueue, deadline_s: float = 1800) -> float:
     """Seconds until another process's worker has emptied the queue."""
     started = time.perf_counter()
     end = time.monotonic() + deadline_s
@@ -111,7 +111,7 @@ class _Cells:
             jobs_s = round(n / (time.perf_counter() - began), 1)
         self.record("service", batch, infer, n, seconds, jobs_s, cpu_ms)
 
-    def over_http(self, port: int, queue: LocalJobQueue, batch: int, infer: str, n: int) -> None:
+    def over_http(self, port: int, queue: SqliteJobQueue, batch: int, infer: str, n: int) -> None:
         conn = HTTPConnection("127.0.0.1", port, timeout=600)
         messages = self.fresh(n)
         started = time.perf_counter()
@@ -160,7 +160,7 @@ def run_ingest_bench(
                     progress(f"{size:,}: service, batch {batch}, infer {infer} ({n} messages)")
                     run.through_service(batch, infer, n)
             if "http" in paths:
-                queue = LocalJobQueue(Database(bench.settings.db_path))
+                queue = SqliteJobQueue(Database(bench.settings.db_path))
                 with ServerProcess(bench.data_dir, embedder=embedder, tenant=TENANT) as server:
                     for batch in BATCHES:
                         for infer in INFER:

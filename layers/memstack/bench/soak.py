@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memstack.adapters.queue.local import LocalJobQueue
-from memstack.api.local_server import make_server, running_in_thread
+from memstack.adapters.queue.sqlite import SqliteJobQueue
+from memstack.api.wsgi_server import make_server, running_in_thread
 from memstack.client import MemoryApiError, MemoryClient
 from memstack.domain.extraction.apply import normalise_text
 from memstack.domain.ingest import stm_memory_id
@@ -419,7 +419,7 @@ def run(
         for w in workers:
             w.join()
         elapsed = time.monotonic() - started
-        assert isinstance(service.queue, LocalJobQueue)  # the soak runs on the embedded default
+        assert isinstance(service.queue, SqliteJobQueue)  # the soak runs on the embedded default
         service.queue.stop_worker()
         service.queue.drain(timeout=600)
     invariants = check_stores(service, traffic)

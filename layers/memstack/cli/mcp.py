@@ -80,7 +80,7 @@ def mcp(
 ) -> None:
     """Serve memstack's memory tools over MCP on stdin/stdout."""
     try:
-        from memstack.client.in_process import in_process_client, local_api
+        from memstack.client.in_process import in_process_client, wsgi_api
         from memstack.integrations.mcp_server import build_mcp_server
         from memstack.integrations.toolkit import MemoryToolkit
     except ImportError as exc:
@@ -95,7 +95,7 @@ def mcp(
         build_mcp_server(toolkit, allow_erase=settings.mcp.mcp_allow_erase).run("stdio")
         return
     with open_service(settings) as service, background_jobs(service):
-        api = local_api(service, settings, tenant_or_default(tenant, settings))
+        api = wsgi_api(service, settings, tenant_or_default(tenant, settings))
         toolkit = MemoryToolkit(
             in_process_client(api), user_id=settings.mcp.mcp_user_id, agent_id=settings.mcp.mcp_agent_id
         )

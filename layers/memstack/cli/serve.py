@@ -25,7 +25,7 @@ from memstack.service import MemoryService
 from memstack.settings import Settings
 
 if TYPE_CHECKING:
-    from memstack.api.local_server import LocalApi
+    from memstack.api.wsgi_server import WsgiApi
 
 logger = Logger(service="memstack-api")
 
@@ -66,7 +66,7 @@ def background_jobs(service: MemoryService) -> Iterator[None]:
             stop_worker()
 
 
-def mount_mcp_if_available(api: LocalApi, settings: Settings, host: str) -> Callable[[], None]:
+def mount_mcp_if_available(api: WsgiApi, settings: Settings, host: str) -> Callable[[], None]:
     """``/mcp`` on the server when the MCP SDK is installed; returns how to stop it."""
     try:
         from memstack.integrations.mcp_http import mount_mcp
@@ -102,7 +102,7 @@ def _run(
     announce: bool = True,
 ) -> None:
     """One server process: the API on ``threads`` threads, and (``background``) the job worker."""
-    from memstack.api.local_server import make_server
+    from memstack.api.wsgi_server import make_server
 
     stop = threading.Event()
     with open_service(settings) as service, background_jobs(service) if background else _no_jobs():

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from memstack.api.local_server import LocalApi
+from memstack.api.wsgi_server import WsgiApi
 from memstack.client.retry import NO_RETRIES
 from memstack.client.sync import MemoryClient
 from memstack.service import MemoryService
@@ -38,12 +38,12 @@ class FixedTenant:
         return self._tenant
 
 
-def local_api(service: MemoryService, settings: Settings, tenant: str | None = None) -> LocalApi:
+def wsgi_api(service: MemoryService, settings: Settings, tenant: str | None = None) -> WsgiApi:
     """The API's WSGI app over ``service``; with ``tenant``, every call is that tenant's."""
-    return LocalApi(service, settings, authenticator=FixedTenant(tenant) if tenant else None)
+    return WsgiApi(service, settings, authenticator=FixedTenant(tenant) if tenant else None)
 
 
-def in_process_client(api: LocalApi, headers: Mapping[str, str] | None = None) -> MemoryClient:
+def in_process_client(api: WsgiApi, headers: Mapping[str, str] | None = None) -> MemoryClient:
     """A ``MemoryClient`` whose requests go straight into ``api`` (no retries: nothing is in between)."""
     return MemoryClient(
         IN_PROCESS_URL, headers=headers, transport=httpx.WSGITransport(app=api), retry=NO_RETRIES

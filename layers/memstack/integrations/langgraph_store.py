@@ -117,9 +117,9 @@ class MemstackStore(BaseStore):
     @classmethod
     def in_process(cls, service: Any, settings: Any, tenant: str, **kwargs: Any) -> MemstackStore:
         """A store over a ``MemoryService`` in this process (its REST API, without a socket)."""
-        from memstack.client.in_process import in_process_client, local_api
+        from memstack.client.in_process import in_process_client, wsgi_api
 
-        return cls(in_process_client(local_api(service, settings, tenant)), **kwargs)
+        return cls(in_process_client(wsgi_api(service, settings, tenant)), **kwargs)
 
     # ------------------------------------------------------------ namespaces
     def _where(self, namespace: tuple[str, ...], *, exact: bool) -> tuple[str, str | None]:

@@ -10,7 +10,7 @@ but POST is 405 with ``Allow: POST``, as the transport's specification allows.
 Handed to the SDK, a GET opened an event stream whose hop-by-hop ``Connection``
 header the WSGI server refuses (a 500).
 
-Authentication is the REST API's: ``LocalApi.mount`` checks the credential
+Authentication is the REST API's: ``WsgiApi.mount`` checks the credential
 before a request reaches the SDK, and each tool call forwards that credential
 to the in-process API, which derives the tenant from it exactly as for REST.
 """
@@ -25,7 +25,7 @@ from typing import Any
 
 from a2wsgi import ASGIMiddleware
 
-from memstack.api.local_server import LocalApi, StartResponse
+from memstack.api.wsgi_server import StartResponse, WsgiApi
 from memstack.client.in_process import in_process_client
 from memstack.integrations.mcp_server import build_mcp_server
 from memstack.integrations.toolkit import MemoryToolkit
@@ -95,7 +95,7 @@ def _not_allowed(method: str, start_response: StartResponse) -> Iterable[bytes]:
     return [] if method == "HEAD" else [payload]
 
 
-def mount_mcp(api: LocalApi, settings: Settings, host: str = "127.0.0.1") -> McpHttpEndpoint:
+def mount_mcp(api: WsgiApi, settings: Settings, host: str = "127.0.0.1") -> McpHttpEndpoint:
     """Serve MCP at ``/mcp`` of ``api``; tools call ``api`` itself with the caller's credential."""
     toolkit = MemoryToolkit(
         in_process_client(api), user_id=settings.mcp.mcp_user_id, agent_id=settings.mcp.mcp_agent_id

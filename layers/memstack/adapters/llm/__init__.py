@@ -1,2 +1,2 @@
 """Model adapters behind the LLM ports: the network providers (Bedrock Converse, OpenAI-compatible chat)
-here, the offline rule-based extractor and summariser in ``rules``."""
+in ``providers``, the offline rule-based extractor and summariser in ``rules``."""

@@ -1,8 +1,8 @@
 """The offline extractor and summariser: English heuristics, no model and no network.
 
-``extractor.LocalExtractor`` decides ADD / UPDATE / DELETE / NONE from rules (corrections, negations,
+``extractor.RuleExtractor`` decides ADD / UPDATE / DELETE / NONE from rules (corrections, negations,
 attribute changes, targets); its helpers are the word lists (``grammar``, ``cues``), the rewrites to
 third person (``rewrite``), attribute and target matching (``attributes``, ``targets``).
 ``extractive_summariser`` is the offline summariser consolidation uses. Chosen with
-``MEMSTACK_LLM_PROVIDER=local`` (the default).
+``MEMSTACK_LLM=local`` (the default).
 """

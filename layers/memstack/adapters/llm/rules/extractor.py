@@ -1,4 +1,4 @@
-"""The local extractor: deterministic, rule-based, no network (the offline default).
+"""The rule-based extractor (``MEMSTACK_LLM=local``): deterministic, no network (the offline default).
 
 For each sentence (and each first-person clause of it) of a user's message it
 decides, against the most similar current memories (the neighbours):
@@ -196,7 +196,7 @@ class _Said:
     event_time: datetime | None
 
 
-class LocalExtractor:
+class RuleExtractor:
     """Rule-based ``Extractor``: same input, same operations, on any machine."""
 
     name = "local"

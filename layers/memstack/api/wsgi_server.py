@@ -107,7 +107,7 @@ def wsgi_to_event(environ: dict[str, Any], body: bytes) -> dict[str, Any]:
     }
 
 
-class LocalApi:
+class WsgiApi:
     """The WSGI application: HTTP in, proxy event through the resolver, HTTP out."""
 
     def __init__(
@@ -279,7 +279,7 @@ class LocalApi:
         self._close_persistence()
 
 
-def make_server(service: MemoryService, settings: Settings, **listen: Unpack[Listen]) -> tuple[Any, LocalApi]:
+def make_server(service: MemoryService, settings: Settings, **listen: Unpack[Listen]) -> tuple[Any, WsgiApi]:
     """A waitress server (not running yet; connections bounded) and its WSGI app; ``port=0``: a free port.
 
     ``listen`` is ``guarded_server.Listen`` (host, port, threads, or ``sock``: a listening
@@ -287,7 +287,7 @@ def make_server(service: MemoryService, settings: Settings, **listen: Unpack[Lis
     """
     from memstack.api.guarded_server import create_guarded_server  # waitress: not in the Lambda layer
 
-    api = LocalApi(service, settings)
+    api = WsgiApi(service, settings)
     return create_guarded_server(api, server_limits(settings), **listen), api
 
 

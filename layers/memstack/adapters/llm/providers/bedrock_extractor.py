@@ -15,8 +15,8 @@ from typing import Any
 
 from aws_lambda_powertools import Metrics
 
-from memstack.adapters.llm.bedrock_converse import ConverseChat, prefix_tokens, prompt_cache_enabled
-from memstack.adapters.llm.structured import EXTRACTION_PROMPT, EXTRACTION_TOOL, StructuredExtractor
+from memstack.adapters.llm.providers.bedrock_converse import ConverseChat, prefix_tokens, prompt_cache_enabled
+from memstack.adapters.llm.providers.structured import EXTRACTION_PROMPT, EXTRACTION_TOOL, StructuredExtractor
 from memstack.settings import Settings
 
 SYSTEM_PROMPT = EXTRACTION_PROMPT

@@ -35,7 +35,7 @@ from typing import Any
 from aws_lambda_powertools import Metrics
 from botocore.exceptions import BotoCoreError, ClientError
 
-from memstack.adapters.llm.tools import (
+from memstack.adapters.llm.providers.tools import (
     CACHE_POINT,
     NAMESPACE,
     Tool,

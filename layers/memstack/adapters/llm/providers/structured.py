@@ -31,8 +31,8 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from memstack.adapters.llm.providers.tools import Tool, ToolAnswer, ToolChat, default_metrics
 from memstack.adapters.llm.rules.extractive_summariser import ExtractiveSummariser, estimate_tokens, truncate
-from memstack.adapters.llm.tools import Tool, ToolAnswer, ToolChat, default_metrics
 from memstack.domain.categories import categorise
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
 from memstack.ports.llm import ExtractionOp

@@ -40,7 +40,7 @@ from typing import Any, Literal
 import httpx
 from aws_lambda_powertools import Logger, Metrics
 
-from memstack.adapters.llm.tools import Tool, ToolAnswer, default_metrics, record_usage
+from memstack.adapters.llm.providers.tools import Tool, ToolAnswer, default_metrics, record_usage
 from memstack.errors import DependencyFailed
 
 logger = Logger(service="memstack", child=True)

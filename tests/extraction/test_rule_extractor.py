@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from memstack.adapters.llm.rules.extractor import LocalExtractor
+from memstack.adapters.llm.rules.extractor import RuleExtractor
 from memstack.domain.categories import categorise
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
 
@@ -20,7 +20,7 @@ def memory(content: str, kind: Kind = Kind.FACT, mid: str = "mem1") -> MemoryRec
     return MemoryRecord(id=mid, tenant="t", user_id="u", content=content, kind=kind)
 
 
-extractor = LocalExtractor()
+extractor = RuleExtractor()
 
 
 def test_first_person_fact_is_added_in_third_person_with_provenance() -> None:

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from memstack.adapters.llm.bedrock_converse import ConverseChat
-from memstack.adapters.llm.structured import (
+from memstack.adapters.llm.providers.bedrock_converse import ConverseChat
+from memstack.adapters.llm.providers.structured import (
     SUMMARY_PROMPT,
     SUMMARY_TOOL,
     SYNTHESIS_TOOL,

@@ -1,4 +1,5 @@
-"""The local job queue: jobs persisted in the SQLite file, run by a worker thread.
+"""The SQLite job queue (``MEMSTACK_QUEUE_BACKEND=local``): jobs persisted in the SQLite file, run by
+a worker thread.
 
 Jobs survive a restart (they are rows, not objects in memory). A worker
 claims a job with a short lease (``lease_seconds``, default 15 s) and a
@@ -33,7 +34,7 @@ from memstack.ports.queue import Job
 _OPEN = "status IN ('pending', 'running')"
 
 
-class LocalJobQueue:
+class SqliteJobQueue:
     def __init__(
         self,
         db: Database,

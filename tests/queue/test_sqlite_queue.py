@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from memstack.adapters.embedded.database import Database
-from memstack.adapters.queue.local import LocalJobQueue
+from memstack.adapters.queue.sqlite import SqliteJobQueue
 from memstack.ports.queue import Job
 
 
 def test_a_failing_job_is_retried_then_dead_lettered_and_redrive_runs_it_again(tmp_path: Path) -> None:
     db = Database(tmp_path / "q.sqlite3")
-    queue = LocalJobQueue(db, max_attempts=3, backoff_seconds=0.0)
+    queue = SqliteJobQueue(db, max_attempts=3, backoff_seconds=0.0)
     calls: dict[str, int] = {}
     broken = {"bad"}
 
@@ -42,10 +42,10 @@ def test_a_failing_job_is_retried_then_dead_lettered_and_redrive_runs_it_again(t
 
 def test_jobs_survive_a_restart_and_a_known_id_is_not_queued_twice(tmp_path: Path) -> None:
     db = Database(tmp_path / "q.sqlite3")
-    LocalJobQueue(db).send([Job(id="j1", type="consolidate", tenant="t", user_id="u")] * 2)
+    SqliteJobQueue(db).send([Job(id="j1", type="consolidate", tenant="t", user_id="u")] * 2)
     db.close()
     db = Database(tmp_path / "q.sqlite3")
-    queue = LocalJobQueue(db)
+    queue = SqliteJobQueue(db)
     seen: list[str] = []
     queue.set_handler(lambda job: seen.append(job.id))
     assert queue.pending() == 1
@@ -56,7 +56,7 @@ def test_jobs_survive_a_restart_and_a_known_id_is_not_queued_twice(tmp_path: Pat
 
 def test_a_tenant_sees_and_redrives_only_its_own_jobs(tmp_path: Path) -> None:
     db = Database(tmp_path / "q.sqlite3")
-    queue = LocalJobQueue(db, max_attempts=1, backoff_seconds=0.0)
+    queue = SqliteJobQueue(db, max_attempts=1, backoff_seconds=0.0)
 
     def broken(job: Job) -> None:
         raise ValueError(f"broken {job.id}")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memstack.adapters.llm.openai_chat import OpenAIChat
-from memstack.adapters.llm.structured import StructuredExtractor, StructuredSummariser
+from memstack.adapters.llm.providers.openai_chat import OpenAIChat
+from memstack.adapters.llm.providers.structured import StructuredExtractor, StructuredSummariser
 from memstack.settings import Settings
 
 
