@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
+from memstack.adapters.opensearch.managed import ManagedDocuments
 from memstack.adapters.opensearch.store import OpenSearchMemoryStore
 from memstack.domain.retrieve import SearchRequest
 from memstack.errors import SettingsError
@@ -70,14 +71,16 @@ def test_opensearch_is_chosen_by_setting_with_its_index_options(tmp_path: Path) 
     )
     store = build_store(settings, {"opensearch": recording_client(Recorder())})
     assert isinstance(store, OpenSearchMemoryStore)
-    assert (store.alias, store.engine, store.m, store.ef_construction, store.refresh) == (
+    index = store.index
+    assert (index.alias, index.engine, index.m, index.ef_construction, index.refresh) == (
         "mem",
         "lucene",
         32,
         200,
         "false",
     )
-    props = store.template_body()["template"]["mappings"]["properties"]
+    assert isinstance(store.documents, ManagedDocuments)
+    props = store.documents.template_body()["template"]["mappings"]["properties"]
     assert (props["embedding_full"]["dimension"], props["embedding_coarse"]["dimension"]) == (256, 64)
 
 

@@ -38,7 +38,7 @@ def store() -> Iterator[object]:
     client = build_client(
         os.environ["OPENSEARCH_URL"], service=os.environ.get("OPENSEARCH_SIGV4_SERVICE") or None
     )
-    s = OpenSearchMemoryStore(
+    s = OpenSearchMemoryStore.managed(
         client,
         alias=f"memstack-live-{uuid.uuid4().hex[:8]}",
         embedding_dim=64,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from memstack.adapters.opensearch import mapping
 from memstack.adapters.opensearch.permissions import calls
-from memstack.adapters.opensearch.serverless import ServerlessMemoryStore
+from memstack.adapters.opensearch.serverless import ServerlessDocuments
 from memstack.adapters.opensearch.store import OpenSearchMemoryStore
 from memstack.errors import BadRequest, Conflict
 from memstack.models import MemoryRecord
@@ -44,10 +44,10 @@ def recorder() -> Recorder:
     return Recorder()
 
 
-def make_store(recorder: Recorder, *, ready: bool = True) -> tuple[ServerlessMemoryStore, list[float]]:
+def make_store(recorder: Recorder, *, ready: bool = True) -> tuple[OpenSearchMemoryStore, list[float]]:
     sleeps: list[float] = []
     ticks = iter(range(1_000, 2_000))
-    store = ServerlessMemoryStore(
+    store = OpenSearchMemoryStore.serverless(
         recording_client(recorder),
         alias=INDEX,
         embedding_dim=4,
@@ -58,6 +58,11 @@ def make_store(recorder: Recorder, *, ready: bool = True) -> tuple[ServerlessMem
         clock=lambda: next(ticks),
     )
     return store, sleeps
+
+
+def documents(store: OpenSearchMemoryStore) -> ServerlessDocuments:
+    assert isinstance(store.documents, ServerlessDocuments)
+    return store.documents
 
 
 def record(memory_id: str, content: str = "Alex moved to Lisbon", **kw: Any) -> MemoryRecord:
@@ -142,8 +147,8 @@ def test_the_factory_picks_the_serverless_store_for_aoss() -> None:
         embedder="hashing",
     )
     store = OpenSearchMemoryStore.from_settings(settings, client=object())
-    assert isinstance(store, ServerlessMemoryStore) and store.refresh is None
-    assert store.visibility_seconds == settings.opensearch.visibility_seconds
+    assert isinstance(store.documents, ServerlessDocuments) and store.index.refresh is None
+    assert store.documents.visibility_seconds == settings.opensearch.visibility_seconds
 
 
 def test_reindex_is_refused_with_the_way_to_do_it(recorder: Recorder) -> None:
@@ -344,7 +349,7 @@ def test_a_job_begun_before_the_erase_writes_nothing(recorder: Recorder) -> None
     from memstack.domain.erasure import Erased, Fence
 
     store, _ = make_store(recorder)
-    store.erasure_log = Log(T0.timestamp() + 5)
+    documents(store).erasure_log = Log(T0.timestamp() + 5)
     with pytest.raises(Erased):
         store.put([record("m1")], fence=Fence.at(T0))
     assert recorder.requests == []  # refused before anything was sent
@@ -354,7 +359,7 @@ def test_a_write_landing_while_the_erase_runs_is_deleted_by_its_assigned_id(reco
     from memstack.domain.erasure import Erased, Fence
 
     store, _ = make_store(recorder)
-    store.erasure_log = log = Log(None, T0.timestamp() + 1)  # the erase came between the two reads
+    documents(store).erasure_log = log = Log(None, T0.timestamp() + 1)  # the erase came between the two reads
     recorder.reply(200, hits())
     recorder.reply(200, bulk_items(("index", "aoss-7", 201)))
     recorder.reply(200, bulk_items(("delete", "aoss-7", 200)))
@@ -370,7 +375,7 @@ def test_work_begun_after_the_erase_writes_and_reads_the_log_twice(recorder: Rec
     from memstack.domain.erasure import Fence
 
     store, _ = make_store(recorder)
-    store.erasure_log = log = Log(T0.timestamp() - 60)
+    documents(store).erasure_log = log = Log(T0.timestamp() - 60)
     recorder.reply(200, hits())
     recorder.reply(200, bulk_items(("index", "aoss-1", 201)))
     store.put([record("m1")], fence=Fence.at(T0))
@@ -397,7 +402,8 @@ def test_the_service_fences_a_collection_with_the_dynamodb_stm_erasure_marker(tm
         )
         service = build_service(settings, stm=stm)
         try:
-            assert isinstance(service.store, ServerlessMemoryStore) and service.store.erasure_log is stm
+            documents = service.store.documents  # type: ignore[attr-defined]
+            assert isinstance(documents, ServerlessDocuments) and documents.erasure_log is stm
             assert stm.erased_at("t1", "u1") is None
             stm.erase_user("t1", "u1")
             erased = stm.erased_at("t1", "u1")

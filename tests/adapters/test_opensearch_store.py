@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from memstack.adapters.opensearch import mapping
+from memstack.adapters.opensearch.managed import ManagedDocuments
 from memstack.adapters.opensearch.store import OpenSearchMemoryStore
 from memstack.domain import filter_expr
 from memstack.domain.erasure import Erased, Fence, erasure_key
@@ -44,7 +45,7 @@ def make_store(
     recorder: Recorder, *, ready: bool = True, **kw: Any
 ) -> tuple[OpenSearchMemoryStore, list[float]]:
     sleeps: list[float] = []
-    store = OpenSearchMemoryStore(
+    store = OpenSearchMemoryStore.managed(
         recording_client(recorder),
         alias=ALIAS,
         embedding_dim=4,
@@ -154,7 +155,8 @@ def test_first_use_creates_the_template_and_the_aliased_index(recorder: Recorder
 
 def test_the_default_engine_is_faiss(recorder: Recorder) -> None:
     store, _ = make_store(recorder)
-    method = store.template_body()["template"]["mappings"]["properties"]["embedding_full"]["method"]
+    assert isinstance(store.documents, ManagedDocuments)
+    method = store.documents.template_body()["template"]["mappings"]["properties"]["embedding_full"]["method"]
     assert method == {
         "name": "hnsw",
         "engine": "faiss",

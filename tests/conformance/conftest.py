@@ -109,7 +109,7 @@ def _opensearch(tmp_path: Path) -> Iterator[Any]:
     from memstack.adapters.opensearch.store import OpenSearchMemoryStore
 
     client = build_client(url, service=os.environ.get("OPENSEARCH_SIGV4_SERVICE") or None)
-    store = OpenSearchMemoryStore(
+    store = OpenSearchMemoryStore.managed(
         client,
         alias=f"memstack-conformance-{uuid.uuid4().hex[:8]}",
         embedding_dim=FULL_DIM,
@@ -126,7 +126,7 @@ def _opensearch(tmp_path: Path) -> Iterator[Any]:
 class _CollectionRefresh:
     """The client, plus the periodic refresh a serverless collection does on its own (seconds later).
 
-    The live serverless case runs ServerlessMemoryStore (no refresh, no explicit ids) on the cluster
+    The live serverless case runs the serverless store (no refresh, no explicit ids) on the cluster
     at OPENSEARCH_URL; refreshing after each bulk here stands in for the collection's own refresh,
     so the contract's read-after-write checks hold without the store ever asking for one.
     """
@@ -149,10 +149,10 @@ def _opensearch_serverless(tmp_path: Path) -> Iterator[Any]:
     if not url:
         pytest.skip("OPENSEARCH_URL is not set: no OpenSearch cluster to run the live conformance suite on")
     from memstack.adapters.opensearch.client import build_client
-    from memstack.adapters.opensearch.serverless import ServerlessMemoryStore
+    from memstack.adapters.opensearch.store import OpenSearchMemoryStore
 
     client = build_client(url, service=os.environ.get("OPENSEARCH_SIGV4_SERVICE") or None)
-    store = ServerlessMemoryStore(
+    store = OpenSearchMemoryStore.serverless(
         _CollectionRefresh(client),
         alias=f"memstack-conformance-{uuid.uuid4().hex[:8]}",
         embedding_dim=FULL_DIM,

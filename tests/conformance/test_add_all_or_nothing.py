@@ -167,7 +167,7 @@ def _opensearch(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Rig]
     from memstack.adapters.opensearch.store import OpenSearchMemoryStore
 
     recorder = Recorder()
-    store = OpenSearchMemoryStore(
+    store = OpenSearchMemoryStore.managed(
         recording_client(recorder),
         alias="memstack",
         embedding_dim=FULL_DIM,

@@ -95,7 +95,7 @@ def _drive(env: dict[str, str], wire: Wire) -> None:
     flat = {k.removeprefix("MEMSTACK_").lower(): v for k, v in env.items() if k.startswith("MEMSTACK_")}
     settings = load_settings(**flat)
     store = OpenSearchMemoryStore.from_settings(settings, wire.client())
-    store._sleep = lambda _: None  # waits (serverless visibility, backoff) change no request
+    store.index.sleep = lambda _: None  # waits (serverless visibility, backoff) change no request
     dim = settings.embedding.embedding_dim
     query = np.ones(dim, dtype=np.float32) / np.sqrt(dim)
     store.put([_record("a", "Alex moved to Lisbon", dim)])

@@ -1,20 +1,19 @@
-"""The OpenSearch index behind the store and how we talk to it: client, retries, bulk, lifecycle.
+"""The OpenSearch index behind the store and how requests reach it: client, retries, bulk, search.
 
-Documents live in ``<alias>-v<N>`` indices created from one index template
-(``mapping.index_template``) and are read and written through ``<alias>``.
-``ensure_index`` runs once per container (idempotent: a concurrent creation
-is fine); ``reindex`` copies into ``-v<N+1>`` and swaps the alias in one
-``_aliases`` call, so the mapping can change without downtime.
+What an index is named, how it is created and how documents are written differ
+between a managed domain and a serverless collection: that is the flavour's
+(``managed.ManagedDocuments``, ``serverless.ServerlessDocuments``). This module
+is only the wire they share: one client created lazily, bounded retries,
+bulk with 429s re-sent, and searches whose answers are checked.
 """
 
 from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from memstack.adapters.opensearch import mapping
 from memstack.adapters.opensearch.client import build_client, with_retries
 from memstack.errors import DependencyFailed, SettingsError
 
@@ -26,7 +25,11 @@ def status_of(exc: Exception) -> Any:
 
 
 class OpenSearchIndex:
-    """One aliased index: the lazily created client, bounded retries, bulk, create/reindex/drop."""
+    """One index (or alias) on one client: its name and vector mapping, retries, bulk, search.
+
+    ``refresh`` is the bulk refresh policy (``None``: no refresh parameter at all, as a serverless
+    collection requires); ``ready`` says whether the flavour has made sure the index exists.
+    """
 
     def __init__(
         self,
@@ -61,8 +64,8 @@ class OpenSearchIndex:
         self.service = service
         self.region = region
         self.attempts = attempts
-        self._sleep = sleep
-        self._ready = not auto_create
+        self.sleep = sleep
+        self.ready = not auto_create
 
     @property
     def client(self) -> Any:
@@ -72,100 +75,19 @@ class OpenSearchIndex:
             self._client = build_client(self.endpoint, service=self.service, region=self.region)
         return self._client
 
-    def _call(self, what: str, fn: Callable[..., Any], *, expect: tuple[int, ...] = (), **kwargs: Any) -> Any:
+    def call(self, what: str, fn: Callable[..., Any], *, expect: tuple[int, ...] = (), **kwargs: Any) -> Any:
         """One request with bounded retries; an HTTP error not in ``expect`` becomes ``DependencyFailed``."""
         from opensearchpy.exceptions import TransportError
 
         try:
-            return with_retries(lambda: fn(**kwargs), what=what, attempts=self.attempts, sleep=self._sleep)
+            return with_retries(lambda: fn(**kwargs), what=what, attempts=self.attempts, sleep=self.sleep)
         except TransportError as exc:
             if status_of(exc) in expect:
                 raise
             raise DependencyFailed(f"OpenSearch {what} failed: {exc}") from exc
 
-    # ------------------------------------------------------------------ index
-    def template_body(self) -> dict[str, Any]:
-        return mapping.index_template(
-            self.alias,
-            embedding_dim=self.embedding_dim,
-            coarse_dim=self.coarse_dim,
-            engine=self.engine,
-            m=self.m,
-            ef_construction=self.ef_construction,
-        )
-
-    def ensure_index(self) -> None:
-        """Put the index template; create ``<alias>-v1`` behind the alias, or add new fields to its index."""
-        self._call(
-            "put index template",
-            self.client.indices.put_index_template,
-            name=self.alias,
-            body=self.template_body(),
-        )
-        if self._call("check alias", self.client.indices.exists_alias, name=self.alias):
-            # An index made from an older template: fields added since are added to it
-            # (adding a field is allowed; a strict mapping would reject documents with it).
-            self._call(
-                "add new fields",
-                self.client.indices.put_mapping,
-                index=self.alias,
-                body=mapping.added_fields(),
-            )
-        else:
-            try:
-                self._call(
-                    "create index",
-                    self.client.indices.create,
-                    index=mapping.index_name(self.alias, 1),
-                    body={"aliases": {self.alias: {}}},
-                    expect=(400,),
-                )
-            except Exception as exc:
-                # Another container created it first: fine, that is the index we wanted.
-                if "resource_already_exists" not in str(exc):
-                    raise DependencyFailed(f"OpenSearch create index failed: {exc}") from exc
-        self._ready = True
-
-    def _ensure(self) -> None:
-        if not self._ready:
-            self.ensure_index()
-
-    def reindex(self) -> str:
-        """Copy everything into a new ``-v<N+1>`` index (current template) and move the alias to it."""
-        self._ensure()
-        current = sorted(self._call("get alias", self.client.indices.get_alias, name=self.alias))
-        old = current[-1]
-        new = mapping.index_name(self.alias, int(old.rsplit("-v", 1)[1]) + 1)
-        self._call(
-            "put index template",
-            self.client.indices.put_index_template,
-            name=self.alias,
-            body=self.template_body(),
-        )
-        self._call("create index", self.client.indices.create, index=new, body={})
-        self._call(
-            "reindex",
-            self.client.reindex,
-            body={"source": {"index": old}, "dest": {"index": new}},
-            wait_for_completion=True,
-            refresh=True,
-        )
-        actions = [{"remove": {"index": i, "alias": self.alias}} for i in current]
-        self._call(
-            "swap alias",
-            self.client.indices.update_aliases,
-            body={"actions": [*actions, {"add": {"index": new, "alias": self.alias}}]},
-        )
-        return new
-
-    def drop_index(self) -> None:
-        """Delete every index of this alias and its template (tests and teardown only)."""
-        self._call("delete index", self.client.indices.delete, index=f"{self.alias}-v*")
-        self._call("delete template", self.client.indices.delete_index_template, name=self.alias)
-        self._ready = False
-
     # ----------------------------------------------------------------- writes
-    def _bulk(self, ops: builtins.list[Op]) -> builtins.list[dict[str, Any]]:
+    def bulk(self, ops: builtins.list[Op]) -> builtins.list[dict[str, Any]]:
         """Send ``ops``; items rejected with 429 are sent again (bounded). One result per op."""
         results: builtins.list[dict[str, Any]] = [{} for _ in ops]
         pending = list(range(len(ops)))
@@ -177,7 +99,7 @@ class OpenSearchIndex:
                     body.append(ops[i][1])  # type: ignore[arg-type]
             # None: no refresh parameter at all (serverless collections reject it).
             refresh: dict[str, Any] = {} if self.refresh is None else {"refresh": self.refresh}
-            response = self._call("bulk", self.client.bulk, body=body, **refresh)
+            response = self.call("bulk", self.client.bulk, body=body, **refresh)
             items = response.get("items") if isinstance(response, dict) else None
             if not isinstance(items, list) or len(items) != len(pending):
                 raise DependencyFailed("OpenSearch bulk returned a malformed answer")
@@ -191,5 +113,27 @@ class OpenSearchIndex:
                 break
             pending = rejected
             if attempt < self.attempts - 1:
-                self._sleep(min(2.0, 0.1 * 2**attempt))
+                self.sleep(min(2.0, 0.1 * 2**attempt))
         return results
+
+    def delete_ops(self, doc_ids: Iterable[str]) -> builtins.list[Op]:
+        """Bulk deletes of these documents (by ``_id``)."""
+        return [({"delete": {"_index": self.alias, "_id": i}}, None) for i in doc_ids]
+
+    # ----------------------------------------------------------------- reads
+    def search(self, body: dict[str, Any], what: str = "search") -> builtins.list[dict[str, Any]]:
+        """The hits of one search of the index (``DependencyFailed`` for an answer without hits)."""
+        return hits_of(self.call(what, self.client.search, index=self.alias, body=body))
+
+    def close(self) -> None:
+        """Close the client this index created (one passed in belongs to the caller)."""
+        if self._owns_client and self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def hits_of(response: Any) -> builtins.list[dict[str, Any]]:
+    hits = response.get("hits", {}).get("hits") if isinstance(response, dict) else None
+    if not isinstance(hits, builtins.list):
+        raise DependencyFailed("OpenSearch returned a search answer without hits")
+    return hits

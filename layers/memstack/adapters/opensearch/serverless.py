@@ -1,4 +1,4 @@
-"""The ``opensearch`` store on an OpenSearch Serverless VECTORSEARCH collection (service ``aoss``).
+"""Documents on an OpenSearch Serverless VECTORSEARCH collection (service ``aoss``, the serverless tier).
 
 A vector-search collection differs from a managed domain in ways the store
 must respect (AWS: "Supported operations and plugins in Amazon OpenSearch
@@ -54,15 +54,12 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import numpy as np
-
 from memstack.adapters.opensearch import mapping, queries
-from memstack.adapters.opensearch.index import Op
-from memstack.adapters.opensearch.store import _OK, OpenSearchMemoryStore
+from memstack.adapters.opensearch.documents import OK, write_failure
+from memstack.adapters.opensearch.index import Op, OpenSearchIndex
 from memstack.errors import BadRequest, Conflict, DependencyFailed
-from memstack.models import ListOrder, MemoryFilters, MemoryRecord
+from memstack.models import MemoryRecord
 from memstack.ports.stm import ErasureLog
-from memstack.ports.store import Fence
 
 #: largest page of one user's documents read at once (erase, lookups by id)
 PAGE = 1000
@@ -70,29 +67,42 @@ PAGE = 1000
 Copy = tuple[str, dict[str, Any]]  # (assigned _id, _source)
 
 
-class ServerlessMemoryStore(OpenSearchMemoryStore):
-    """The store for a VECTORSEARCH collection: ``doc_id`` field, no ``_id`` writes, no refresh."""
+class ServerlessDocuments:
+    """``Documents`` on a VECTORSEARCH collection: ``doc_id`` field, assigned ids, revisions, no refresh."""
+
+    #: a memory's successor may show as a few copies until their deletes are visible
+    successor_window = 10
 
     def __init__(
         self,
-        client: Any | None = None,
+        index: OpenSearchIndex,
         *,
         visibility_seconds: float = 15.0,
         clock: Callable[[], int] = time.time_ns,
         erasure_log: ErasureLog | None = None,
-        **kwargs: Any,
     ) -> None:
-        kwargs["refresh"] = None
-        super().__init__(client, **kwargs)
+        if index.refresh is not None:
+            raise ValueError(
+                "a serverless collection refuses the refresh parameter: build its index with None"
+            )
+        self.index = index
         self.visibility_seconds = visibility_seconds
         self._clock = clock
         self.erasure_log = erasure_log
 
+    @property
+    def alias(self) -> str:
+        return self.index.alias
+
+    @property
+    def client(self) -> Any:
+        return self.index.client
+
     # ------------------------------------------------------------ erase fence
-    def _erased_at(self, tenant: str, user_id: str) -> float | None:
+    def erased_at(self, tenant: str, user_id: str) -> float | None:
         return self.erasure_log.erased_at(tenant, user_id) if self.erasure_log is not None else None
 
-    def _record_erasure(self, tenant: str, user_id: str) -> None:
+    def record_erasure(self, tenant: str, user_id: str) -> None:
         """The erasure log's owner (the STM) records the erasure, before the store is erased."""
 
     # ------------------------------------------------------------------ index
@@ -101,25 +111,22 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
 
         An index that exists gets the fields added to the mapping since it was made.
         """
-        if self._call("check index", self.client.indices.exists, index=self.alias):
-            self._call(
+        call, ix = self.index.call, self.index
+        if call("check index", self.client.indices.exists, index=self.alias):
+            call(
                 "add new fields",
                 self.client.indices.put_mapping,
                 index=self.alias,
                 body=mapping.added_fields(),
             )
         else:
-            body = mapping.index_body(
-                self.embedding_dim, self.coarse_dim, self.engine, self.m, self.ef_construction
-            )
+            body = mapping.index_body(ix.embedding_dim, ix.coarse_dim, ix.engine, ix.m, ix.ef_construction)
             try:
-                self._call(
-                    "create index", self.client.indices.create, index=self.alias, body=body, expect=(400,)
-                )
+                call("create index", self.client.indices.create, index=self.alias, body=body, expect=(400,))
             except Exception as exc:
                 if "resource_already_exists" not in str(exc):
                     raise DependencyFailed(f"OpenSearch create index failed: {exc}") from exc
-        self._ready = True
+        self.index.ready = True
 
     def reindex(self) -> str:
         raise BadRequest(
@@ -128,15 +135,12 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
         )
 
     def drop_index(self) -> None:
-        self._call("delete index", self.client.indices.delete, index=self.alias)
-        self._ready = False
+        self.index.call("delete index", self.client.indices.delete, index=self.alias)
+        self.index.ready = False
 
     # ------------------------------------------------------------ documents
     def _revision(self, after: int = 0) -> int:
         return max(self._clock(), after + 1)
-
-    def _copy_op(self, source: dict[str, Any]) -> Op:
-        return {"index": {"_index": self.alias}}, source
 
     def _doc(self, record: MemoryRecord, revision: int) -> dict[str, Any]:
         did = mapping.doc_id(record.tenant, record.user_id, record.id)
@@ -148,11 +152,10 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
         """Every visible copy of each memory, newest revision first, keyed by memory id."""
         if not ids:
             return {}
-        self._ensure()
         dids = {mapping.doc_id(tenant, user_id, i): i for i in dict.fromkeys(ids)}
-        hits = self._search(queries.doc_ids_body(tenant, user_id, list(dids), PAGE, vectors=vectors), "get")
+        body = queries.doc_ids_body(tenant, user_id, list(dids), PAGE, vectors=vectors)
         found: dict[str, builtins.list[Copy]] = {}
-        for hit in hits:
+        for hit in self.index.search(body, "get"):
             memory_id = dids.get(hit["_source"].get("doc_id"))
             if memory_id is not None:
                 found.setdefault(memory_id, []).append((hit["_id"], hit["_source"]))
@@ -167,33 +170,28 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
         found = self._copies(tenant, user_id, ids, vectors=vectors)
         stale = [copy_id for copies in found.values() for copy_id, _ in copies[1:]]
         if stale:
-            self._bulk([({"delete": {"_index": self.alias, "_id": i}}, None) for i in stale])
+            self.index.bulk(self.index.delete_ops(stale))
         return {memory_id: copies[0] for memory_id, copies in found.items()}
 
     def _write(
         self, sources: builtins.list[dict[str, Any]], retire: builtins.list[str]
     ) -> builtins.list[dict]:
         """Index ``sources`` (the collection assigns ids) and delete the copies ``retire`` in one bulk."""
-        ops: builtins.list[Op] = [self._copy_op(s) for s in sources]
-        ops += [({"delete": {"_index": self.alias, "_id": i}}, None) for i in retire]
-        return self._bulk(ops)
+        ops: builtins.list[Op] = [({"index": {"_index": self.alias}}, s) for s in sources]
+        return self.index.bulk(ops + self.index.delete_ops(retire))
 
     def _deletes(self, results: Iterable[dict[str, Any]]) -> builtins.list[Op]:
         """Bulk deletes of the copies ``results`` say were written (by the ``_id`` the collection gave)."""
-        return [
-            ({"delete": {"_index": self.alias, "_id": r["_id"]}}, None)
-            for r in results
-            if r.get("status") in _OK and r.get("_id")
-        ]
+        return self.index.delete_ops(r["_id"] for r in results if r.get("status") in OK and r.get("_id"))
 
     def _undo(self, results: Iterable[dict[str, Any]]) -> None:
         """Delete the copies a partly failed bulk did write (by the ids it assigned them)."""
         ops = self._deletes(results)
         if ops:
-            self._bulk(ops)
+            self.index.bulk(ops)
 
     # ---------------------------------------------------------------- writes
-    def _put(self, records: builtins.list[MemoryRecord]) -> builtins.list[Op]:
+    def put(self, records: builtins.list[MemoryRecord]) -> builtins.list[Op]:
         for tenant, user_id in {(r.tenant, r.user_id) for r in records}:
             mine = [r.id for r in records if (r.tenant, r.user_id) == (tenant, user_id)]
             taken = self._copies(tenant, user_id, mine, vectors=False)
@@ -201,20 +199,13 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
                 raise Conflict(f"memory {next(iter(taken))} already exists")
         revision = self._revision()
         results = self._write([self._doc(r, revision) for r in records], [])
-        failed = [res for res in results if res.get("status") not in _OK]
+        failed = [res for res in results if res.get("status") not in OK]
         if failed:
             self._undo(results)  # all or nothing, as the other backends
-            raise self._failure(failed[0], "a memory in this write already exists")
+            raise write_failure(failed[0], "a memory in this write already exists")
         return self._deletes(results)
 
-    def supersede(
-        self, tenant: str, user_id: str, old_id: str, new: MemoryRecord, *, fence: Fence | None = None
-    ) -> None:
-        if (new.tenant, new.user_id) != (tenant, user_id):
-            raise BadRequest("a new version must belong to the same tenant and user")
-        self._fenced_write([new], lambda: self._supersede(tenant, user_id, old_id, new), fence)
-
-    def _supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> builtins.list[Op]:
+    def supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> builtins.list[Op]:
         old = self._latest(tenant, user_id, [old_id], vectors=True).get(old_id)
         if old is None or not old[1].get("is_current") or old[1].get("tenant") != tenant:
             raise Conflict(f"memory {old_id} is not the current version")
@@ -230,14 +221,14 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
         }
         results = self._write([retired, self._doc(new, revision)], [copy_id])
         retire_result, create_result = results[0], results[1]
-        if retire_result.get("status") in _OK and create_result.get("status") in _OK:
+        if retire_result.get("status") in OK and create_result.get("status") in OK:
             return self._deletes(results[:2])
         self._undo(results[:2])
-        if retire_result.get("status") not in _OK:
-            raise self._failure(retire_result, f"memory {old_id} is not the current version")
-        raise self._failure(create_result, f"memory {new.id} already exists")
+        if retire_result.get("status") not in OK:
+            raise write_failure(retire_result, f"memory {old_id} is not the current version")
+        raise write_failure(create_result, f"memory {new.id} already exists")
 
-    def mark(self, tenant: str, user_id: str, ids: builtins.list[str], **fields: object) -> int:
+    def mark(self, tenant: str, user_id: str, ids: builtins.list[str], fields: dict[str, object]) -> int:
         latest = self._latest(tenant, user_id, ids, vectors=True)
         sources, retire = [], []
         for copy_id, source in latest.values():
@@ -253,31 +244,30 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
         if not sources:
             return 0
         results = self._write(sources, retire)
-        return sum(1 for res in results[: len(sources)] if res.get("status") in _OK)
+        return sum(1 for res in results[: len(sources)] if res.get("status") in OK)
 
-    def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
+    def erase(self, tenant: str, user_id: str) -> int:
         """Delete by ``_id`` until nothing is found, then look again once the collection has refreshed."""
-        self._ensure()
         deleted: set[str] = set()
         self._erase_visible(tenant, user_id, deleted)
-        for _ in range(self.attempts):
-            self._sleep(self.visibility_seconds)  # writes made just before the erase become visible
+        for _ in range(self.index.attempts):
+            self.index.sleep(self.visibility_seconds)  # writes made just before the erase become visible
             if not self._erase_visible(tenant, user_id, deleted):
                 break
         else:
             raise DependencyFailed("OpenSearch kept returning documents of the erased user; erase again")
-        return {"memories": len(deleted)}
+        return len(deleted)
 
     def _owned_ids(self, tenant: str, user_id: str, deleted: set[str]) -> builtins.list[str]:
-        hits = self._search(queries.owner_ids_body(tenant, user_id, PAGE), "erase search")
+        hits = self.index.search(queries.owner_ids_body(tenant, user_id, PAGE), "erase search")
         return [h["_id"] for h in hits if h["_id"] not in deleted]
 
     def _erase_visible(self, tenant: str, user_id: str, deleted: set[str]) -> int:
         """Delete every copy the collection shows now; returns how many it deleted."""
         total = 0
         while ids := self._owned_ids(tenant, user_id, deleted):
-            results = self._bulk([({"delete": {"_index": self.alias, "_id": i}}, None) for i in ids])
-            failed = [r for r in results if r.get("status") not in (*_OK, 404)]
+            results = self.index.bulk(self.index.delete_ops(ids))
+            failed = [r for r in results if r.get("status") not in (*OK, 404)]
             if failed:
                 raise DependencyFailed(f"OpenSearch could not erase the user: {failed[0].get('error')}")
             deleted.update(ids)
@@ -285,22 +275,16 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
         return total
 
     # ------------------------------------------------------------------ reads
-    def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
+    def source(self, tenant: str, user_id: str, memory_id: str) -> dict[str, Any] | None:
         found = self._latest(tenant, user_id, [memory_id]).get(memory_id)
-        return mapping.from_source(found[1]) if found else None
+        return found[1] if found else None
 
-    def get_many(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, MemoryRecord]:
-        return {i: mapping.from_source(s) for i, (_, s) in self._latest(tenant, user_id, ids).items()}
+    def sources(
+        self, tenant: str, user_id: str, ids: builtins.list[str], *, embedding: bool
+    ) -> dict[str, dict[str, Any]]:
+        return {i: s for i, (_, s) in self._latest(tenant, user_id, ids, vectors=embedding).items()}
 
-    def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
-        latest = self._latest(tenant, user_id, ids, vectors=True)
-        return {
-            i: np.asarray(s["embedding_full"], dtype=np.float32)
-            for i, (_, s) in latest.items()
-            if s.get("embedding_full") is not None
-        }
-
-    def _collapsed(self, hits: builtins.list[dict[str, Any]]) -> builtins.list[MemoryRecord]:
+    def collapse(self, hits: builtins.list[dict[str, Any]]) -> builtins.list[MemoryRecord]:
         """One record per memory: the newest copy among the hits, in the hits' order."""
         newest: dict[str, dict[str, Any]] = {}
         for hit in hits:
@@ -315,26 +299,3 @@ class ServerlessMemoryStore(OpenSearchMemoryStore):
                 seen.add(key)
                 out.append(mapping.from_source(newest[key]))
         return out
-
-    def successor(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
-        hits = self._search(queries.term_body(tenant, user_id, "replaces_id", memory_id, 10))
-        found = self._collapsed(hits)
-        return found[0] if found else None
-
-    def find_by_source(self, tenant: str, user_id: str, source_id: str) -> builtins.list[MemoryRecord]:
-        return self._collapsed(
-            self._search(queries.term_body(tenant, user_id, "source_ids", source_id, PAGE))
-        )
-
-    def list(
-        self,
-        tenant: str,
-        user_id: str,
-        filters: MemoryFilters,
-        limit: int,
-        cursor: str | None = None,
-        order: ListOrder = "created_at",
-    ) -> tuple[builtins.list[MemoryRecord], str | None]:
-        records, next_cursor = super().list(tenant, user_id, filters, limit, cursor, order)
-        unique = {r.id: r for r in records}  # a copy not yet deleted would show twice
-        return [unique.pop(r.id) for r in records if r.id in unique], next_cursor

@@ -1,28 +1,23 @@
-"""The ``opensearch`` memory store (medium and large tiers): BM25 + k-NN in one cluster.
+"""The ``opensearch`` memory store (medium, large and serverless tiers): BM25 + k-NN in one index.
 
-- Index: ``<alias>-v<N>`` from one index template, used through the alias
-  (``mapping``, ``index``). Created on first use in a container (idempotent).
-- Writes: the bulk API with the refresh policy from settings. ``supersede``
-  sends the retired old version (``is_current=false``, guarded by
-  ``if_seq_no``/``if_primary_term``) and the new version in ONE bulk request;
-  bulk is not a transaction, so when exactly one half fails the other is
-  undone before ``Conflict`` is raised.
+One store, two flavours of documents (``documents.Documents``): a managed domain
+(``managed.ManagedDocuments``) or a serverless vector-search collection
+(``serverless.ServerlessDocuments``). What they share lives here:
+
 - Search: ``hybrid_candidates`` sends the BM25 and the filtered k-NN query in
   one ``_msearch``; ``bm25_search``/``vector_search`` are the same queries sent
-  alone. Fusion and every later stage stay in the shared pipeline.
-- Erase: first an erasure marker (``<alias>-erasures``, one document per
-  hashed tenant + user, no user id in it), then a refresh (so writes sent
-  without one are found), a delete-by-query on tenant + user, waited for,
-  refreshed and counted, then a background force merge with
-  ``only_expunge_deletes`` so the deleted documents leave the segments.
+  alone (``queries``). Fusion and every later stage stay in the shared pipeline.
+- Listing, users, successors and lookups by source: searches whose hits the
+  flavour collapses to one record per memory.
 - Erase is final (``domain.erasure``): a write of work that began before the
   user's last erasure is refused. OpenSearch has no transactions, so the
-  marker is read (a realtime GET) before the write and again after it; a
+  flavour's erasure record is read before the write and again after it; a
   write that lands while an erase runs is found by that second read and
-  taken back. Either the erase's delete-by-query sees the write, or the
-  write's second read sees the marker.
+  taken back (by the undo operations the flavour's write returned).
 - Retries: 429/5xx/connection errors, bounded, exponential backoff with
   jitter (``client.with_retries``), including items a bulk rejected with 429.
+
+Writes, reads by id, erase and the index lifecycle are the flavour's.
 """
 
 from __future__ import annotations
@@ -38,18 +33,51 @@ from typing import Any
 import numpy as np
 
 from memstack.adapters.opensearch import mapping, queries
-from memstack.adapters.opensearch.index import Op, OpenSearchIndex, status_of
-from memstack.domain.erasure import RETENTION_SECONDS, Erased, Fence, erasure_key, refuse_if_erased
+from memstack.adapters.opensearch.documents import Documents
+from memstack.adapters.opensearch.index import Op, OpenSearchIndex, hits_of
+from memstack.adapters.opensearch.managed import ManagedDocuments
+from memstack.adapters.opensearch.serverless import ServerlessDocuments
+from memstack.domain.erasure import Erased, Fence, refuse_if_erased
 from memstack.errors import BadRequest, Conflict, DependencyFailed
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.ports.stm import ErasureLog
 from memstack.settings import Settings
 
-_OK = (200, 201)
 
+class OpenSearchMemoryStore:
+    """The ``MemoryStore`` port on an OpenSearch index, with the ``documents`` of its flavour."""
 
-class OpenSearchMemoryStore(OpenSearchIndex):
-    """The ``MemoryStore`` port on an OpenSearch index (managed domain or serverless collection)."""
+    def __init__(self, index: OpenSearchIndex, documents: Documents) -> None:
+        self.index = index
+        self.documents = documents
+
+    @property
+    def client(self) -> Any:
+        """The index's client (created on first use)."""
+        return self.index.client
+
+    @classmethod
+    def managed(cls, client: Any | None = None, **options: Any) -> OpenSearchMemoryStore:
+        """A store on a managed domain; ``options`` are ``OpenSearchIndex``'s (alias, dimensions...)."""
+        index = OpenSearchIndex(client, **options)
+        return cls(index, ManagedDocuments(index))
+
+    @classmethod
+    def serverless(
+        cls,
+        client: Any | None = None,
+        *,
+        visibility_seconds: float = 15.0,
+        clock: Callable[[], int] = time.time_ns,
+        erasure_log: ErasureLog | None = None,
+        **options: Any,
+    ) -> OpenSearchMemoryStore:
+        """A store on a serverless collection (no refresh parameter); ``erasure_log`` fences its writes."""
+        index = OpenSearchIndex(client, **{**options, "refresh": None})
+        documents = ServerlessDocuments(
+            index, visibility_seconds=visibility_seconds, clock=clock, erasure_log=erasure_log
+        )
+        return cls(index, documents)
 
     @classmethod
     def from_settings(
@@ -59,84 +87,48 @@ class OpenSearchMemoryStore(OpenSearchIndex):
 
         ``erasure_log``: what fences a serverless collection's writes (it has no consistent read).
         """
-        store_class: type[OpenSearchMemoryStore] = cls
-        extra: dict[str, Any] = {}
-        if settings.opensearch.service == "aoss":
-            from memstack.adapters.opensearch.serverless import ServerlessMemoryStore
-
-            store_class = ServerlessMemoryStore
-            extra["visibility_seconds"] = settings.opensearch.visibility_seconds
-            extra["erasure_log"] = erasure_log
-        return store_class(
-            client,
-            **extra,
-            alias=settings.opensearch.index,
-            embedding_dim=settings.embedding.embedding_dim,
-            coarse_dim=settings.embedding.coarse_dim,
-            engine=settings.opensearch.engine,
-            m=settings.opensearch.hnsw_m,
-            ef_construction=settings.opensearch.hnsw_ef_construction,
-            refresh=None if settings.opensearch.service == "aoss" else settings.opensearch.refresh,
-            endpoint=settings.opensearch.endpoint,
-            service=settings.opensearch.service,
-            region=settings.aws.aws_region,
-        )
-
-    def _create_op(self, record: MemoryRecord) -> Op:
-        did = mapping.doc_id(record.tenant, record.user_id, record.id)
-        return {"create": {"_index": self.alias, "_id": did}}, mapping.to_doc(record)
-
-    def _delete_op(self, tenant: str, user_id: str, memory_id: str) -> Op:
-        return {"delete": {"_index": self.alias, "_id": mapping.doc_id(tenant, user_id, memory_id)}}, None
-
-    @staticmethod
-    def _failure(result: dict[str, Any], what: str) -> Exception:
-        if result.get("status") == 409:
-            return Conflict(what)
-        reason = (result.get("error") or {}).get("reason", "unknown error")
-        return DependencyFailed(f"OpenSearch rejected the write: {reason}")
-
-    # --------------------------------------------------------- erase fence
-    @property
-    def erasures_index(self) -> str:
-        """Where erasure markers live: outside ``<alias>-v*``, so no memory template or search sees them."""
-        return f"{self.alias}-erasures"
-
-    def _erased_at(self, tenant: str, user_id: str) -> float | None:
-        """When the user was last erased (epoch seconds), from a realtime GET of the marker."""
-        try:
-            got = self._call(
-                "read erasure",
-                self.client.get,
-                expect=(404,),
-                index=self.erasures_index,
-                id=erasure_key(tenant, user_id),
+        os_ = settings.opensearch
+        options: dict[str, Any] = {
+            "alias": os_.index,
+            "embedding_dim": settings.embedding.embedding_dim,
+            "coarse_dim": settings.embedding.coarse_dim,
+            "engine": os_.engine,
+            "m": os_.hnsw_m,
+            "ef_construction": os_.hnsw_ef_construction,
+            "endpoint": os_.endpoint,
+            "service": os_.service,
+            "region": settings.aws.aws_region,
+        }
+        if os_.service == "aoss":
+            return cls.serverless(
+                client, visibility_seconds=os_.visibility_seconds, erasure_log=erasure_log, **options
             )
-        except Exception as exc:
-            if status_of(exc) == 404:  # no marker, or no erasure ever (the index does not exist yet)
-                return None
-            raise
-        if not isinstance(got, dict) or not got.get("found"):
-            return None
-        return float(got["_source"]["erased_at"])
+        return cls.managed(client, refresh=os_.refresh, **options)
 
-    def _record_erasure(self, tenant: str, user_id: str) -> None:
-        now = time.time()
-        self._call(
-            "record erasure",
-            self.client.index,
-            index=self.erasures_index,
-            id=erasure_key(tenant, user_id),
-            body={"erased_at": now, "expires_at": int(now + RETENTION_SECONDS)},
-            refresh="true",
-        )
+    # ------------------------------------------------------------------ index
+    def ensure_index(self) -> None:
+        """Make sure the index exists with the current mapping (idempotent)."""
+        self.documents.ensure_index()
 
+    def _ensure(self) -> None:
+        if not self.index.ready:
+            self.documents.ensure_index()
+
+    def reindex(self) -> str:
+        """Move to a new index version (a managed domain; a collection refuses, saying how instead)."""
+        return self.documents.reindex()
+
+    def drop_index(self) -> None:
+        """Delete the index (tests and teardown only)."""
+        self.documents.drop_index()
+
+    # ------------------------------------------------------------ erase fence
     def _refuse_if_erased(self, owners: Iterable[tuple[str, str]], fence: Fence | None) -> None:
         """``Erased`` when the work writing (``fence``) began before an erasure of one of ``owners``."""
         if fence is None:
             return
         for tenant, user_id in sorted(set(owners)):
-            refuse_if_erased(fence, self._erased_at(tenant, user_id))
+            refuse_if_erased(fence, self.documents.erased_at(tenant, user_id))
 
     def _fenced_write(
         self,
@@ -144,7 +136,7 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         write: Callable[[], builtins.list[Op]],
         fence: Fence | None,
     ) -> None:
-        """Run ``write()`` (it returns the ops that undo it) between two reads of the erasure markers.
+        """Run ``write()`` (it returns the ops that undo it) between two reads of the erasure records.
 
         An erasure the second read finds, newer than the work, takes the write back and raises ``Erased``.
         """
@@ -155,9 +147,10 @@ class OpenSearchMemoryStore(OpenSearchIndex):
             self._refuse_if_erased(owners, fence)
         except Erased:
             if undo:
-                self._bulk(undo)
+                self.index.bulk(undo)
             raise
 
+    # ----------------------------------------------------------------- writes
     def put(self, records: builtins.list[MemoryRecord], *, fence: Fence | None = None) -> None:
         if not records:
             return
@@ -165,19 +158,7 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         if len(set(keys)) != len(keys):
             raise Conflict("the same memory id appears twice in one write")
         self._ensure()
-        self._fenced_write(records, lambda: self._put(records), fence)
-
-    def _put(self, records: builtins.list[MemoryRecord]) -> builtins.list[Op]:
-        results = self._bulk([self._create_op(r) for r in records])
-        failed = [(r, res) for r, res in zip(records, results, strict=True) if res.get("status") not in _OK]
-        if failed:
-            # All or nothing, as the other backends: take back what this call did create.
-            created = [r for r, res in zip(records, results, strict=True) if res.get("status") in _OK]
-            if created:
-                self._bulk([self._delete_op(r.tenant, r.user_id, r.id) for r in created])
-            record, result = failed[0]
-            raise self._failure(result, f"memory {record.id} already exists")
-        return [self._delete_op(r.tenant, r.user_id, r.id) for r in records]
+        self._fenced_write(records, lambda: self.documents.put(records), fence)
 
     def supersede(
         self, tenant: str, user_id: str, old_id: str, new: MemoryRecord, *, fence: Fence | None = None
@@ -185,154 +166,59 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         if (new.tenant, new.user_id) != (tenant, user_id):
             raise BadRequest("a new version must belong to the same tenant and user")
         self._ensure()
-        self._fenced_write([new], lambda: self._supersede(tenant, user_id, old_id, new), fence)
-
-    def _supersede(self, tenant: str, user_id: str, old_id: str, new: MemoryRecord) -> builtins.list[Op]:
-        old_did = mapping.doc_id(tenant, user_id, old_id)
-        got = self._get_doc(old_did, vectors=True)
-        if got is None:
-            raise Conflict(f"memory {old_id} is not the current version")
-        source = got["_source"]
-        if not source.get("is_current") or source.get("tenant") != tenant:
-            raise Conflict(f"memory {old_id} is not the current version")
-        retired = {**source, "is_current": False, "superseded_at": new.created_at.isoformat()}
-        guard = {"if_seq_no": got["_seq_no"], "if_primary_term": got["_primary_term"]}
-        ops: builtins.list[Op] = [
-            ({"index": {"_index": self.alias, "_id": old_did, **guard}}, retired),
-            self._create_op(new),
-        ]
-        retire_result, create_result = self._bulk(ops)
-        retired_ok = retire_result.get("status") in _OK
-        created_ok = create_result.get("status") in _OK
-        if retired_ok and created_ok:
-            return [self._delete_op(tenant, user_id, new.id)]
-        if created_ok:  # a concurrent update retired the old version first: withdraw ours
-            self._bulk([self._delete_op(tenant, user_id, new.id)])
-            raise self._failure(retire_result, f"memory {old_id} is not the current version")
-        if retired_ok:  # the new id was taken: put the old version back as it was
-            back = {"if_seq_no": retire_result["_seq_no"], "if_primary_term": retire_result["_primary_term"]}
-            self._bulk([({"index": {"_index": self.alias, "_id": old_did, **back}}, source)])
-            raise self._failure(create_result, f"memory {new.id} already exists")
-        raise self._failure(retire_result, f"memory {old_id} is not the current version")
+        self._fenced_write([new], lambda: self.documents.supersede(tenant, user_id, old_id, new), fence)
 
     def mark(self, tenant: str, user_id: str, ids: builtins.list[str], **fields: object) -> int:
-        current = self.get_many(tenant, user_id, ids)
-        ops: builtins.list[Op] = []
-        for memory_id, record in current.items():
-            if all(record.metadata.get(k) == v for k, v in fields.items()):
-                continue
-            did = mapping.doc_id(tenant, user_id, memory_id)
-            metadata = {**record.metadata, **fields}
-            ops.append(
-                (
-                    {"update": {"_index": self.alias, "_id": did}},
-                    {"doc": {"metadata": metadata, **mapping.metadata_fields(metadata)}},
-                )
-            )
-        if not ops:
+        if not ids:
             return 0
-        return sum(
-            1 for res in self._bulk(ops) if res.get("status") in _OK and res.get("result") == "updated"
-        )
+        self._ensure()
+        return self.documents.mark(tenant, user_id, ids, fields)
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
         self._ensure()
-        # The marker first: from now on a write of work begun before it is refused or taken back.
-        self._record_erasure(tenant, user_id)
-        # Writes sent without a refresh are not searchable yet; delete-by-query only finds what is.
-        self._call("refresh", self.client.indices.refresh, index=self.alias)
-        deleted = self._delete_by_query(tenant, user_id)
-        # Deleted documents stay in their segments until a merge: expunge them (in the background).
-        self._call(
-            "expunge deletes",
-            self.client.indices.forcemerge,
-            index=self.alias,
-            only_expunge_deletes=True,
-            wait_for_completion=False,
-        )
-        return {"memories": deleted}
-
-    def _delete_by_query(self, tenant: str, user_id: str) -> int:
-        deleted = 0
-        for _ in range(self.attempts):
-            response = self._call(
-                "delete by query",
-                self.client.delete_by_query,
-                index=self.alias,
-                body=queries.erase_body(tenant, user_id),
-                refresh=True,
-                wait_for_completion=True,
-                conflicts="proceed",
-            )
-            if response.get("failures"):
-                raise DependencyFailed(f"OpenSearch could not erase the user: {response['failures'][:1]}")
-            deleted += int(response.get("deleted", 0))
-            # A write racing with the erase shows up as a version conflict: go round again.
-            if not response.get("version_conflicts"):
-                break
-        return deleted
+        # The erasure record first: from now on a write of work begun before it is refused or taken back.
+        self.documents.record_erasure(tenant, user_id)
+        return {"memories": self.documents.erase(tenant, user_id)}
 
     # ------------------------------------------------------------------ reads
-    def _get_doc(self, did: str, *, vectors: bool = False) -> dict[str, Any] | None:
-        kwargs: dict[str, Any] = {"index": self.alias, "id": did}
-        if not vectors:
-            kwargs["_source_excludes"] = queries.NO_VECTORS
-        try:
-            got = self._call("get", self.client.get, expect=(404,), **kwargs)
-        except Exception as exc:
-            if status_of(exc) == 404:
-                return None
-            raise
-        return got if isinstance(got, dict) and got.get("found", True) else None
-
     def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
         self._ensure()
-        got = self._get_doc(mapping.doc_id(tenant, user_id, memory_id))
-        if not got or not got.get("found", True):
-            return None
-        record = mapping.from_source(got["_source"])
-        return record if (record.tenant, record.user_id) == (tenant, user_id) else None
-
-    def _mget(self, tenant: str, user_id: str, ids: builtins.list[str], **source: Any) -> builtins.list[dict]:
-        if not ids:
-            return []
-        self._ensure()
-        dids = [mapping.doc_id(tenant, user_id, i) for i in dict.fromkeys(ids)]
-        response = self._call("mget", self.client.mget, index=self.alias, body={"ids": dids}, **source)
-        return [
-            d["_source"]
-            for d in response.get("docs", [])
-            if d.get("found")
-            and d["_source"].get("tenant") == tenant
-            and d["_source"].get("user_id") == user_id
-        ]
+        source = self.documents.source(tenant, user_id, memory_id)
+        return mapping.from_source(source) if source else None
 
     def get_many(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, MemoryRecord]:
-        sources = self._mget(tenant, user_id, ids, _source_excludes=queries.NO_VECTORS)
-        return {r.id: r for r in map(mapping.from_source, sources)}
+        if not ids:
+            return {}
+        self._ensure()
+        sources = self.documents.sources(tenant, user_id, ids, embedding=False)
+        return {i: mapping.from_source(s) for i, s in sources.items()}
 
     def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
-        sources = self._mget(
-            tenant, user_id, ids, _source_includes=["memory_id", "tenant", "user_id", "embedding_full"]
-        )
+        if not ids:
+            return {}
+        self._ensure()
+        sources = self.documents.sources(tenant, user_id, ids, embedding=True)
         return {
-            s["memory_id"]: np.asarray(s["embedding_full"], dtype=np.float32)
-            for s in sources
+            i: np.asarray(s["embedding_full"], dtype=np.float32)
+            for i, s in sources.items()
             if s.get("embedding_full") is not None
         }
 
     def _search(self, body: dict[str, Any], what: str = "search") -> builtins.list[dict[str, Any]]:
         self._ensure()
-        response = self._call(what, self.client.search, index=self.alias, body=body)
-        return _hits(response)
+        return self.index.search(body, what)
 
     def successor(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
-        hits = self._search(queries.term_body(tenant, user_id, "replaces_id", memory_id, 1))
-        return mapping.from_source(hits[0]["_source"]) if hits else None
+        window = self.documents.successor_window
+        found = self.documents.collapse(
+            self._search(queries.term_body(tenant, user_id, "replaces_id", memory_id, window))
+        )
+        return found[0] if found else None
 
     def find_by_source(self, tenant: str, user_id: str, source_id: str) -> builtins.list[MemoryRecord]:
-        hits = self._search(queries.term_body(tenant, user_id, "source_ids", source_id, 1000))
-        return [mapping.from_source(h["_source"]) for h in hits]
+        return self.documents.collapse(
+            self._search(queries.term_body(tenant, user_id, "source_ids", source_id, 1000))
+        )
 
     def list(
         self,
@@ -356,14 +242,18 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         next_cursor = None
         if len(hits) > limit and page:
             next_cursor = base64.urlsafe_b64encode(json.dumps(page[-1]["sort"]).encode()).decode()
-        return [mapping.from_source(h["_source"]) for h in page], next_cursor
+        # A collection may briefly show two copies of one memory: the flavour keeps one.
+        return self.documents.collapse(page), next_cursor
 
     def users(
         self, tenant: str, limit: int, cursor: str | None = None
     ) -> tuple[builtins.list[UserSummary], str | None]:
         self._ensure()
-        response = self._call(
-            "users", self.client.search, index=self.alias, body=queries.users_body(tenant, limit, cursor)
+        response = self.index.call(
+            "users",
+            self.client.search,
+            index=self.index.alias,
+            body=queries.users_body(tenant, limit, cursor),
         )
         try:
             buckets = response["aggregations"]["users"]["buckets"]
@@ -400,20 +290,20 @@ class OpenSearchMemoryStore(OpenSearchIndex):
         bm25 = queries.bm25_body(tenant, user_id, query, k_bm25, filters)
         knn = queries.knn_body(tenant, user_id, _vector(query_coarse), k_vector, filters)
         bodies = [knn] if bm25 is None else [bm25, knn]
-        response = self._call("msearch", self.client.msearch, body=queries.msearch_lines(self.alias, *bodies))
+        response = self.index.call(
+            "msearch", self.client.msearch, body=queries.msearch_lines(self.index.alias, *bodies)
+        )
         answers = response.get("responses") if isinstance(response, dict) else None
         if not isinstance(answers, builtins.list) or len(answers) != len(bodies):
             raise DependencyFailed("OpenSearch msearch returned a malformed answer")
         for answer in answers:
             if "error" in answer:
                 raise DependencyFailed(f"OpenSearch search failed: {answer['error']}")
-        knn_hits = _knn_hits(_hits(answers[-1]))
-        return (_bm25_hits(_hits(answers[0])) if bm25 is not None else []), knn_hits
+        knn_hits = _knn_hits(hits_of(answers[-1]))
+        return (_bm25_hits(hits_of(answers[0])) if bm25 is not None else []), knn_hits
 
     def close(self) -> None:
-        if self._owns_client and self._client is not None:
-            self._client.close()
-            self._client = None
+        self.index.close()
 
 
 def _vector(query: np.ndarray) -> builtins.list[float]:
@@ -429,13 +319,6 @@ def _user_summary(bucket: dict[str, Any]) -> UserSummary:
         ltm=tiers.get("ltm", 0),
         last_write=datetime.fromtimestamp(newest / 1000, UTC) if newest is not None else None,
     )
-
-
-def _hits(response: Any) -> builtins.list[dict[str, Any]]:
-    hits = response.get("hits", {}).get("hits") if isinstance(response, dict) else None
-    if not isinstance(hits, builtins.list):
-        raise DependencyFailed("OpenSearch returned a search answer without hits")
-    return hits
 
 
 def _first_per_id(hits: builtins.list[dict[str, Any]]) -> builtins.list[dict[str, Any]]:
