@@ -1,4 +1,7 @@
-"""Errors the domain raises; the API maps each ``code`` to an HTTP status."""
+"""Errors the domain raises: a machine-readable ``code`` and a message; no transport in them.
+
+The API maps each kind to its HTTP status at its edge (``api.errors.HTTP_STATUS``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ class MemstackError(Exception):
     """Base class: a machine-readable ``code`` and a message a person understands."""
 
     code = "internal_error"
-    status = 500
 
     def __init__(self, message: str, details: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
@@ -22,56 +24,46 @@ class MemstackError(Exception):
 
 class ValidationFailed(MemstackError):
     code = "validation_error"
-    status = 422
 
 
 class BadRequest(MemstackError):
     code = "bad_request"
-    status = 400
 
 
 class NotFound(MemstackError):
     code = "not_found"
-    status = 404
 
 
 class Conflict(MemstackError):
     code = "conflict"
-    status = 409
 
 
 class PayloadTooLarge(MemstackError):
     code = "payload_too_large"
-    status = 413
 
 
 class Unauthorized(MemstackError):
     code = "unauthorized"
-    status = 401
 
 
 class Forbidden(MemstackError):
     code = "forbidden"
-    status = 403
 
 
 class RateLimited(MemstackError):
     code = "rate_limited"
-    status = 429
 
 
 class SettingsError(MemstackError):
     """A ``MEMSTACK_*`` variable has a value the settings cannot accept."""
 
     code = "settings_error"
-    status = 500
 
 
 class DependencyFailed(MemstackError):
     """An external part (model, store, queue) failed after its retries."""
 
     code = "dependency_failed"
-    status = 503
 
 
 class Throttled(DependencyFailed):
@@ -86,6 +78,5 @@ class StorageFull(MemstackError):
     """The data volume is full: nothing of the request was stored; retry once space is freed."""
 
     code = "storage_full"
-    status = 507
     #: seconds a client should wait before retrying (the ``Retry-After`` header)
     retry_after = 30

@@ -15,6 +15,7 @@ from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 from memstack.adapters.embedders.bedrock import CohereEmbedder, TitanEmbedder
 from memstack.adapters.rerankers.bedrock import BedrockReranker
+from memstack.api.errors import http_status
 from memstack.errors import DependencyFailed, SettingsError
 from memstack.factory import build_embedder, build_reranker
 from memstack.settings import load_settings
@@ -110,7 +111,7 @@ def test_titan_throttling_becomes_a_dependency_failure(runtime: tuple[Any, Stubb
     )
     with pytest.raises(DependencyFailed, match="throttled") as info:
         TitanEmbedder(256, client=client).embed(["hello"])
-    assert info.value.status == 503
+    assert http_status(info.value) == 503
 
 
 @pytest.mark.parametrize(

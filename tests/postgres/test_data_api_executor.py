@@ -10,6 +10,7 @@ from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
 from memstack.adapters.postgres.data_api_executor import DataApiExecutor
 from memstack.adapters.postgres.executor import DuplicateKey, StoreUnavailable
+from memstack.api.errors import http_status
 
 from tests.conformance.conftest import SECRET_ARN
 
@@ -127,7 +128,7 @@ def test_a_cluster_that_does_not_resume_in_time_is_unavailable(stubbed: Any) -> 
         stub.add_client_error("execute_statement", "DatabaseResumingException", "resuming", 400)
     with pytest.raises(StoreUnavailable, match="still resuming") as caught:
         _executor(client).query("SELECT 1")
-    assert caught.value.status == 503
+    assert http_status(caught.value) == 503
 
 
 @pytest.mark.parametrize(

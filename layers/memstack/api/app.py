@@ -30,7 +30,7 @@ from memstack.api import (
     ui,
 )
 from memstack.api.auth import Authenticator
-from memstack.api.errors import error_body, install_error_handlers, static_methods
+from memstack.api.errors import error_body, http_status, install_error_handlers, static_methods
 from memstack.api.idempotency import build_persistence, idempotency_config
 from memstack.api.limits import check_body_size
 from memstack.api.openapi import openapi_options
@@ -136,7 +136,7 @@ class MemstackResolver(APIGatewayRestResolver):
                 check_body_size(event.get("body"), bool(event.get("isBase64Encoded")), self.deps.settings)
             except MemstackError as exc:
                 return {
-                    "statusCode": exc.status,
+                    "statusCode": http_status(exc),
                     "multiValueHeaders": {"Content-Type": [content_types.APPLICATION_JSON]},
                     "body": error_body(exc.code, exc.message, exc.details),
                     "isBase64Encoded": False,

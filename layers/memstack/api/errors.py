@@ -1,6 +1,7 @@
 """One error shape for every failure: ``{"error": {"code", "message", "details"}}``.
 
-Domain errors (``MemstackError``) carry their own code and status; Powertools'
+Domain errors (``MemstackError``) carry their code; their HTTP status is chosen
+here (``HTTP_STATUS``), the one place that knows HTTP. Powertools'
 validation errors, idempotency conflicts, unknown routes and anything
 unexpected are translated here, so no route ever answers in another shape.
 """
@@ -22,9 +23,46 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 
 from memstack.adapters.aws_errors import as_dependency_failure
 from memstack.adapters.embedded.database import as_store_busy
-from memstack.errors import MemstackError
+from memstack.adapters.embedders.install import ModelNotInstalled
+from memstack.errors import (
+    BadRequest,
+    Conflict,
+    DependencyFailed,
+    Forbidden,
+    MemstackError,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    SettingsError,
+    StorageFull,
+    Unauthorized,
+    ValidationFailed,
+)
 
 logger = Logger(service="memstack-api", child=True)
+
+#: the HTTP status of each kind of error; a subclass answers its nearest listed ancestor's
+#: (``Erased`` a 409 as a ``Conflict``, ``Throttled`` a 503 as a ``DependencyFailed``)
+HTTP_STATUS: dict[type[MemstackError], int] = {
+    MemstackError: 500,
+    ValidationFailed: 422,
+    BadRequest: 400,
+    NotFound: 404,
+    Conflict: 409,
+    PayloadTooLarge: 413,
+    Unauthorized: 401,
+    Forbidden: 403,
+    RateLimited: 429,
+    SettingsError: 500,
+    DependencyFailed: 503,
+    ModelNotInstalled: 503,
+    StorageFull: 507,
+}
+
+
+def http_status(exc: MemstackError) -> int:
+    """The status ``exc`` answers with: that of the nearest class of its kind in ``HTTP_STATUS``."""
+    return next(HTTP_STATUS[kind] for kind in type(exc).__mro__ if kind in HTTP_STATUS)
 
 
 def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> str:
@@ -98,9 +136,10 @@ def from_validation_error(exc: RequestValidationError) -> Response:
 def install_error_handlers(app: APIGatewayRestResolver) -> None:
     @app.exception_handler(MemstackError)
     def _memstack(exc: MemstackError) -> Response:
-        if exc.status >= 500:
+        status = http_status(exc)
+        if status >= 500:
             logger.error("request failed", extra={"code": exc.code, "error": exc.message})
-        answer = error_response(exc.status, exc.code, exc.message, exc.details)
+        answer = error_response(status, exc.code, exc.message, exc.details)
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None:  # the request did nothing: a client may retry after this long
             answer.headers["Retry-After"] = str(retry_after)

@@ -26,7 +26,7 @@ from aws_lambda_powertools import Logger, Metrics
 
 from memstack.api.app import UNMATCHED_ROUTE, MemstackResolver, close_app, create_app
 from memstack.api.auth import ApiKeyAuthenticator, Authenticator
-from memstack.api.errors import error_body
+from memstack.api.errors import error_body, http_status
 from memstack.api.idempotency import build_persistence
 from memstack.errors import MemstackError
 from memstack.service import MemoryService
@@ -172,10 +172,10 @@ class WsgiApi:
         except MemstackError as exc:
             payload = error_body(exc.code, exc.message, exc.details).encode()
             recording_start(
-                _status_line(exc.status),
+                _status_line(http_status(exc)),
                 [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))],
             )
-            return exc.status, [payload]
+            return http_status(exc), [payload]
         body = list(app(environ, recording_start))
         return seen.get("status", 500), body
 

@@ -34,7 +34,6 @@ MODEL_FILES = (
 
 class ModelNotInstalled(MemstackError):
     code = "model_not_installed"
-    status = 503
 
 
 def installed_dir(model: Model, models_dir: Path) -> Path | None:
