@@ -43,7 +43,7 @@ from memstack.adapters.dynamodb import items
 from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
 from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.bench.corpus import Corpus
-from memstack.domain.retrieve import Retriever, SearchRequest
+from memstack.domain.retrieval import Retriever, SearchRequest
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryRecord, Tier
 from memstack.settings import load_settings

@@ -16,7 +16,7 @@ from memstack.domain.cursors import CursorSigner
 from memstack.domain.embedding_memo import memoised
 from memstack.domain.extraction.handler import ExtractionJobHandler
 from memstack.domain.ingest import Ingestor, UnitOfWork
-from memstack.domain.retrieve import Retriever
+from memstack.domain.retrieval import Retriever
 from memstack.domain.time.bounds import TimeBounds
 from memstack.domain.time.parse import set_default_timezone
 from memstack.logs import configure_logging

@@ -21,7 +21,7 @@ from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, housekeeping, schedule
 from memstack.domain.cursors import CursorSigner
 from memstack.domain.ingest import Ingestor, IngestResult, stm_memory_id
-from memstack.domain.retrieve import Retriever, SearchRequest, SearchResult
+from memstack.domain.retrieval import Retriever, SearchRequest, SearchResult
 from memstack.domain.time.bounds import TimeBounds
 from memstack.errors import Conflict, NotFound, StorageFull
 from memstack.models import (

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from memstack.bench.corpus import Corpus
-from memstack.domain.retrieve import RetrievalConfig, Retriever, SearchRequest, SearchResult
+from memstack.domain.retrieval import RetrievalConfig, Retriever, SearchRequest, SearchResult
 from memstack.factory import build_service
 from memstack.models import Kind, MemoryFilters, Message, Scope, Tier
 from memstack.ports.store import MemoryStore

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from memstack.adapters.embedders.hashing import HashingEmbedder
+from memstack.domain.retrieval import Retriever, SearchRequest
 from memstack.domain.retrieval.category_affinity import DESCRIPTIONS, CategoryPrototypes
 from memstack.domain.retrieval.types import RetrievalConfig
-from memstack.domain.retrieve import Retriever, SearchRequest
 from memstack.service import MemoryService
 
 from tests.retrieval.helpers import REF, T, U, put, record

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from memstack.domain.retrieval import Retriever, SearchRequest
 from memstack.domain.retrieval.feedback import expanded_query, expansion_terms
 from memstack.domain.retrieval.types import RetrievalConfig
-from memstack.domain.retrieve import Retriever, SearchRequest
 from memstack.service import MemoryService
 
 from tests.retrieval.helpers import REF, T, U, put, record

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from memstack.domain.retrieve import STAGES, RetrievalConfig, Retriever, SearchRequest, SearchResult
+from memstack.domain.retrieval import STAGES, RetrievalConfig, Retriever, SearchRequest, SearchResult
 from memstack.domain.scoring import weighted_rrf
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import ScoredId, Tier

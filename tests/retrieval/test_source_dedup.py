@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memstack.domain.retrieve import RetrievalConfig, Retriever, SearchRequest
+from memstack.domain.retrieval import RetrievalConfig, Retriever, SearchRequest
 from memstack.models import Tier
 from memstack.service import MemoryService
 

@@ -6,8 +6,7 @@ import itertools
 
 import pytest
 from memstack.domain.ingest import is_turn_id, stm_memory_id
-from memstack.domain.retrieval import units
-from memstack.domain.retrieve import RetrievalConfig, Retriever, SearchRequest
+from memstack.domain.retrieval import RetrievalConfig, Retriever, SearchRequest, units
 from memstack.models import MemoryRecord, ScoredId, Tier
 from memstack.service import MemoryService
 

@@ -3,7 +3,7 @@
 Every method takes ``tenant`` and ``user_id`` first, and every implementation
 filters every read and write by both: a caller can never reach another
 tenant's or user's memories. Search methods return ids with scores; ranking,
-fusion and the later stages live in the domain (``memstack.domain.retrieve``).
+fusion and the later stages live in the domain (``memstack.domain.retrieval``).
 
 The erase rule (``memstack.domain.erasure``): ``erase_user`` leaves a marker of
 when the user was erased, and every write (``put``, ``supersede``) given a
