@@ -17,6 +17,7 @@ import logging
 import sys
 
 from aws_lambda_powertools import Logger
+from aws_lambda_powertools.logging.filters import SuppressFilter
 
 SERVICE = "memstack"
 
@@ -32,3 +33,20 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg,unused-ign
 def configure_logging() -> None:
     """The ``memstack`` logger as structured JSON on stderr (idempotent: Powertools configures it once)."""
     Logger(service=SERVICE, logger_handler=_StderrHandler())
+
+
+def keep_out_of_root_handlers() -> None:
+    """Records of memstack's loggers are written once, by their own handlers, never again by the root's.
+
+    They propagate (pytest's ``caplog`` reads them at the root), so a handler a
+    library puts on the root logger prints each of them a second time: the MCP
+    SDK's ``logging.basicConfig`` with a rich console handler did, so every
+    request of ``memstack serve`` was logged as a JSON line and a formatted
+    one. Powertools filters the root handlers present when a logger is made;
+    this does it for those added later. pytest's own handlers are left alone.
+    """
+    for handler in logging.root.handlers:
+        if type(handler).__module__ == "_pytest.logging":
+            continue
+        if not any(isinstance(f, SuppressFilter) and f.logger == SERVICE for f in handler.filters):
+            handler.addFilter(SuppressFilter(SERVICE))  # every logger whose name holds "memstack"

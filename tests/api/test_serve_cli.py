@@ -62,8 +62,14 @@ def test_memstack_serve_answers_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             proc.kill()
             output, _ = proc.communicate()
     assert proc.returncode == 0, output
-    # One structured line per request.
+    # One structured line per request, and no second, formatted one: the MCP SDK's root handler
+    # printed every request again ("[…] INFO http_request local_server.py:…").
     assert output.count('"event":"http_request"') >= 4
+    assert [
+        line
+        for line in output.splitlines()
+        if "http_request" in line and '"event":"http_request"' not in line
+    ] == []
 
 
 def test_memstack_serve_with_worker_processes_answers_and_stops_on_sigterm(tmp_path: Path) -> None:

@@ -91,6 +91,29 @@ def _no_jobs() -> Iterator[None]:
     yield
 
 
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGINT stop this process's server as Ctrl-C does, and it says so.
+
+    Left alone, SIGTERM ends a Python process at once (nothing said, nothing
+    closed), and a process a shell starts in the background inherits an
+    ignored SIGINT, so neither stopped a ``--workers`` server's processes.
+    The first signal ends ``server.run()`` (waitress returns on
+    KeyboardInterrupt) and the ``finally`` blocks close everything; a second
+    one while that runs is ignored, so it cannot cut the cleanup short.
+    """
+    stopping = threading.Event()
+
+    def stop(signum: int, _frame: object) -> None:
+        if stopping.is_set():
+            return
+        stopping.set()
+        console.print(f"{signal.Signals(signum).name} received: stopping", highlight=False)
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop)
+
+
 def _run(
     settings: Settings,
     *,
@@ -104,6 +127,8 @@ def _run(
     """One server process: the API on ``threads`` threads, and (``background``) the job worker."""
     from memstack.api.wsgi_server import make_server
 
+    if threading.current_thread() is threading.main_thread():  # only there can a handler be set
+        _stop_on_signals()
     stop = threading.Event()
     with open_service(settings) as service, background_jobs(service) if background else _no_jobs():
         # Extraction and consolidation jobs run in this process while the server is up.
@@ -165,20 +190,20 @@ def _run_processes(settings: Settings, *, host: str, port: int, threads: int, wo
     sock.close()  # the children accept on it; this process only waits for them
     _announce(base, settings, workers)
 
-    def stop(*_: object) -> None:
+    def stop(signum: int, _frame: object) -> None:
+        # SIGTERM to each process: its own handler stops it (an inherited, ignored SIGINT cannot).
+        console.print(
+            f"{signal.Signals(signum).name} received: stopping {workers} processes", highlight=False
+        )
         for pid in children:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGINT)
+                os.kill(pid, signal.SIGTERM)
 
-    signal.signal(signal.SIGTERM, stop)
-    try:
-        for pid in children:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop)
+    for pid in children:  # a signal runs ``stop`` and the wait goes on until each has exited
+        with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
-    except KeyboardInterrupt:
-        stop()
-        for pid in children:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
     console.print("stopped")
 
 

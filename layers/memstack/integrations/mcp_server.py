@@ -44,6 +44,7 @@ from memstack.integrations.mcp_views import (
     tool_result,
 )
 from memstack.integrations.toolkit import MemoryToolkit, ToolFailure
+from memstack.logs import keep_out_of_root_handlers
 from memstack.models import Category, Kind, ListOrder, Tier
 
 P = ParamSpec("P")
@@ -139,9 +140,9 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         title="memstack memory",
         instructions=INSTRUCTIONS,
         version=__version__,
-        # The SDK configures the root logger; its INFO lines repeat memstack's own request log.
         log_level="WARNING",
     )
+    keep_out_of_root_handlers()  # the SDK just put its handler on the root logger
     kit = toolkit
     # One user configured: no tool takes a user_id.
     for_user: Callable[[Callable[..., Any]], Callable[..., Any]] = (
