@@ -22,8 +22,46 @@ class MemstackError(Exception):
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
+def _field_name(loc: tuple[Any, ...] | list[Any]) -> str:
+    """``("body", "messages", 0, "content")`` → ``messages[0].content``."""
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    name = ""
+    for part in parts:
+        if isinstance(part, int):
+            name += f"[{part}]"
+        else:
+            name += f".{part}" if name else str(part)
+    return name or "body"
+
+
+def validation_details(errors: list[dict[str, Any]] | Any) -> list[dict[str, Any]]:
+    """pydantic's errors as the API's ``details``: field, location, message, type."""
+    details = []
+    for err in errors:
+        loc = list(err.get("loc", ()))
+        details.append(
+            {
+                "field": _field_name(loc),
+                "location": str(loc[0]) if loc else "body",
+                "message": str(err.get("msg", "invalid value")).removeprefix("Value error, "),
+                "type": str(err.get("type", "value_error")),
+            }
+        )
+    return details
+
+
 class ValidationFailed(MemstackError):
     code = "validation_error"
+
+    @classmethod
+    def of(cls, errors: list[dict[str, Any]] | Any, location: str = "body") -> ValidationFailed:
+        """pydantic's ``errors()`` of a value sent in ``location``: the first names the field."""
+        details = validation_details([{**e, "loc": (location, *e.get("loc", ()))} for e in errors])
+        first = details[0] if details else {"field": location, "message": "invalid value"}
+        more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
+        return cls(f"{first['field']}: {first['message']}{more}", details)
 
 
 class BadRequest(MemstackError):
@@ -36,6 +74,12 @@ class NotFound(MemstackError):
 
 class Conflict(MemstackError):
     code = "conflict"
+
+
+class PreconditionFailed(MemstackError):
+    """A write named the version it expected (``If-Match``), and that is no longer the stored one."""
+
+    code = "precondition_failed"
 
 
 class PayloadTooLarge(MemstackError):

@@ -17,6 +17,7 @@ from memstack.domain.embedding_memo import memoised
 from memstack.domain.extraction.handler import ExtractionJobHandler
 from memstack.domain.ingest import Ingestor, UnitOfWork
 from memstack.domain.retrieval import Retriever
+from memstack.domain.tenant.configs import TenantConfigs
 from memstack.domain.time.bounds import TimeBounds
 from memstack.domain.time.parse import set_default_timezone
 from memstack.logs import configure_logging
@@ -27,6 +28,7 @@ from memstack.ports.queue import JobQueue
 from memstack.ports.reranker import Reranker
 from memstack.ports.stm import ErasureLog, ShortTermStore
 from memstack.ports.store import MemoryStore
+from memstack.ports.tenant_config import TenantConfigHost
 from memstack.service import MemoryService
 from memstack.settings import Settings
 
@@ -194,6 +196,20 @@ def build_store(settings: Settings, clients: Clients, stm: ShortTermStore | None
     raise NotImplementedError(f"store backend {settings.store_backend!r} is not available in this build")
 
 
+def build_tenant_configs(store: MemoryStore, db: Any) -> TenantConfigs:
+    """Tenants' configurations where the memory store keeps them (its table, database, cluster or
+    SQLite file); beside a store that keeps none, in the SQLite file of the STM or queue."""
+    if isinstance(store, TenantConfigHost):
+        return TenantConfigs(store.tenant_config_store())
+    from memstack.adapters.embedded.tenant_config import EmbeddedTenantConfigStore
+
+    if db is None:
+        raise NotImplementedError(
+            f"{type(store).__name__} keeps no tenant configuration and no SQLite file is open"
+        )
+    return TenantConfigs(EmbeddedTenantConfigStore(db))
+
+
 def build_leases(settings: Settings, db: Any, clients: Clients) -> Leases:
     """Per-user leases beside the short-term store: its DynamoDB table, or the SQLite file."""
     if settings.stm_backend == "dynamodb":
@@ -311,6 +327,7 @@ def build_service(
         queue=queue,
         closers=closers,
         reserve=reserve,
+        tenant_configs=build_tenant_configs(store, db),
     )
     # Naive message times are read in the configured zone (the Message validator's default).
     set_default_timezone(settings.timezone)

@@ -62,6 +62,12 @@ class Category(StrEnum):
     COMMUNICATION_STYLE = "communication_style"
 
 
+#: the 15 built-in categories' names; a tenant may add its own or replace them (domain.tenant.config)
+BUILT_IN_CATEGORIES: tuple[str, ...] = tuple(str(c) for c in Category)
+#: a category's name: lower-case words joined by "_" (the built-in names have this form)
+CATEGORY_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
+
+
 class Role(StrEnum):
     USER = "user"
     ASSISTANT = "assistant"

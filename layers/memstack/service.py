@@ -22,6 +22,7 @@ from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, hous
 from memstack.domain.cursors import CursorSigner
 from memstack.domain.ingest import Ingestor, IngestResult, stm_memory_id
 from memstack.domain.retrieval import Retriever, SearchRequest, SearchResult
+from memstack.domain.tenant.configs import TenantConfigs
 from memstack.domain.time.bounds import TimeBounds
 from memstack.errors import Conflict, NotFound, StorageFull
 from memstack.models import (
@@ -63,6 +64,8 @@ class MemoryService:
     embedder: Embedder
     ingestor: Ingestor
     retriever: Retriever
+    #: tenants' own configuration (custom categories, extraction instructions), cached for the hot paths
+    tenant_configs: TenantConfigs
     queue: JobQueue | None = None
     job_handlers: dict[str, JobHandler] = field(default_factory=dict)
     closers: list[Callable[[], None]] = field(default_factory=list)

@@ -225,6 +225,9 @@ def test_openapi_document_lists_every_route(api: Api) -> None:
         ("/v1/jobs/redrive", "post"),
         ("/v1/consolidations", "post"),
         ("/v1/health", "get"),
+        ("/v1/config", "get"),
+        ("/v1/config", "put"),
+        ("/v1/config", "patch"),
     }
     assert "ErrorResponse" in doc["components"]["schemas"]
     swagger = api.app.resolve(rest_event("GET", "/docs", key=None), None)

@@ -202,8 +202,21 @@ def _backfill_as_cloudformation_does(deployment: Deployment, api: Api) -> None:
     assert api("GET", "/v1/users")[1] == before
 
 
+def _tenant_config(api: Api) -> None:
+    """The tenant's configuration: stored beside the memories (the API role's own table or schema)."""
+    assert api("GET", "/v1/config")[1]["version"] == 0
+    pets = {"name": "pets", "description": "the user's pets and their care", "keywords": ["dog", "vet"]}
+    status, put = api("PUT", "/v1/config", {"categories": {"custom": [pets]}})
+    assert (status, put["version"]) == (200, 1), put
+    status, patched = api("PATCH", "/v1/config", {"extraction": {"ignore": {"categories": ["health"]}}})
+    assert (status, patched["version"]) == (200, 2), patched
+    status, got = api("GET", "/v1/config")
+    assert got["config"]["categories"]["custom"] == [pets] and got["version"] == 2, got
+
+
 def _drive(deployment: Deployment, api: Api) -> None:
     """Every route and job type, on two users: Maya (kept) and Ann (erased at the end)."""
+    _tenant_config(api)
     turn = {"id": "turn-1", "role": "user", "speaker": "Maya", "content": "I moved to Lisbon in March."}
     status, added = api("POST", "/v1/memories", {"user_id": "maya", "messages": [turn]})
     assert (status, added["queued"]) == (202, 1), added

@@ -19,6 +19,7 @@ export type { components, paths } from "./schema.js";
 export type Schemas = components["schemas"];
 export type Memory = Schemas["Memory"];
 export type SearchResult = Schemas["SearchResultItem"];
+export type TenantConfig = Schemas["TenantConfig"];
 /** `{ topic: "food" }` (equality) or `{ topic: { in: ["food", "travel"] } }` (any of them); every key must match. */
 export type MetadataFilter = NonNullable<NonNullable<Schemas["SearchFilters"]["metadata"]>>;
 
@@ -71,6 +72,8 @@ export function retryAfterMs(value: string | null, now: number = Date.now()): nu
 function isIdempotent(request: Request): boolean {
   const path = new URL(request.url).pathname;
   if (request.method === "GET" || request.method === "PUT") return true;
+  // A merge patch applied twice leaves the same configuration.
+  if (request.method === "PATCH" && path.endsWith("/v1/config")) return true;
   if (request.method === "DELETE") return path.startsWith("/v1/users/");
   // search reads; an add whose messages carry ids stores nothing twice (this client sets them).
   return request.method === "POST" && (path.endsWith("/v1/memories/search") || path.endsWith("/v1/memories"));
@@ -224,4 +227,23 @@ export class MemstackClient {
   health() {
     return unwrap(this.api.GET("/v1/health"));
   }
+
+  /** This tenant's configuration (custom categories, extraction instructions) and its version. */
+  getConfig() {
+    return unwrap(this.api.GET("/v1/config"));
+  }
+
+  /** Replace the whole configuration; `ifVersion` refuses (412) if it is no longer at that version. */
+  putConfig(config: TenantConfig, ifVersion?: number) {
+    return unwrap(this.api.PUT("/v1/config", { body: config, headers: versionHeader(ifVersion) }));
+  }
+
+  /** Change parts of it: a JSON merge patch (objects merge, `null` resets a key to its default). */
+  patchConfig(patch: Record<string, unknown>, ifVersion?: number) {
+    return unwrap(this.api.PATCH("/v1/config", { body: patch, headers: versionHeader(ifVersion) }));
+  }
+}
+
+function versionHeader(ifVersion?: number): Record<string, string> | undefined {
+  return ifVersion === undefined ? undefined : { "If-Match": `"${ifVersion}"` };
 }

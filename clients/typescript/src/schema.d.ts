@@ -231,6 +231,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read this tenant's configuration (custom categories, extraction instructions) */
+        get: operations["get_config_v1_config_get"];
+        /**
+         * Replace this tenant's configuration (a section left out goes back to its defaults)
+         * @description Send If-Match with the version read (its ETag) to refuse the write (412) if someone changed the configuration since. Changes reach extraction and filters within 15 seconds.
+         */
+        put: operations["put_config_v1_config_put"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change parts of this tenant's configuration (a JSON merge patch, RFC 7386)
+         * @description Objects merge key by key, null resets a key to its default, lists and other values replace. If-Match as for PUT.
+         */
+        patch: operations["patch_config_v1_config_patch"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -305,6 +330,18 @@ export interface components {
              */
             status: "stored" | "queued" | "processed";
         };
+        /** CategoriesSection */
+        CategoriesSection: {
+            /**
+             * Mode
+             * @description extend: the 15 built-in categories and these; replace: only these
+             * @default extend
+             * @enum {string}
+             */
+            mode?: "extend" | "replace";
+            /** Custom */
+            custom?: components["schemas"]["CustomCategory"][];
+        };
         /**
          * Category
          * @description The 15 semantic categories of the Cognis design.
@@ -355,6 +392,24 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** CustomCategory */
+        CustomCategory: {
+            /**
+             * Name
+             * @description lower-case words joined by '_', e.g. 'pets' or 'support_tickets'
+             */
+            name: string;
+            /**
+             * Description
+             * @description what belongs here, in plain words: LLM extractors and retrieval read it
+             */
+            description: string;
+            /**
+             * Keywords
+             * @description words and phrases the offline extractor matches (single words with their inflections: 'dog' matches 'dogs'); the name's own words count too
+             */
+            keywords?: string[];
+        };
         /** DeleteMemoriesResponse */
         DeleteMemoriesResponse: {
             /**
@@ -402,6 +457,19 @@ export interface components {
         /** ErrorResponse */
         ErrorResponse: {
             error: components["schemas"]["ErrorBody"];
+        };
+        /** ExtractionSection */
+        ExtractionSection: {
+            /**
+             * Instructions
+             * @description what to remember and what to leave out, in plain words; LLM extractors follow it (the offline extractor cannot read it: use ignore / only)
+             * @default
+             */
+            instructions?: string;
+            /** @description a memory in one of these categories or with one of these words is never stored */
+            ignore?: components["schemas"]["TopicRules"];
+            /** @description when not empty: only memories in one of these categories or with one of these words are stored */
+            only?: components["schemas"]["TopicRules"];
         };
         /** HTTPValidationError */
         HTTPValidationError: {
@@ -840,6 +908,28 @@ export interface components {
             turn?: components["schemas"]["Memory"] | null;
         };
         /**
+         * TenantConfig
+         * @description The whole document; every section is optional (absent: its defaults).
+         */
+        TenantConfig: {
+            categories?: components["schemas"]["CategoriesSection"];
+            extraction?: components["schemas"]["ExtractionSection"];
+        };
+        /**
+         * TenantConfigResponse
+         * @description ``GET/PUT/PATCH /v1/config``: the tenant's configuration (every section, defaults filled in).
+         */
+        TenantConfigResponse: {
+            config: components["schemas"]["TenantConfig"];
+            /**
+             * Version
+             * @description 0 until the first write; each write adds one (send it as If-Match)
+             */
+            version: number;
+            /** Updated At */
+            updated_at?: string | null;
+        };
+        /**
          * Tier
          * @enum {string}
          */
@@ -856,6 +946,19 @@ export interface components {
              * @description current memories (long-term memory), deleted ones left out
              */
             ltm: number;
+        };
+        /** TopicRules */
+        TopicRules: {
+            /**
+             * Categories
+             * @description the tenant's categories (built-in or custom)
+             */
+            categories?: string[];
+            /**
+             * Keywords
+             * @description words and phrases, matched in a memory's text as category keywords are
+             */
+            keywords?: string[];
         };
         /**
          * UpdateMemoryRequest
@@ -2024,6 +2127,203 @@ export interface operations {
             };
             /** @description missing or unknown credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a field is invalid (details name it) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    get_config_v1_config_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the configuration */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantConfigResponse"];
+                };
+            };
+            /** @description missing or unknown credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a field is invalid (details name it) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    put_config_v1_config_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TenantConfig"];
+            };
+        };
+        responses: {
+            /** @description the stored configuration */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantConfigResponse"];
+                };
+            };
+            /** @description malformed JSON or a bad cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description missing or unknown credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a concurrent change won; retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description If-Match named a version that is no longer the stored one; read again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a field is invalid (details name it) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    patch_config_v1_config_patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description the sections to change */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description the stored configuration */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantConfigResponse"];
+                };
+            };
+            /** @description malformed JSON or a bad cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description missing or unknown credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a concurrent change won; retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description If-Match named a version that is no longer the stored one; read again */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description request body too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

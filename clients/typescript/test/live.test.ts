@@ -146,6 +146,26 @@ test("errors carry the API's code, and tenants stay apart", async () => {
   await assert.rejects(stranger.health().then(() => stranger.list({ user_id: "bob" })), { code: "unauthorized", status: 401 });
 });
 
+test("the tenant configuration: read, replace, merge, If-Match, per tenant", async () => {
+  const ts = new MemstackClient({ baseUrl, apiKey: "ts-key" });
+  const other = new MemstackClient({ baseUrl, apiKey: "other-key" });
+  assert.equal((await ts.getConfig()).version, 0);
+  const pets = { name: "pets", description: "the user's pets", keywords: ["dog", "cat"] };
+  const put = await ts.putConfig({ categories: { mode: "extend", custom: [pets] } });
+  assert.equal(put.version, 1);
+  const patched = await ts.patchConfig({ extraction: { ignore: { categories: ["pets"] } } }, 1);
+  assert.deepEqual(patched.config.categories?.custom, [pets]);
+  assert.deepEqual(patched.config.extraction?.ignore?.categories, ["pets"]);
+  await assert.rejects(ts.patchConfig({ extraction: null }, 1), { code: "precondition_failed", status: 412 });
+  await assert.rejects(ts.patchConfig({ categories: { custom: [{ ...pets, name: "Pets!" }] } }), (err: unknown) => {
+    assert.ok(err instanceof MemstackApiError && err.code === "validation_error");
+    assert.equal(err.details[0]!.field, "categories.custom[0].name");
+    return true;
+  });
+  assert.equal((await other.getConfig()).version, 0); // another tenant's is its own
+  assert.deepEqual((await ts.patchConfig({ extraction: null })).config.extraction?.ignore?.categories, []);
+});
+
 test("the raw generated client reaches every route too", async () => {
   const memstack = new MemstackClient({ baseUrl, apiKey: "ts-key" });
   const { data, response } = await memstack.api.GET("/v1/memories", { params: { query: { user_id: "bob", limit: 1 } } });

@@ -23,6 +23,7 @@ from aws_lambda_powertools.utilities.idempotency import BasePersistenceLayer, Id
 from memstack.api import (
     json_body,
     routes_admin,
+    routes_config,
     routes_jobs,
     routes_keyed,
     routes_memories,
@@ -218,6 +219,7 @@ def create_app(
     routes_search.register(app, deps)
     routes_admin.register(app, deps)
     routes_jobs.register(app, deps)
+    routes_config.register(app, deps)
     ui.register(app, settings.api)
     app.enable_swagger(path="/docs", **openapi_options())
 

@@ -32,11 +32,13 @@ from memstack.errors import (
     MemstackError,
     NotFound,
     PayloadTooLarge,
+    PreconditionFailed,
     RateLimited,
     SettingsError,
     StorageFull,
     Unauthorized,
     ValidationFailed,
+    validation_details,
 )
 
 logger = Logger(service="memstack-api", child=True)
@@ -49,6 +51,7 @@ HTTP_STATUS: dict[type[MemstackError], int] = {
     BadRequest: 400,
     NotFound: 404,
     Conflict: 409,
+    PreconditionFailed: 412,
     PayloadTooLarge: 413,
     Unauthorized: 401,
     Forbidden: 403,
@@ -77,35 +80,6 @@ def error_response(
         content_type=content_types.APPLICATION_JSON,
         body=error_body(code, message, details),
     )
-
-
-def _field_name(loc: tuple[Any, ...] | list[Any]) -> str:
-    """``("body", "messages", 0, "content")`` → ``messages[0].content``."""
-    parts = list(loc)
-    if parts and parts[0] in ("body", "query", "path", "header"):
-        parts = parts[1:]
-    name = ""
-    for part in parts:
-        if isinstance(part, int):
-            name += f"[{part}]"
-        else:
-            name += f".{part}" if name else str(part)
-    return name or "body"
-
-
-def validation_details(errors: list[dict[str, Any]] | Any) -> list[dict[str, Any]]:
-    details = []
-    for err in errors:
-        loc = list(err.get("loc", ()))
-        details.append(
-            {
-                "field": _field_name(loc),
-                "location": str(loc[0]) if loc else "body",
-                "message": str(err.get("msg", "invalid value")).removeprefix("Value error, "),
-                "type": str(err.get("type", "value_error")),
-            }
-        )
-    return details
 
 
 def from_validation_error(exc: RequestValidationError) -> Response:
@@ -245,6 +219,7 @@ def error_responses(*statuses: int) -> dict[int, Any]:
         401: "missing or unknown credentials",
         404: "no such memory for this tenant and user",
         409: "a concurrent change won; retry",
+        412: "If-Match named a version that is no longer the stored one; read again",
         413: "request body too large",
         507: "the data volume is full; nothing was stored; retry after Retry-After seconds",
         422: "a field is invalid (details name it)",

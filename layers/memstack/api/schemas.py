@@ -33,6 +33,7 @@ from pydantic import (
 
 from memstack.api.json_body import OversizedInteger
 from memstack.domain import filter_expr
+from memstack.domain.tenant.config import TenantConfig
 from memstack.models import SYSTEM_METADATA_KEYS, Category, Kind, Role, Scope, Tier
 
 # Any C0 control character or DEL. Free text may keep tab, newline and carriage return.
@@ -557,3 +558,11 @@ class ErrorBody(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorBody
+
+
+class TenantConfigResponse(BaseModel):
+    """``GET/PUT/PATCH /v1/config``: the tenant's configuration (every section, defaults filled in)."""
+
+    config: TenantConfig
+    version: int = Field(description="0 until the first write; each write adds one (send it as If-Match)")
+    updated_at: datetime | None = None

@@ -6,6 +6,7 @@ import sys
 
 from memstack.cli import (
     bench,
+    config,
     consolidate,
     cost,
     dlq,
@@ -35,6 +36,7 @@ for module in (
     cost,
     consolidate,
     dlq,
+    config,
     worker,
     opensearch,
     transfer,

@@ -87,6 +87,9 @@ class AsyncMemoryClient(ClientCore):
     erase_user = async_method(calls.erase_user)
     consolidate = async_method(calls.consolidate)
     health = async_method(calls.health)
+    get_config = async_method(calls.get_config)
+    put_config = async_method(calls.put_config)
+    patch_config = async_method(calls.patch_config)
 
     async def iter_memories(
         self, *, user_id: str, page_size: int = 100, **filters: Any

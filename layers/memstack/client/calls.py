@@ -27,6 +27,7 @@ from memstack.api.schemas import (
     MemoryHistory,
     MemoryList,
     SearchMemoriesResponse,
+    TenantConfigResponse,
     UserList,
 )
 
@@ -56,10 +57,16 @@ class _Never:
 NEVER = _Never()
 
 
+class Verbatim(dict[str, Any]):
+    """A body sent exactly as given, ``null`` values included (a merge patch's "reset this key")."""
+
+
 def jsonable(value: Any) -> Any:
     """Models, datetimes and mappings as plain JSON values; ``None`` fields are left out."""
     if value is NEVER:
         return None
+    if isinstance(value, Verbatim):
+        return dict(value)
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", exclude_none=True, by_alias=True)
     if isinstance(value, datetime):
@@ -352,6 +359,41 @@ def erase_user(user_id: str) -> ApiCall[EraseUserResponse]:
 def consolidate(user_id: str, *, sync: bool = False) -> ApiCall[ConsolidationResponse]:
     body = {"user_id": user_id, "sync": sync}
     return ApiCall("POST", "/v1/consolidations", _model(ConsolidationResponse), body=body)
+
+
+def _version_header(if_version: int | None) -> dict[str, str] | None:
+    return None if if_version is None else {"If-Match": f'"{if_version}"'}
+
+
+def get_config() -> ApiCall[TenantConfigResponse]:
+    """This tenant's configuration (custom categories, extraction instructions) and its version."""
+    return ApiCall("GET", "/v1/config", _model(TenantConfigResponse))
+
+
+def put_config(
+    config: Mapping[str, Any] | BaseModel, *, if_version: int | None = None
+) -> ApiCall[TenantConfigResponse]:
+    """Replace the whole configuration (a section left out returns to its defaults).
+
+    ``if_version``: refuse (412 ``precondition_failed``) if it is no longer at that version.
+    """
+    body = config.model_dump(mode="json") if isinstance(config, BaseModel) else Verbatim(config)
+    return ApiCall(
+        "PUT", "/v1/config", _model(TenantConfigResponse), body=body, headers=_version_header(if_version)
+    )
+
+
+def patch_config(patch: Mapping[str, Any], *, if_version: int | None = None) -> ApiCall[TenantConfigResponse]:
+    """Change parts of the configuration (JSON merge patch: ``None`` resets a key to its default)."""
+    return ApiCall(
+        "PATCH",
+        "/v1/config",
+        _model(TenantConfigResponse),
+        body=Verbatim(patch),
+        headers=_version_header(if_version),
+        # Merging the same patch twice leaves the same configuration.
+        idempotent=True,
+    )
 
 
 def health() -> ApiCall[HealthResponse]:

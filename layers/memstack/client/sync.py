@@ -98,6 +98,9 @@ class MemoryClient(ClientCore):
     erase_user = sync_method(calls.erase_user)
     consolidate = sync_method(calls.consolidate)
     health = sync_method(calls.health)
+    get_config = sync_method(calls.get_config)
+    put_config = sync_method(calls.put_config)
+    patch_config = sync_method(calls.patch_config)
 
     def iter_memories(self, *, user_id: str, page_size: int = 100, **filters: Any) -> Iterator[Memory]:
         """Every current memory, following the cursor page by page."""

@@ -58,6 +58,7 @@ from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict, DependencyFailed, SettingsError
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.ports.store import MemoryStore
+from memstack.ports.tenant_config import TenantConfigStore
 
 # DynamoDB limits: 100 actions and 4 MB per transaction, 100 keys per BatchGetItem,
 # 25 requests per BatchWriteItem. We stay under them with room for the META update.
@@ -511,6 +512,12 @@ class DynamoDBMemoryStore:
     def read_view(self, tenant: str, user_id: str) -> MemoryStore:
         """Every read of one search from one snapshot: one META read (``ports.store.ReadView``)."""
         return _PinnedPartition(self, tenant, user_id, self._snapshot(tenant, user_id))
+
+    def tenant_config_store(self) -> TenantConfigStore:
+        """Tenants' configurations in the same table (``ports.tenant_config``), on the same client."""
+        from memstack.adapters.dynamodb.tenant_config import DynamoDbTenantConfigStore
+
+        return DynamoDbTenantConfigStore(self.table, lambda: self.client)
 
     def close(self) -> None:
         with self._lock:

@@ -34,6 +34,7 @@ from memstack.domain.vectors import from_blob, top_indices
 from memstack.errors import BadRequest, Conflict
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, Tier, UserSummary
 from memstack.ports.store import Candidates, Derived, MemoryStore
+from memstack.ports.tenant_config import TenantConfigStore
 
 #: ids per ``IN (...)`` list (SQLite's default limit on bound parameters is far above it)
 _CHUNK = 500
@@ -545,6 +546,12 @@ class EmbeddedMemoryStore:
     def read_view(self, tenant: str, user_id: str) -> MemoryStore:
         """The reads of one search, all on the index as it is now (``ports.store.ReadView``)."""
         return _PinnedUser(self, tenant, user_id, self.index(tenant, user_id))
+
+    def tenant_config_store(self) -> TenantConfigStore:
+        """Tenants' configurations in the same SQLite file (``ports.tenant_config``)."""
+        from memstack.adapters.embedded.tenant_config import EmbeddedTenantConfigStore
+
+        return EmbeddedTenantConfigStore(self.db)
 
     def close(self) -> None:
         self.scrubber.close()

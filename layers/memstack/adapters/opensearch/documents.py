@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from memstack.adapters.opensearch.index import Op
 from memstack.errors import Conflict, DependencyFailed
 from memstack.models import MemoryRecord
+from memstack.ports.tenant_config import TenantConfigStore
 
 #: the bulk item statuses of a write that landed
 OK = (200, 201)
@@ -61,6 +62,10 @@ class Documents(Protocol):
 
     def erase(self, tenant: str, user_id: str) -> int:
         """Delete every document of the user; returns how many."""
+        ...
+
+    def tenant_config_store(self) -> TenantConfigStore:
+        """Tenants' configurations on this flavour (``ports.tenant_config``), in ``<alias>-config``."""
         ...
 
     def source(self, tenant: str, user_id: str, memory_id: str) -> dict[str, Any] | None:

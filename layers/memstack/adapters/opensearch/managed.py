@@ -34,6 +34,7 @@ from memstack.adapters.opensearch.index import Op, OpenSearchIndex, status_of
 from memstack.domain.erasure import RETENTION_SECONDS, erasure_key
 from memstack.errors import Conflict, DependencyFailed
 from memstack.models import MemoryRecord
+from memstack.ports.tenant_config import TenantConfigStore
 
 
 class ManagedDocuments:
@@ -51,6 +52,12 @@ class ManagedDocuments:
     @property
     def client(self) -> Any:
         return self.index.client
+
+    def tenant_config_store(self) -> TenantConfigStore:
+        """Realtime reads, ``op_type=create`` / ``if_seq_no`` writes (``tenant_config``)."""
+        from memstack.adapters.opensearch.tenant_config import OpenSearchTenantConfigStore
+
+        return OpenSearchTenantConfigStore(self.index)
 
     # ------------------------------------------------------------------ index
     def template_body(self) -> dict[str, Any]:

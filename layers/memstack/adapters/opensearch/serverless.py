@@ -60,6 +60,7 @@ from memstack.adapters.opensearch.index import Op, OpenSearchIndex
 from memstack.errors import BadRequest, Conflict, DependencyFailed
 from memstack.models import MemoryRecord
 from memstack.ports.stm import ErasureLog
+from memstack.ports.tenant_config import TenantConfigStore
 
 #: largest page of one user's documents read at once (erase, lookups by id)
 PAGE = 1000
@@ -137,6 +138,12 @@ class ServerlessDocuments:
     def drop_index(self) -> None:
         self.index.call("delete index", self.client.indices.delete, index=self.alias)
         self.index.ready = False
+
+    def tenant_config_store(self) -> TenantConfigStore:
+        """Tenants' configurations in ``<alias>-config``, as copies with versions (no ``_id`` writes)."""
+        from memstack.adapters.opensearch.tenant_config import ServerlessTenantConfigStore
+
+        return ServerlessTenantConfigStore(self.index)
 
     # ------------------------------------------------------------ documents
     def _revision(self, after: int = 0) -> int:

@@ -41,6 +41,7 @@ from memstack.domain.erasure import Erased, Fence, refuse_if_erased
 from memstack.errors import BadRequest, Conflict, DependencyFailed
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.ports.stm import ErasureLog
+from memstack.ports.tenant_config import TenantConfigStore
 from memstack.settings import Settings
 
 
@@ -301,6 +302,10 @@ class OpenSearchMemoryStore:
                 raise DependencyFailed(f"OpenSearch search failed: {answer['error']}")
         knn_hits = _knn_hits(hits_of(answers[-1]))
         return (_bm25_hits(hits_of(answers[0])) if bm25 is not None else []), knn_hits
+
+    def tenant_config_store(self) -> TenantConfigStore:
+        """Tenants' configurations in ``<alias>-config`` on the same client (``ports.tenant_config``)."""
+        return self.documents.tenant_config_store()
 
     def close(self) -> None:
         self.index.close()

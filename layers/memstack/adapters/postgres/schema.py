@@ -186,6 +186,18 @@ MIGRATIONS: tuple[Migration, ...] = (
                 END $$""",
         ),
     ),
+    Migration(
+        6,
+        "tenants' configurations (custom categories, extraction instructions, ...), one versioned row each",
+        (
+            """CREATE TABLE {schema}.tenant_config (
+                tenant text PRIMARY KEY,
+                document jsonb NOT NULL,
+                version integer NOT NULL,
+                updated_at timestamptz NOT NULL
+            )""",
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -43,6 +43,7 @@ from memstack.domain.cursors import decode_row_position, encode_position
 from memstack.domain.erasure import RETENTION_SECONDS, Fence, erased_while_working, erasure_key
 from memstack.errors import BadRequest, Conflict
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
+from memstack.ports.tenant_config import TenantConfigStore
 from memstack.settings import Settings
 
 
@@ -329,6 +330,12 @@ class PostgresMemoryStore:
         """
         for table in ("memories", "memory_sources", "text_stats"):
             self.executor.query(f"ANALYZE {self.schema}.{table}")
+
+    def tenant_config_store(self) -> TenantConfigStore:
+        """Tenants' configurations in the same schema (``ports.tenant_config``, migration 6)."""
+        from memstack.adapters.postgres.tenant_config import PostgresTenantConfigStore
+
+        return PostgresTenantConfigStore(self.executor, self.schema)
 
     def close(self) -> None:
         self.executor.close()

@@ -1,0 +1,1 @@
+"""A tenant's own configuration (``config``) and how the product reads it (``configs``)."""
