@@ -19,16 +19,16 @@ from memstack.domain.ingest import Ingestor, UnitOfWork
 from memstack.domain.retrieval import Retriever
 from memstack.domain.tenant.configs import TenantConfigs
 from memstack.domain.time.bounds import TimeBounds
-from memstack.domain.time.parse import set_default_timezone
 from memstack.logs import configure_logging
 from memstack.ports.embedder import Embedder
 from memstack.ports.lease import Leases
 from memstack.ports.llm import Extractor, Summariser
 from memstack.ports.queue import JobQueue
 from memstack.ports.reranker import Reranker
-from memstack.ports.stm import ErasureLog, ShortTermStore
+from memstack.ports.stm import ShortTermStore
 from memstack.ports.store import MemoryStore
 from memstack.ports.tenant_config import TenantConfigHost
+from memstack.registry import Registry
 from memstack.service import MemoryService
 from memstack.settings import Settings
 
@@ -37,50 +37,59 @@ from memstack.settings import Settings
 configure_logging()
 
 
+#: embedders by ``MEMSTACK_EMBEDDER`` (a builder ``(settings, clients)`` in the provider's module)
+EMBEDDERS: Registry[Embedder] = Registry(
+    "embedder",
+    {
+        "hashing": "memstack.adapters.embedders.hashing:build",
+        "minilm": "memstack.adapters.embedders.minilm:build",
+        "mpnet": "memstack.adapters.embedders.mpnet:build",
+        "bedrock-titan": "memstack.adapters.embedders.bedrock:build_titan",
+        "bedrock-cohere": "memstack.adapters.embedders.bedrock:build_cohere",
+    },
+)
+#: rerankers by ``MEMSTACK_RERANKER`` (``none``: no reranker); builders ``(settings, clients)``
+RERANKERS: Registry[Reranker] = Registry("reranker", {"bedrock": "memstack.adapters.rerankers.bedrock:build"})
+#: extraction models by ``MEMSTACK_LLM``; builders ``(settings, clients, embedder)``
+EXTRACTORS: Registry[Extractor] = Registry(
+    "llm",
+    {
+        "local": "memstack.adapters.llm.rules.extractor:build",
+        "bedrock": "memstack.adapters.llm.providers.bedrock_extractor:build",
+        "openai": "memstack.adapters.llm.providers.openai_provider:build_extractor",
+    },
+)
+#: consolidation's summarisers by ``MEMSTACK_LLM``; builders ``(settings, clients)``
+SUMMARISERS: Registry[Summariser] = Registry(
+    "llm",
+    {
+        "local": "memstack.adapters.llm.rules.extractive_summariser:build",
+        "bedrock": "memstack.adapters.llm.providers.bedrock_summariser:build",
+        "openai": "memstack.adapters.llm.providers.openai_provider:build_summariser",
+    },
+)
+#: memory stores by ``MEMSTACK_STORE_BACKEND`` other than ``embedded`` (which shares the SQLite file
+#: with the STM and the queue, so ``build_service`` opens it); builders ``(settings, clients, stm)``
+STORES: Registry[MemoryStore] = Registry(
+    "store backend",
+    {
+        "dynamodb": "memstack.adapters.dynamodb.store:build",
+        "postgres": "memstack.adapters.postgres.store:build",
+        "opensearch": "memstack.adapters.opensearch.store:build",
+    },
+)
+
+
 def build_embedder(settings: Settings, client: Any | None = None) -> Embedder:
     """The embedder the settings name; ``client`` is a bedrock-runtime client (tests pass a stubbed one)."""
-    if settings.embedder == "hashing":
-        from memstack.adapters.embedders.hashing import HashingEmbedder
-
-        return HashingEmbedder(settings.embedding.embedding_dim)
-    if settings.embedder == "minilm":
-        from memstack.adapters.embedders.minilm import MiniLMEmbedder
-
-        # The installed model wheel, or what `memstack models install minilm` unpacked beside the data.
-        return MiniLMEmbedder(cache_dir=settings.data_dir / "models")
-    if settings.embedder == "mpnet":
-        from memstack.adapters.embedders.mpnet import MPNetEmbedder
-
-        # `memstack models install mpnet`, or extracted once from the installed parts, beside the data.
-        return MPNetEmbedder(cache_dir=settings.data_dir / "models")
-    if settings.embedder in ("bedrock-titan", "bedrock-cohere"):
-        from memstack.adapters.embedders.bedrock import CohereEmbedder, TitanEmbedder
-
-        provider = TitanEmbedder if settings.embedder == "bedrock-titan" else CohereEmbedder
-        model = settings.bedrock.embedding_model
-        if settings.embedder == "bedrock-cohere" and model.startswith("amazon."):
-            model = "cohere.embed-english-v3"  # the Titan default does not name a Cohere model
-        return provider(
-            settings.embedding.embedding_dim,
-            model_id=model,
-            client=client,
-            region=settings.aws.aws_region,
-            coarse_dim=settings.embedding.coarse_dim,
-        )
-    raise NotImplementedError(f"embedder {settings.embedder!r} is not available in this build")
+    return EMBEDDERS.build(settings.embedder, settings, {"bedrock_runtime": client})
 
 
 def build_reranker(settings: Settings, client: Any | None = None) -> Reranker | None:
     """The reranker the settings name; ``client`` is a bedrock-agent-runtime client."""
     if settings.reranker == "none":
         return None
-    if settings.reranker == "bedrock":
-        from memstack.adapters.rerankers.bedrock import BedrockReranker
-
-        return BedrockReranker(
-            settings.bedrock.rerank_model_arn, client=client, region=settings.aws.aws_region
-        )
-    raise NotImplementedError(f"reranker {settings.reranker!r} is not available in this build")
+    return RERANKERS.build(settings.reranker, settings, {"bedrock_agent_runtime": client})
 
 
 def build_extractor(
@@ -92,19 +101,8 @@ def build_extractor(
     """The extraction model: rule-based offline (linking changes by meaning with ``embedder``),
     Bedrock Converse (``client``: bedrock-runtime), or an OpenAI-compatible server (``http_client``:
     an ``httpx.Client``)."""
-    if settings.llm == "local":
-        from memstack.adapters.llm.rules.extractor import RuleExtractor
-
-        return RuleExtractor(embedder)
-    if settings.llm == "bedrock":
-        from memstack.adapters.llm.providers.bedrock_extractor import BedrockExtractor
-
-        return BedrockExtractor.from_settings(settings, client=client)
-    if settings.llm == "openai":
-        from memstack.adapters.llm.providers.openai_provider import openai_extractor
-
-        return openai_extractor(settings, http_client)
-    raise NotImplementedError(f"llm {settings.llm!r} is not available in this build")
+    clients = {"bedrock_runtime": client, "openai_http": http_client}
+    return EXTRACTORS.build(settings.llm, settings, clients, embedder)
 
 
 def cursor_key(settings: Settings, client: object = None) -> bytes:
@@ -143,33 +141,7 @@ def build_summariser(
     settings: Settings, client: Any | None = None, http_client: Any | None = None
 ) -> Summariser:
     """Consolidation's summariser: extractive offline, Bedrock Converse, or an OpenAI-compatible server."""
-    if settings.llm == "openai":
-        from memstack.adapters.llm.providers.openai_provider import openai_summariser
-
-        return openai_summariser(settings, http_client)
-    if settings.llm == "bedrock":
-        from memstack.adapters.llm.providers.bedrock_converse import prefix_tokens, prompt_cache_enabled
-        from memstack.adapters.llm.providers.bedrock_summariser import (
-            SUMMARY_TOOL,
-            SYNTHESIS_TOOL,
-            SYSTEM,
-            BedrockSummariser,
-        )
-
-        return BedrockSummariser(
-            settings.bedrock.synthesis_model,
-            client=client,
-            region=settings.aws.aws_region,
-            temperature=settings.bedrock.temperature,
-            prompt_cache=prompt_cache_enabled(
-                settings.bedrock.prompt_cache,
-                settings.bedrock.synthesis_model,
-                prefix_tokens(SYSTEM, SUMMARY_TOOL, SYNTHESIS_TOOL),
-            ),
-        )
-    from memstack.adapters.llm.rules.extractive_summariser import ExtractiveSummariser
-
-    return ExtractiveSummariser()
+    return SUMMARISERS.build(settings.llm, settings, {"bedrock_runtime": client, "openai_http": http_client})
 
 
 def build_store(settings: Settings, clients: Clients, stm: ShortTermStore | None = None) -> MemoryStore:
@@ -178,22 +150,7 @@ def build_store(settings: Settings, clients: Clients, stm: ShortTermStore | None
     ``clients`` may hold ready-made ``dynamodb``, ``rds_data`` or ``opensearch`` clients;
     ``stm`` is the short-term store, whose erasure log fences a serverless collection.
     """
-    if settings.store_backend == "dynamodb":
-        from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
-
-        return DynamoDBMemoryStore(
-            settings.aws.memories_table or "", clients.get("dynamodb"), region=settings.aws.aws_region
-        )
-    if settings.store_backend == "postgres":
-        from memstack.adapters.postgres.store import PostgresMemoryStore
-
-        return PostgresMemoryStore.from_settings(settings, clients.get("rds_data"))
-    if settings.store_backend == "opensearch":
-        from memstack.adapters.opensearch.store import OpenSearchMemoryStore
-
-        log = stm if isinstance(stm, ErasureLog) else None
-        return OpenSearchMemoryStore.from_settings(settings, clients.get("opensearch"), erasure_log=log)
-    raise NotImplementedError(f"store backend {settings.store_backend!r} is not available in this build")
+    return STORES.build(settings.store_backend, settings, clients, stm)
 
 
 def build_tenant_configs(store: MemoryStore, db: Any) -> TenantConfigs:
@@ -316,6 +273,20 @@ def build_service(
         unit=shared_transaction(store, stm),
     )
     retriever = Retriever(store, embedder, settings.retrieval, reranker)
+    extractor = clients.get("extractor") or build_extractor(
+        settings, clients.get("bedrock_runtime"), clients.get("openai_http"), embedder
+    )
+    summariser = clients.get("summariser") or build_summariser(
+        settings, clients.get("bedrock_runtime"), clients.get("openai_http")
+    )
+    consolidator = Consolidator(
+        store,
+        stm,
+        embedder,
+        summariser,
+        settings.consolidation,
+        leases=build_leases(settings, db, clients),
+    )
     service = MemoryService(
         cursors=CursorSigner(lambda: cursor_key(settings, clients.get("secretsmanager"))),
         settings=settings,
@@ -325,30 +296,13 @@ def build_service(
         ingestor=ingestor,
         retriever=retriever,
         queue=queue,
+        job_handlers={"extract": extraction_handler(settings, store, stm, embedder, extractor)},
         closers=closers,
+        consolidator=consolidator,
+        profiles=ProfileBuilder(store, embedder, settings.profiles) if settings.profiles.enabled else None,
         reserve=reserve,
         tenant_configs=build_tenant_configs(store, db),
     )
-    # Naive message times are read in the configured zone (the Message validator's default).
-    set_default_timezone(settings.timezone)
-    extractor = clients.get("extractor") or build_extractor(
-        settings, clients.get("bedrock_runtime"), clients.get("openai_http"), embedder
-    )
-    service.register_job_handler("extract", extraction_handler(settings, store, stm, embedder, extractor))
-    summariser = clients.get("summariser") or build_summariser(
-        settings, clients.get("bedrock_runtime"), clients.get("openai_http")
-    )
-    service.consolidator = Consolidator(
-        store,
-        stm,
-        embedder,
-        summariser,
-        settings.consolidation,
-        leases=build_leases(settings, db, clients),
-    )
-    if settings.profiles.enabled:
-        service.profiles = ProfileBuilder(store, embedder, settings.profiles)
-    service.register_job_handler("consolidate", service.run_consolidate_job)
     if queue is not None:
         queue.set_handler(service.process_job)
     return service

@@ -93,7 +93,7 @@ class Message(BaseModel):
 
         A naive time is read in ``context["timezone"]`` when the caller passes
         one (``Message.model_validate(data, context={"timezone": ...})``), else
-        in the zone the factory configured from ``Settings.timezone``.
+        in UTC. The edges pass ``Settings.timezone`` (the API localises first).
         """
         if value is None:
             return None

@@ -75,6 +75,11 @@ class MemoryService:
     profiles: ProfileBuilder | None = None
     reserve: SpaceReserve | None = None
 
+    def __post_init__(self) -> None:
+        # Consolidation is the service's own job (it refreshes profiles and sweeps expiry too);
+        # every other job type's handler is passed in (``job_handlers``).
+        self.job_handlers = {"consolidate": self.run_consolidate_job, **self.job_handlers}
+
     # ------------------------------------------------------------------ ingest
     def add(
         self,
@@ -363,9 +368,6 @@ class MemoryService:
     def redrive(self, tenant: str, job_ids: builtins.list[str] | None = None) -> int:
         """Put the tenant's dead-lettered jobs (or those of ``job_ids``) back on the queue."""
         return 0 if self.queue is None else self.queue.redrive(tenant, job_ids)
-
-    def register_job_handler(self, job_type: str, handler: JobHandler) -> None:
-        self.job_handlers[job_type] = handler
 
     def process_job(self, job: Job) -> None:
         handler = self.job_handlers.get(job.type)

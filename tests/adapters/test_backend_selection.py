@@ -115,3 +115,56 @@ def test_a_misspelt_client_is_refused_not_ignored(tmp_path: Path, dynamodb: Any)
     # "dynamo" would otherwise be dropped and the store would build its own client for the real AWS.
     with pytest.raises(TypeError, match=r"unknown client\(s\) \['dynamo'\].*'dynamodb'"):
         build_service(settings, dynamo=dynamodb)  # type: ignore[call-arg]
+
+
+def test_every_provider_a_setting_can_name_is_registered_with_a_builder_in_its_module() -> None:
+    """A new provider is its module and one registry line: the registries and the settings agree."""
+    from typing import get_args
+
+    from memstack.factory import EMBEDDERS, EXTRACTORS, RERANKERS, STORES, SUMMARISERS
+    from memstack.settings import EmbedderName, LlmName, RerankerName, StoreBackend
+
+    assert EMBEDDERS.names() == set(get_args(EmbedderName))
+    assert RERANKERS.names() == set(get_args(RerankerName)) - {"none"}
+    assert EXTRACTORS.names() == SUMMARISERS.names() == set(get_args(LlmName))
+    assert STORES.names() == set(get_args(StoreBackend)) - {"embedded"}  # opened beside the STM
+    for registry in (EMBEDDERS, RERANKERS, EXTRACTORS, SUMMARISERS, STORES):
+        for name in registry.names():
+            assert callable(registry.builder(name)), (registry.kind, name)
+
+
+def test_a_name_no_registry_holds_is_refused_saying_what_it_is() -> None:
+    from memstack.factory import STORES
+
+    with pytest.raises(NotImplementedError, match="store backend 'embedded' is not available in this build"):
+        STORES.build("embedded", load_settings(), {}, None)
+
+
+def test_each_registered_provider_builds_what_its_name_says(tmp_path: Path) -> None:
+    from memstack.adapters.embedders.hashing import HashingEmbedder
+    from memstack.adapters.llm.providers.bedrock_extractor import BedrockExtractor
+    from memstack.adapters.llm.providers.bedrock_summariser import BedrockSummariser
+    from memstack.adapters.llm.rules.extractive_summariser import ExtractiveSummariser
+    from memstack.adapters.llm.rules.extractor import RuleExtractor
+    from memstack.adapters.rerankers.bedrock import BedrockReranker
+    from memstack.factory import build_embedder, build_extractor, build_reranker, build_summariser
+
+    local = load_settings(data_dir=tmp_path, embedder="hashing", embedding_dim=256)
+    embedder = build_embedder(local)
+    assert isinstance(embedder, HashingEmbedder) and embedder.dim == 256
+    assert isinstance(build_extractor(local, embedder=embedder), RuleExtractor)
+    assert isinstance(build_summariser(local), ExtractiveSummariser)
+    assert build_reranker(local) is None
+    arn = "arn:aws:bedrock:us-east-1::foundation-model/amazon.rerank-v1:0"
+    aws = load_settings(
+        data_dir=tmp_path,
+        llm="bedrock",
+        reranker="bedrock",
+        aws_region="us-east-1",
+        bedrock_rerank_model_arn=arn,
+    )
+    client = object()
+    extractor = build_extractor(aws, client)
+    assert isinstance(extractor, BedrockExtractor) and extractor.client is client
+    assert isinstance(build_summariser(aws, client), BedrockSummariser)
+    assert isinstance(build_reranker(aws, client), BedrockReranker)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
-from memstack.domain.time.parse import parse_timestamp, set_default_timezone
+from memstack.domain.time.parse import parse_timestamp
 from memstack.models import Message
 from pydantic import ValidationError
 
@@ -49,14 +50,46 @@ def test_message_validator_parses_human_forms_and_uses_context_zone() -> None:
     assert Message(content="hi").timestamp is None
 
 
-def test_factory_default_zone_applies_to_naive_times() -> None:
+def test_a_service_in_another_zone_sets_no_process_wide_default(tmp_path: Path) -> None:
+    from memstack.factory import build_service
+    from memstack.settings import load_settings
+
+    service = build_service(load_settings(data_dir=tmp_path, embedder="hashing", timezone="America/New_York"))
     try:
-        set_default_timezone("America/New_York")
+        # The zone reaches only what is given it (the API, the CLI, the model providers): a Message
+        # read without one is in UTC, whatever service this process built before.
         msg = Message(content="hi", timestamp="2023-01-10 09:00")  # type: ignore[arg-type]
-        assert msg.timestamp is not None
-        assert msg.timestamp.astimezone(UTC) == datetime(2023, 1, 10, 14, 0, tzinfo=UTC)
+        assert msg.timestamp == datetime(2023, 1, 10, 9, 0, tzinfo=UTC)
     finally:
-        set_default_timezone("UTC")
+        service.close()
+
+
+@pytest.mark.parametrize("provider", ["bedrock", "openai"])
+def test_a_models_naive_event_time_is_read_in_the_configured_zone(provider: str) -> None:
+    from memstack.adapters.llm.providers.bedrock_extractor import BedrockExtractor
+    from memstack.adapters.llm.providers.openai_provider import openai_extractor
+    from memstack.adapters.llm.providers.structured import validate_operations
+    from memstack.adapters.llm.providers.tools import ToolAnswer
+    from memstack.settings import load_settings
+
+    settings = load_settings(
+        timezone="Asia/Tokyo", openai_base_url="http://127.0.0.1:9", aws_region="us-east-1"
+    )
+    extractor = (
+        BedrockExtractor.from_settings(settings, client=object())
+        if provider == "bedrock"
+        else (openai_extractor(settings, client=object()))
+    )
+    assert extractor.timezone == "Asia/Tokyo"
+    answer = ToolAnswer(
+        input={
+            "operations": [{"op": "ADD", "content": "the user flies out", "event_time": "2023-05-08 13:56"}]
+        },
+        usage={},
+    )
+    (op,) = validate_operations(answer, Message(content="I fly out on Monday"), set(), extractor.timezone)
+    assert op.event_time is not None
+    assert op.event_time.astimezone(UTC) == datetime(2023, 5, 8, 4, 56, tzinfo=UTC)
 
 
 @pytest.mark.parametrize("value", ["not a time at all, sorry", "", True, [2023]])

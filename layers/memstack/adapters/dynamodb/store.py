@@ -44,7 +44,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from botocore.exceptions import ClientError
@@ -59,6 +59,12 @@ from memstack.errors import BadRequest, Conflict, DependencyFailed, SettingsErro
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.ports.store import MemoryStore
 from memstack.ports.tenant_config import TenantConfigStore
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.ports.stm import ShortTermStore
+    from memstack.settings import Settings
 
 # DynamoDB limits: 100 actions and 4 MB per transaction, 100 keys per BatchGetItem,
 # 25 requests per BatchWriteItem. We stay under them with room for the META update.
@@ -610,3 +616,10 @@ class _PinnedPartition(DynamoDBMemoryStore):
 
     def close(self) -> None:
         """The view owns nothing; closing it leaves the store open."""
+
+
+def build(settings: Settings, clients: Mapping[str, Any], stm: ShortTermStore | None) -> DynamoDBMemoryStore:
+    """``MEMSTACK_STORE_BACKEND=dynamodb``; ``clients["dynamodb"]`` when given (``factory.STORES``)."""
+    return DynamoDBMemoryStore(
+        settings.aws.memories_table or "", clients.get("dynamodb"), region=settings.aws.aws_region
+    )

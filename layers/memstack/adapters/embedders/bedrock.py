@@ -25,13 +25,18 @@ from __future__ import annotations
 import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from botocore.exceptions import BotoCoreError, ClientError
 
 from memstack.domain.vectors import normalise
 from memstack.errors import DependencyFailed, SettingsError, Throttled
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -254,3 +259,28 @@ class CohereEmbedder(_BedrockEmbedder):
             for i, vector in zip(chunk, self._batch([texts[i] for i in chunk]), strict=True):
                 rows[i] = vector
         return self._matrix(rows, len(texts))
+
+
+def build_titan(settings: Settings, clients: Mapping[str, Any]) -> TitanEmbedder:
+    """``MEMSTACK_EMBEDDER=bedrock-titan``; ``clients["bedrock_runtime"]`` when given."""
+    return TitanEmbedder(
+        settings.embedding.embedding_dim,
+        model_id=settings.bedrock.embedding_model,
+        client=clients.get("bedrock_runtime"),
+        region=settings.aws.aws_region,
+        coarse_dim=settings.embedding.coarse_dim,
+    )
+
+
+def build_cohere(settings: Settings, clients: Mapping[str, Any]) -> CohereEmbedder:
+    """``MEMSTACK_EMBEDDER=bedrock-cohere`` (``factory.EMBEDDERS``)."""
+    model = settings.bedrock.embedding_model
+    if model.startswith("amazon."):
+        model = "cohere.embed-english-v3"  # the Titan default does not name a Cohere model
+    return CohereEmbedder(
+        settings.embedding.embedding_dim,
+        model_id=model,
+        client=clients.get("bedrock_runtime"),
+        region=settings.aws.aws_region,
+        coarse_dim=settings.embedding.coarse_dim,
+    )

@@ -8,11 +8,17 @@ vectors; it knows no synonyms, which is what the real model is for.
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memstack.domain.text import STOPWORDS, words
 from memstack.domain.vectors import normalise
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.settings import Settings
 
 #: distinct words whose features are remembered (a bulk load hashes the same words again and again)
 _WORD_CACHE = 200_000
@@ -59,3 +65,8 @@ class HashingEmbedder:
             # float32 additions in the same order as one feature at a time: the same vector.
             np.add.at(out[row], buckets, np.asarray(values, dtype=np.float32))
         return normalise(out)
+
+
+def build(settings: Settings, clients: Mapping[str, Any]) -> HashingEmbedder:
+    """``MEMSTACK_EMBEDDER=hashing`` (``factory.EMBEDDERS``)."""
+    return HashingEmbedder(settings.embedding.embedding_dim)

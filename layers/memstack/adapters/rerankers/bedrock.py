@@ -9,11 +9,16 @@ scores up to 1000 passages against one query; the answer lists
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from memstack.errors import DependencyFailed, SettingsError, Throttled
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.settings import Settings
 
 MAX_SOURCES = 1000
 #: the Rerank API refuses empty texts; a blank passage is sent as this and scored as such
@@ -104,3 +109,12 @@ class BedrockReranker:
         # A passage the model did not return (it should return all) ranks below every returned one.
         floor = min(found.values(), default=0.0) - 1.0
         return [found.get(i, floor) for i in range(len(passages))]
+
+
+def build(settings: Settings, clients: Mapping[str, Any]) -> BedrockReranker:
+    """``MEMSTACK_RERANKER=bedrock``; ``clients["bedrock_agent_runtime"]`` when given."""
+    return BedrockReranker(
+        settings.bedrock.rerank_model_arn,
+        client=clients.get("bedrock_agent_runtime"),
+        region=settings.aws.aws_region,
+    )

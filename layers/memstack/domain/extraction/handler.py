@@ -28,7 +28,6 @@ from memstack.domain.indexing import turn_text
 from memstack.domain.ingest import stm_memory_id
 from memstack.domain.scoring import RrfWeights, weighted_rrf
 from memstack.domain.time.bounds import TimeBounds
-from memstack.domain.time.parse import localise
 from memstack.domain.time.relative import Resolution, resolve_relative_dates
 from memstack.domain.vectors import Matryoshka, coarse_prefix
 from memstack.models import MemoryFilters, MemoryRecord, Message, Role, Scope, Tier
@@ -69,7 +68,7 @@ class ExtractionConfig(Matryoshka, RrfWeights):
 
 def prepare_message(message: Message, received_at: datetime) -> tuple[Message, Resolution]:
     """Stage 2: the message with its time settled and relative dates made absolute."""
-    when = localise(message.timestamp) if message.timestamp else received_at
+    when = message.timestamp or received_at  # a Message's timestamp is always aware
     resolution = resolve_relative_dates(message.content, when)
     return message.model_copy(update={"content": resolution.text, "timestamp": when}), resolution
 

@@ -1,9 +1,9 @@
 """Message timestamps: ISO 8601, epoch numbers, and the human forms conversations carry.
 
 Every parsed time is timezone-aware. A time written without a zone is read in
-the configured timezone (``Settings.timezone``): callers pass it explicitly, or
-the factory sets the process default once with ``set_default_timezone``
-(pydantic validators have no other way to receive it).
+the zone the caller passes (the edges pass ``Settings.timezone``: the API, the
+CLI, the model providers), and in UTC when it passes none. There is no
+process-wide default: two services with different zones can share a process.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, time, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-_default_tz: tzinfo = UTC
 
 # Forms seen in chat logs (LoCoMo uses the first), tried before dateparser
 # because strptime is exact and fast; dateparser is the slow, lenient fallback.
@@ -47,21 +45,11 @@ def get_timezone(name: str) -> tzinfo:
         raise ValueError(f"unknown timezone {name!r}") from exc
 
 
-def set_default_timezone(name: str) -> None:
-    """The zone naive timestamps are read in when the caller gives none (set from Settings)."""
-    global _default_tz
-    _default_tz = get_timezone(name)
-
-
-def default_timezone() -> tzinfo:
-    return _default_tz
-
-
-def localise(value: datetime, tz: tzinfo | None = None) -> datetime:
-    """Attach ``tz`` (default: the configured zone) to a naive datetime; aware ones are kept."""
+def localise(value: datetime, tz: tzinfo) -> datetime:
+    """Attach ``tz`` to a naive datetime; aware ones are kept."""
     if value.tzinfo is not None and value.utcoffset() is not None:
         return value
-    return value.replace(tzinfo=tz or _default_tz)
+    return value.replace(tzinfo=tz)
 
 
 def _from_epoch(number: float) -> datetime:
@@ -101,8 +89,8 @@ def _from_text(text: str, tz: tzinfo) -> datetime:
 
 
 def parse_timestamp(value: object, tz: tzinfo | str | None = None) -> datetime:
-    """Any accepted timestamp form as an aware ``datetime``; ``ValueError`` otherwise."""
-    zone = get_timezone(tz) if isinstance(tz, str) else (tz or _default_tz)
+    """Any accepted timestamp form as an aware ``datetime`` (naive forms read in ``tz``, else UTC)."""
+    zone = get_timezone(tz) if isinstance(tz, str) else (tz or UTC)
     if isinstance(value, datetime):
         return localise(value, zone)
     if isinstance(value, date):

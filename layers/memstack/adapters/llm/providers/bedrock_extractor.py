@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Metrics
 
 from memstack.adapters.llm.providers.bedrock_converse import ConverseChat, prefix_tokens, prompt_cache_enabled
 from memstack.adapters.llm.providers.structured import EXTRACTION_PROMPT, EXTRACTION_TOOL, StructuredExtractor
 from memstack.settings import Settings
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.ports.embedder import Embedder
 
 SYSTEM_PROMPT = EXTRACTION_PROMPT
 TOOL = EXTRACTION_TOOL
@@ -35,6 +40,7 @@ class BedrockExtractor(StructuredExtractor):
         metrics: Metrics | None = None,
         sleep: Callable[[float], None] = time.sleep,
         prompt_cache: bool = True,
+        timezone: str = "UTC",
     ) -> None:
         chat = ConverseChat(
             model_id,
@@ -45,7 +51,7 @@ class BedrockExtractor(StructuredExtractor):
             sleep=sleep,
             cache=prompt_cache,
         )
-        super().__init__(chat, name="bedrock", max_tokens=max_tokens, metrics=chat.metrics)
+        super().__init__(chat, name="bedrock", max_tokens=max_tokens, metrics=chat.metrics, timezone=timezone)
         self.converse = chat
         self.model_id = model_id
 
@@ -62,8 +68,14 @@ class BedrockExtractor(StructuredExtractor):
                 settings.bedrock.extraction_model,
                 prefix_tokens(SYSTEM_PROMPT, TOOL),
             ),
+            timezone=settings.timezone,
         )
 
     @property
     def client(self) -> Any:
         return self.converse.client
+
+
+def build(settings: Settings, clients: Mapping[str, Any], embedder: Embedder | None) -> BedrockExtractor:
+    """``MEMSTACK_LLM=bedrock``; ``clients["bedrock_runtime"]`` when given (``factory.EXTRACTORS``)."""
+    return BedrockExtractor.from_settings(settings, clients.get("bedrock_runtime"))

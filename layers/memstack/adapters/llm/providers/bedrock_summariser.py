@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstack.adapters.llm.providers.bedrock_converse import ConverseChat
 from memstack.adapters.llm.providers.structured import (
@@ -27,6 +27,11 @@ from memstack.adapters.llm.providers.structured import (
     SYNTHESIS_TOOL,
     StructuredSummariser,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.settings import Settings
 
 SYSTEM = SUMMARY_PROMPT
 __all__ = ["SUMMARY_TOOL", "SYNTHESIS_TOOL", "SYSTEM", "BedrockSummariser"]
@@ -55,3 +60,20 @@ class BedrockSummariser(StructuredSummariser):
         )
         super().__init__(chat, name="bedrock-converse", metrics=chat.metrics)
         self.model_id = model_id
+
+
+def build(settings: Settings, clients: Mapping[str, Any]) -> BedrockSummariser:
+    """``MEMSTACK_LLM=bedrock``; ``clients["bedrock_runtime"]`` when given (``factory.SUMMARISERS``)."""
+    from memstack.adapters.llm.providers.bedrock_converse import prefix_tokens, prompt_cache_enabled
+
+    return BedrockSummariser(
+        settings.bedrock.synthesis_model,
+        client=clients.get("bedrock_runtime"),
+        region=settings.aws.aws_region,
+        temperature=settings.bedrock.temperature,
+        prompt_cache=prompt_cache_enabled(
+            settings.bedrock.prompt_cache,
+            settings.bedrock.synthesis_model,
+            prefix_tokens(SYSTEM, SUMMARY_TOOL, SYNTHESIS_TOOL),
+        ),
+    )

@@ -9,11 +9,16 @@ synthesis calls), else the same model.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstack.adapters.llm.providers.openai_chat import OpenAIChat
 from memstack.adapters.llm.providers.structured import StructuredExtractor, StructuredSummariser
 from memstack.settings import Settings
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.ports.embedder import Embedder
 
 
 def openai_chat(settings: Settings, model: str, client: Any | None = None) -> OpenAIChat:
@@ -32,10 +37,26 @@ def openai_chat(settings: Settings, model: str, client: Any | None = None) -> Op
 def openai_extractor(settings: Settings, client: Any | None = None) -> StructuredExtractor:
     chat = openai_chat(settings, settings.openai.model, client)
     return StructuredExtractor(
-        chat, name="openai", max_tokens=settings.openai.max_tokens, metrics=chat.metrics
+        chat,
+        name="openai",
+        max_tokens=settings.openai.max_tokens,
+        metrics=chat.metrics,
+        timezone=settings.timezone,
     )
 
 
 def openai_summariser(settings: Settings, client: Any | None = None) -> StructuredSummariser:
     chat = openai_chat(settings, settings.openai.synthesis_model or settings.openai.model, client)
     return StructuredSummariser(chat, name="openai", metrics=chat.metrics)
+
+
+def build_extractor(
+    settings: Settings, clients: Mapping[str, Any], embedder: Embedder | None
+) -> StructuredExtractor:
+    """``MEMSTACK_LLM=openai``; ``clients["openai_http"]`` (an ``httpx.Client``) when given."""
+    return openai_extractor(settings, clients.get("openai_http"))
+
+
+def build_summariser(settings: Settings, clients: Mapping[str, Any]) -> StructuredSummariser:
+    """``MEMSTACK_LLM=openai`` (``factory.SUMMARISERS``)."""
+    return openai_summariser(settings, clients.get("openai_http"))

@@ -29,7 +29,15 @@ from typing import Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from memstack.adapters.llm.providers.tools import Tool, ToolAnswer, ToolChat, default_metrics
 from memstack.adapters.llm.rules.extractive_summariser import ExtractiveSummariser, estimate_tokens, truncate
@@ -159,12 +167,13 @@ class _Op(BaseModel):
 
     @field_validator("event_time", mode="before")
     @classmethod
-    def _time(cls, value: Any) -> Any:
+    def _time(cls, value: Any, info: ValidationInfo) -> Any:
+        """A time the model wrote without a zone is read in the configured one (``context["timezone"]``)."""
         if value in (None, ""):
             return None
         from memstack.domain.time.parse import parse_timestamp
 
-        return parse_timestamp(value)
+        return parse_timestamp(value, (info.context or {}).get("timezone"))
 
     @model_validator(mode="after")
     def _complete(self) -> _Op:
@@ -208,11 +217,16 @@ def render_request(message: Message, context: list[Message], neighbours: list[Me
     return json.dumps(body, ensure_ascii=False, indent=1)
 
 
-def validate_operations(answer: ToolAnswer, message: Message, known: set[str]) -> list[ExtractionOp]:
-    """The answer as operations, or ``ValueError``/``ValidationError`` saying what is wrong with it."""
+def validate_operations(
+    answer: ToolAnswer, message: Message, known: set[str], timezone: str = "UTC"
+) -> list[ExtractionOp]:
+    """The answer as operations, or ``ValueError``/``ValidationError`` saying what is wrong with it.
+
+    ``timezone``: the zone of times the model wrote without one (``Settings.timezone``).
+    """
     if answer.input is None:
         raise ValueError(answer.problem or f"the answer must be a call of the {EXTRACTION_TOOL.name} tool")
-    parsed = _Answer.model_validate(answer.input)
+    parsed = _Answer.model_validate(answer.input, context={"timezone": timezone})
     ops = []
     for i, op in enumerate(parsed.operations):
         if op.op in ("UPDATE", "DELETE") and op.target_id not in known:
@@ -237,12 +251,20 @@ class StructuredExtractor:
     """``Extractor`` on a model: a forced tool call, validated, one corrected retry, then a safe fallback."""
 
     def __init__(
-        self, chat: ToolChat, *, name: str, max_tokens: int = 1024, metrics: Metrics | None = None
+        self,
+        chat: ToolChat,
+        *,
+        name: str,
+        max_tokens: int = 1024,
+        metrics: Metrics | None = None,
+        timezone: str = "UTC",
     ) -> None:
         self.chat = chat
         self.name = name
         self.max_tokens = max_tokens
         self.metrics = metrics if metrics is not None else default_metrics()
+        #: the zone of times the model writes without one (``Settings.timezone``)
+        self.timezone = timezone
 
     @property
     def model_calls(self) -> int:
@@ -258,7 +280,7 @@ class StructuredExtractor:
         prompt = render_request(message, context, neighbours)
         answer = self.chat.ask(EXTRACTION_PROMPT, prompt, EXTRACTION_TOOL, self.max_tokens, "Extraction")
         try:
-            return validate_operations(answer, message, known)
+            return validate_operations(answer, message, known, self.timezone)
         except (ValidationError, ValueError) as exc:
             error = str(exc)
         # One retry, telling the model exactly what was wrong.
@@ -267,7 +289,7 @@ class StructuredExtractor:
             EXTRACTION_PROMPT, answer, feedback, EXTRACTION_TOOL, self.max_tokens, "Extraction"
         )
         try:
-            return validate_operations(retry, message, known)
+            return validate_operations(retry, message, known, self.timezone)
         except (ValidationError, ValueError) as exc:
             logger.warning(
                 {"event": "extraction_fallback", "message_id": message.id, "error": type(exc).__name__}

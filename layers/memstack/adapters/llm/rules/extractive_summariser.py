@@ -16,11 +16,18 @@ PyTorch", but it does pick the sentences that the evidence agrees on.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memstack.domain.text import STOPWORDS, words
 from memstack.models import MemoryRecord
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from memstack.settings import Settings
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])")
 _SPEAKER = re.compile(r"^([A-Z][\w .'-]{0,40}):\s+")
@@ -139,3 +146,8 @@ class ExtractiveSummariser:
         sentences += [s for r in existing if not r.deleted for s in split_sentences(r.content)]
         text = select(sentences, max_tokens)
         return [text] if text else []
+
+
+def build(settings: Settings, clients: Mapping[str, Any]) -> ExtractiveSummariser:
+    """``MEMSTACK_LLM=local`` (``factory.SUMMARISERS``)."""
+    return ExtractiveSummariser()

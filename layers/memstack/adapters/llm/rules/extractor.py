@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from memstack.adapters.llm.rules import cues, grammar
 from memstack.adapters.llm.rules.attributes import AttributeValue, find_attributes, present, same_value
@@ -58,6 +59,12 @@ from memstack.domain.time.relative import is_future, resolve_relative_dates
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp, OpName
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from memstack.settings import Settings
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LEAD = re.compile(
@@ -601,3 +608,8 @@ def _resolve(decisions: list[_Decision]) -> list[ExtractionOp]:
         elif d.op.op == "UPDATE" and d.op.content:
             out.append(d.op.model_copy(update={"op": "ADD", "target_id": None}))
     return out
+
+
+def build(settings: Settings, clients: Mapping[str, Any], embedder: Embedder | None) -> RuleExtractor:
+    """``MEMSTACK_LLM=local``: changes linked by meaning with ``embedder`` (``factory.EXTRACTORS``)."""
+    return RuleExtractor(embedder)
