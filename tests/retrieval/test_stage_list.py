@@ -9,15 +9,20 @@ from memstack.service import MemoryService
 
 from tests.retrieval.helpers import REF, T, U, put, record
 
+#: the explain value the added stage writes, named in its own module (as a new stage's would be)
+HALVED_FROM = "halved_from"
+
 
 class HalveTheBest:
     """A stage of the kind a contributor adds: reads the pool stage 4 made, changes it, says what it did."""
 
     name = "halve_best"
+    columns = (HALVED_FROM,)
 
     def run(self, search: Search) -> str:
         pool = search.pool
         best = pool.order[0]
+        pool.put(HALVED_FROM, best, pool.score[best])
         pool.rescore(best, pool.score[best] / 2)
         pool.ranked(self.name)
         return f"ok: halved {pool.ids[best]}"
@@ -52,6 +57,15 @@ def test_every_explain_value_has_a_named_column(service: MemoryService) -> None:
     result = service.search(
         SearchRequest(tenant=T, user_id=U, query="greyhound", reference_time=REF, explain=True)
     )
-    named = {value for name, value in vars(columns).items() if name.isupper()}
-    named |= {columns.rank_after(stage) for stage in STAGES}
-    assert result.hits and set(result.hits[0].stages) <= named
+    assert result.hits and set(result.hits[0].stages) <= columns.named(PIPELINE)
+
+
+def test_an_added_stage_names_its_explain_values_in_its_own_module(service: MemoryService) -> None:
+    put(service, record(service, "I adopted a greyhound called Pixel", "m1"))
+    req = SearchRequest(tenant=T, user_id=U, query="greyhound", reference_time=REF, explain=True)
+    fusion = STAGES.index("fusion")
+    stages = (*PIPELINE[: fusion + 1], HalveTheBest(), *PIPELINE[fusion + 1 :])
+    result = Retriever(service.store, service.embedder, service.retriever.config, stages=stages).search(req)
+    shown = set(result.hits[0].stages)
+    assert HALVED_FROM in shown and columns.rank_after("halve_best") in shown
+    assert shown <= columns.named(stages) and not shown <= columns.named(PIPELINE)

@@ -1,11 +1,16 @@
 """The names of the per-stage values ``explain`` shows for each hit (``SearchHit.stages``).
 
 They are the public explain keys (API, CLI ``--explain``, the calibration script,
-the golden file): a stage writes its values under these names, never under a
-string literal of its own, so a rename is one edit here and shows in review.
+the golden file): a stage writes its values under these names, or under names it
+declares itself (a stage's ``columns``: a new stage names its values in its own
+module), never under a string literal used once, so a rename is one edit and
+shows in review.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
 
 # stage 2 and 3: each ranking's rank and raw score
 VECTOR_RANK = "vector_rank"
@@ -51,3 +56,13 @@ HISTORY_VERSION = "history_version"
 def rank_after(stage: str) -> str:
     """The column of each candidate's place after ``stage`` ("rank_after_fusion", ...)."""
     return f"rank_after_{stage}"
+
+
+def named(stages: Iterable[Any]) -> set[str]:
+    """Every explain key a search through ``stages`` may show: the names above, each stage's
+    ``rank_after_<name>``, and the ``columns`` a stage declares of its own (``Stage.columns``)."""
+    shared = {value for name, value in globals().items() if name.isupper() and isinstance(value, str)}
+    for stage in stages:
+        shared.add(rank_after(stage.name))
+        shared.update(getattr(stage, "columns", ()))
+    return shared

@@ -25,6 +25,9 @@ from memstack.ports.store import MemoryStore
 
 
 class Stage(Protocol):
+    """One step of a search. A stage may also declare ``columns``: the explain values it writes
+    that ``columns.py`` does not name (a new stage names its own, in its own module)."""
+
     #: the stage's key in ``stage_status``, ``stage_durations`` and ``rank_after_<name>``
     name: str
 

@@ -2,8 +2,8 @@
 
 Adding a stage: a module here with a class that has a ``name`` and a
 ``run(search) -> status`` (``memstack.domain.retrieval.stage.Stage``), its
-parameters in ``RetrievalConfig``, its explain values named in ``columns``,
-and one entry below (docs/architecture.md walks through it).
+parameters in ``RetrievalConfig``, its explain values named in its module (its
+``columns``), and one entry below (docs/architecture.md walks through it).
 """
 
 from __future__ import annotations
