@@ -5,19 +5,104 @@ each store refuses such a write in the same transaction (or condition) as the
 write, so nothing of it is stored, and says so with ``Erased``. Work that
 began after the erasure, and writes without a fence, are not refused. The fence
 is an argument of the write (``fence=Fence.at(when the work began)``).
+
+Every backend runs them: those of conftest.py, and both OpenSearch flavours on
+the recorded wire (tests/infra/opensearch_wire.py: the real opensearch-py client,
+its requests answered in memory as OpenSearch would), so the cases run without a
+cluster too. The serverless store is fenced by the STM's erasure log (DynamoDB,
+moto), which the service erases first: its fixture erases in that order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from memstack.domain import versions
 from memstack.domain.erasure import Erased, Fence
 
-from .conftest import COARSE_DIM
+from .conftest import BACKENDS, COARSE_DIM, FULL_DIM
 from .test_store_conformance import EMB, rec
+
+
+def _opensearch_wire(tmp_path: Path) -> Iterator[Any]:
+    from memstack.adapters.opensearch.store import OpenSearchMemoryStore
+
+    from tests.infra.opensearch_wire import Wire
+
+    store = OpenSearchMemoryStore.managed(
+        Wire().client(), alias="memstack-erase", embedding_dim=FULL_DIM, coarse_dim=COARSE_DIM
+    )
+    yield store
+    store.close()
+
+
+class _StmFirst:
+    """The serverless store as the service erases it: the STM (which writes the erasure marker)
+    first, then the store (``MemoryService._erase``)."""
+
+    def __init__(self, store: Any, stm: Any) -> None:
+        self._store, self._stm = store, stm
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
+        self._stm.erase_user(tenant, user_id)
+        return self._store.erase_user(tenant, user_id)
+
+
+def _opensearch_serverless_wire(tmp_path: Path) -> Iterator[Any]:
+    import boto3
+    from memstack.adapters.dynamodb.stm import DynamoDbShortTermStore, create_stm_table
+    from memstack.adapters.opensearch.store import OpenSearchMemoryStore
+    from moto import mock_aws
+
+    from tests.infra.opensearch_wire import Wire
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_stm_table(client, "stm")
+        stm = DynamoDbShortTermStore("stm", client=client)
+        store = OpenSearchMemoryStore.serverless(
+            Wire().client(),
+            alias="memstack-erase",
+            embedding_dim=FULL_DIM,
+            coarse_dim=COARSE_DIM,
+            visibility_seconds=0.0,
+            erasure_log=stm,
+            sleep=lambda _: None,
+        )
+        yield _StmFirst(store, stm)
+        store.close()
+
+
+#: the cases that need a cluster at OPENSEARCH_URL (conftest.py)
+LIVE_ONLY = ("opensearch", "opensearch-serverless")
+FENCED = {
+    **BACKENDS,
+    "opensearch-wire": _opensearch_wire,
+    "opensearch-serverless-wire": _opensearch_serverless_wire,
+}
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(name, marks=pytest.mark.live)
+        if name in ("opensearch", "opensearch-serverless")
+        else name
+        for name in FENCED
+    ]
+)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """Every backend of conftest.py, and both OpenSearch flavours on the recorded wire."""
+    if request.param.startswith("postgres"):
+        yield from FENCED[request.param](request)
+    else:
+        yield from FENCED[request.param](tmp_path)
 
 
 def _erased_while_working(store: Any) -> datetime:

@@ -19,6 +19,7 @@ cannot slip past the check unevaluated.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -97,12 +98,15 @@ def data_access_allows(policy: list[dict[str, Any]], principal: str, permission:
 
 
 # ----------------------------------------------------------------- the wire
-def _bulk(docs: dict[str, dict[str, Any]], lines: list[dict[str, Any]]) -> dict[str, Any]:
+def _bulk(docs: dict[str, dict[str, Any]], lines: list[dict[str, Any]], assign: Any) -> dict[str, Any]:
     items = []
     while lines:
         ((action, meta),) = lines.pop(0).items()
         source = lines.pop(0) if action != "delete" else {}
-        doc_id = str(meta.get("_id") or f"generated-{len(docs)}")  # a collection assigns ids
+        doc_id = str(meta.get("_id") or next(assign))  # a collection assigns ids
+        if action == "create" and doc_id in docs:  # create never overwrites
+            items.append({action: {"_id": doc_id, "status": 409, "error": {"reason": "version conflict"}}})
+            continue
         if action == "delete":
             docs.pop(doc_id, None)
         elif action == "update":
@@ -135,12 +139,15 @@ def _as_list(value: Any) -> list[Any]:
 
 @dataclass
 class Wire:
-    """Answers as OpenSearch would: every write accepted and kept by id, reads by id from those,
-    searches by their term filters only, and msearch (BM25, k-NN) finding nothing: which requests
-    the store makes is what matters here, not what a query would rank."""
+    """Answers as OpenSearch would: writes kept by id (a ``create`` of a taken id is a 409), reads by
+    id from those, searches and delete-by-query by their term filters only, and msearch (BM25, k-NN)
+    finding nothing: which requests the store makes, and what it wrote and erased, is what matters
+    here (the IAM check, the erase cases), not what a query would rank."""
 
     recorder: Recorder = field(default_factory=Recorder)
     docs: dict[str, dict[str, Any]] = field(default_factory=dict)  # _id -> _source
+    #: the ids a collection assigns (never one given before, as a real one)
+    assigned: Any = field(default_factory=lambda: (f"assigned-{n}" for n in itertools.count()))
 
     def __post_init__(self) -> None:
         self.recorder.respond = self.answer
@@ -169,7 +176,7 @@ class Wire:
     def answer(self, request: OpenSearchRequest) -> tuple[int, Any]:
         method, path, body = request.method, request.path, request.body
         if path.endswith("/_bulk"):
-            return 200, _bulk(self.docs, request.lines)
+            return 200, _bulk(self.docs, request.lines, self.assigned)
         if path.endswith("/_msearch"):
             empty = {"total": {"value": 0, "relation": "eq"}, "max_score": None, "hits": []}
             searches = len(request.lines) // 2
@@ -181,7 +188,10 @@ class Wire:
         if path.endswith("/_mget"):
             return 200, {"docs": [self._doc(str(i)) for i in asked.get("ids", [])]}
         if path.endswith("/_delete_by_query"):
-            return 200, {"took": 1, "deleted": 0, "failures": [], "version_conflicts": 0}
+            gone = [i for i, s in self.docs.items() if _matches(asked.get("query", {}), s)]
+            for doc_id in gone:
+                del self.docs[doc_id]
+            return 200, {"took": 1, "deleted": len(gone), "failures": [], "version_conflicts": 0}
         if "/_doc/" in path:
             doc_id = path.rsplit("/", 1)[-1]
             if method == "GET":
