@@ -183,10 +183,15 @@ BACKENDS = {
     ]
 )
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    yield from open_backend(BACKENDS, request, tmp_path)
+
+
+def open_backend(backends: dict[str, Any], request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The store of the backend ``request.param`` names (postgres' fixtures need the request)."""
     if request.param.startswith("postgres"):
-        yield from BACKENDS[request.param](request)
+        yield from backends[request.param](request)
     else:
-        yield from BACKENDS[request.param](tmp_path)
+        yield from backends[request.param](tmp_path)
 
 
 @pytest.fixture

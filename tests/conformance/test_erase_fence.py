@@ -24,7 +24,7 @@ import pytest
 from memstack.domain import versions
 from memstack.domain.erasure import Erased, Fence
 
-from .conftest import BACKENDS, COARSE_DIM, FULL_DIM
+from .conftest import BACKENDS, COARSE_DIM, FULL_DIM, open_backend
 from .test_store_conformance import EMB, rec
 
 
@@ -99,10 +99,7 @@ FENCED = {
 )
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     """Every backend of conftest.py, and both OpenSearch flavours on the recorded wire."""
-    if request.param.startswith("postgres"):
-        yield from FENCED[request.param](request)
-    else:
-        yield from FENCED[request.param](tmp_path)
+    yield from open_backend(FENCED, request, tmp_path)
 
 
 def _erased_while_working(store: Any) -> datetime:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from memstack.adapters.opensearch import mapping
 from memstack.adapters.opensearch.client import build_client, with_retries
 from memstack.errors import DependencyFailed, SettingsError
 
@@ -85,6 +86,22 @@ class OpenSearchIndex:
             if status_of(exc) in expect:
                 raise
             raise DependencyFailed(f"OpenSearch {what} failed: {exc}") from exc
+
+    # ------------------------------------------------------------------ index
+    def create(self, index: str, body: dict[str, Any]) -> None:
+        """Create ``index``; one another container created first is fine (that is the index wanted)."""
+        try:
+            self.call("create index", self.client.indices.create, index=index, body=body, expect=(400,))
+        except Exception as exc:
+            if "resource_already_exists" not in str(exc):
+                raise DependencyFailed(f"OpenSearch create index failed: {exc}") from exc
+
+    def add_new_fields(self) -> None:
+        """Add the fields the mapping gained since the index was made (adding a field is allowed;
+        a strict mapping would reject documents that carry it)."""
+        self.call(
+            "add new fields", self.client.indices.put_mapping, index=self.alias, body=mapping.added_fields()
+        )
 
     # ----------------------------------------------------------------- writes
     def bulk(self, ops: builtins.list[Op]) -> builtins.list[dict[str, Any]]:

@@ -81,27 +81,9 @@ class ManagedDocuments:
             body=self.template_body(),
         )
         if call("check alias", self.client.indices.exists_alias, name=self.alias):
-            # An index made from an older template: fields added since are added to it
-            # (adding a field is allowed; a strict mapping would reject documents with it).
-            call(
-                "add new fields",
-                self.client.indices.put_mapping,
-                index=self.alias,
-                body=mapping.added_fields(),
-            )
+            self.index.add_new_fields()  # an index made from an older template
         else:
-            try:
-                call(
-                    "create index",
-                    self.client.indices.create,
-                    index=mapping.index_name(self.alias, 1),
-                    body={"aliases": {self.alias: {}}},
-                    expect=(400,),
-                )
-            except Exception as exc:
-                # Another container created it first: fine, that is the index we wanted.
-                if "resource_already_exists" not in str(exc):
-                    raise DependencyFailed(f"OpenSearch create index failed: {exc}") from exc
+            self.index.create(mapping.index_name(self.alias, 1), {"aliases": {self.alias: {}}})
         self.index.ready = True
 
     def reindex(self) -> str:

@@ -112,21 +112,14 @@ class ServerlessDocuments:
 
         An index that exists gets the fields added to the mapping since it was made.
         """
-        call, ix = self.index.call, self.index
-        if call("check index", self.client.indices.exists, index=self.alias):
-            call(
-                "add new fields",
-                self.client.indices.put_mapping,
-                index=self.alias,
-                body=mapping.added_fields(),
-            )
+        ix = self.index
+        if ix.call("check index", self.client.indices.exists, index=self.alias):
+            ix.add_new_fields()
         else:
-            body = mapping.index_body(ix.embedding_dim, ix.coarse_dim, ix.engine, ix.m, ix.ef_construction)
-            try:
-                call("create index", self.client.indices.create, index=self.alias, body=body, expect=(400,))
-            except Exception as exc:
-                if "resource_already_exists" not in str(exc):
-                    raise DependencyFailed(f"OpenSearch create index failed: {exc}") from exc
+            ix.create(
+                self.alias,
+                mapping.index_body(ix.embedding_dim, ix.coarse_dim, ix.engine, ix.m, ix.ef_construction),
+            )
         self.index.ready = True
 
     def reindex(self) -> str:
