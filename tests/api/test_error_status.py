@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from memstack import errors
-from memstack.adapters.embedded.database import StoreBusy
+from memstack.adapters.embedded.busy import StoreBusy
 from memstack.adapters.embedders.install import ModelNotInstalled
 from memstack.adapters.postgres.executor import StoreUnavailable
 from memstack.api.errors import http_status, install_error_handlers

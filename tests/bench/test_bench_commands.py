@@ -51,7 +51,7 @@ def test_bench_server_loads_a_loopback_server_and_counts_errors() -> None:
 
 def test_bench_coldstart_imports_a_handler_both_ways() -> None:
     result = CliRunner().invoke(
-        app, ["bench", "coldstart", "--handler", "cost_report", "--repeats", "1", "--json"]
+        app, ["bench", "coldstart", "--handler", "cost_report", "--repeats", "1", "--source", "--json"]
     )
     assert result.exit_code == 0, result.output
     report = _json(result.stdout)
@@ -59,6 +59,17 @@ def test_bench_coldstart_imports_a_handler_both_ways() -> None:
     assert handler["function"] == "cost_report"
     assert handler["compiled_ms"]["median"] > 0 and handler["source_ms"]["median"] > 0
     assert "built" in report["layer"]
+    # The floor is measured in the same run, once per compiled import, and each handler is read against it.
+    assert report["floor_ms"]["median"] > 0 and handler["compiled_over_floor"] > 0
+
+
+def test_bench_coldstart_prints_its_table_with_the_floor() -> None:
+    result = CliRunner().invoke(
+        app, ["bench", "coldstart", "--handler", "schema_migration", "--repeats", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "schema_migration" in result.stdout and "compiled / floor" in result.stdout
+    assert "floor: a fresh interpreter importing boto3" in result.stdout and "load average" in result.stdout
 
 
 def test_bench_coldstart_names_an_unknown_handler() -> None:

@@ -123,3 +123,25 @@ def test_a_bad_value_in_a_section_names_its_variable() -> None:
     assert "MEMSTACK_RETRIEVAL_POOL:" in str(info.value) and "MEMSTACK_POSTGRES_SCHEMA:" in str(info.value)
     with pytest.raises(SettingsError, match="weight_vector \\+ weight_bm25"):
         load_settings(weight_vector=0, weight_bm25=0)
+
+
+@pytest.mark.parametrize(
+    ("client_id", "valid"),
+    [
+        ("abc123", True),
+        ("7lk+Q_2", True),
+        ("a" * 128, True),
+        ("a" * 129, False),
+        ("clïent", False),
+        ("", False),
+    ],
+)
+def test_a_cognito_app_client_id_is_what_aws_takes(client_id: str, valid: bool) -> None:
+    """AWS's rule is ``[\\w+]{1,128}`` with Java's ASCII ``\\w`` (the pattern is spelled out so the
+    settings build without compiling a Unicode automaton at every cold start)."""
+    if valid:
+        s = load_settings(ui_cognito_client_id=client_id, ui_cognito_region="eu-west-1")
+        assert s.api.ui_cognito_client_id == client_id
+        return
+    with pytest.raises(SettingsError, match="MEMSTACK_UI_COGNITO_CLIENT_ID"):
+        load_settings(ui_cognito_client_id=client_id, ui_cognito_region="eu-west-1")

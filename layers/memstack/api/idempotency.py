@@ -25,7 +25,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.idempotency import (
     BasePersistenceLayer,
@@ -39,9 +39,11 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
-from memstack.adapters.embedded.database import Database
 from memstack.domain.erasure import erasure_key
 from memstack.settings import Settings
+
+if TYPE_CHECKING:
+    from memstack.adapters.embedded.database import Database
 
 NAMESPACE = "idempotency"
 
@@ -224,6 +226,9 @@ def build_persistence(
             table_name=settings.aws.idempotency_table, boto3_client=dynamodb_client
         )
         return layer, lambda: None
+    # Imported here: the Lambda function (DynamoDB) never loads the embedded store.
+    from memstack.adapters.embedded.database import Database
+
     db = Database(settings.db_path)
     return SqlitePersistenceLayer(db), db.close
 

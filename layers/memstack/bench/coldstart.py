@@ -10,8 +10,16 @@ equivalent is used and the report says so. Two ways:
 - ``compiled``: with bytecode, as the layer ships it (``scripts/build_layer.py``
   compiles it; Lambda's ``/opt`` is read-only, so without it every cold start
   compiles every module again);
-- ``source``: no bytecode anywhere (an empty ``PYTHONPYCACHEPREFIX``, nothing
-  written), as a layer without it behaves.
+- ``source`` (with ``source=True``, ``--source``): no bytecode anywhere (an
+  empty ``PYTHONPYCACHEPREFIX``, nothing written), as a layer without it
+  behaves. Opt-in: it is two thirds of a full run's time (each import compiles
+  every module), and a full run of both modes took 23 minutes at load 15.
+
+The **floor**, measured the same way in the same run (between the handlers,
+so load drift weighs on both): a fresh interpreter importing only the
+libraries every handler's first invocation needs whatever it does: boto3
+(every function calls AWS), pydantic (the settings) and Powertools' Logger.
+Each handler's ratio to it is the figure that travels between machines and loads.
 
 The interpreter is this machine's, with the packages of this environment at
 the layer's pins; the layer itself targets arm64, so it is measured by size.
@@ -35,6 +43,13 @@ from memstack.bench.stats import machine
 _IMPORT = (
     "import sys, time; sys.path.insert(0, sys.argv[1]); t = time.perf_counter(); import handler; "
     "print(round((time.perf_counter() - t) * 1000, 1))"
+)
+#: what the floor imports (see the module's docstring), timed as ``_IMPORT`` times a handler
+FLOOR_MODULES = ("boto3", "pydantic", "aws_lambda_powertools.logging")
+_FLOOR = (
+    "import time; t = time.perf_counter(); "
+    + "; ".join(f"import {m}" for m in FLOOR_MODULES)
+    + "; print(round((time.perf_counter() - t) * 1000, 1))"
 )
 
 
@@ -123,7 +138,10 @@ def _representative() -> dict[str, str]:
 class HandlerImport:
     function: str
     compiled_ms: dict[str, float]
-    source_ms: dict[str, float]
+    #: None unless asked for (``source``)
+    source_ms: dict[str, float] | None
+    #: median compiled import over the median of the floor measured in turn with it
+    compiled_over_floor: float
 
 
 @dataclass
@@ -131,6 +149,8 @@ class ColdstartReport:
     handlers: list[HandlerImport]
     layer: dict[str, Any]
     repeats: int
+    #: the floor's import (compiled), every measurement of the run (``FLOOR_MODULES``)
+    floor_ms: dict[str, float]
     #: "stack" (stacks/constructs/environment.py) or "representative" (no CDK libraries here)
     environment: str
     machine: dict[str, Any] = field(default_factory=machine)
@@ -139,9 +159,11 @@ class ColdstartReport:
         return asdict(self)
 
 
-def _import_ms(handler_dir: Path, env: dict[str, str]) -> float:
+def _import_ms(handler_dir: Path | None, env: dict[str, str]) -> float:
+    """One fresh interpreter's import of the handler in ``handler_dir`` (the floor's when None)."""
+    args = ["-c", _FLOOR] if handler_dir is None else ["-c", _IMPORT, str(handler_dir)]
     out = subprocess.run(
-        [sys.executable, "-c", _IMPORT, str(handler_dir)],
+        [sys.executable, *args],
         env=env,
         capture_output=True,
         text=True,
@@ -171,9 +193,10 @@ def layer_size(root: Path) -> dict[str, Any]:
 
 
 def run_coldstart_bench(
-    repeats: int = 5, *, only: Sequence[str] = (), progress: Any = lambda _: None
+    repeats: int = 5, *, only: Sequence[str] = (), source: bool = False, progress: Any = lambda _: None
 ) -> ColdstartReport:
-    """``only``: the handlers to measure (directory names under ``lambdas/``); all when empty."""
+    """``only``: the handlers to measure (directory names under ``lambdas/``); all when empty.
+    ``source``: also without bytecode (see the module's docstring)."""
     root = repository_root()
     handler_dirs = sorted(p.parent for p in (root / "lambdas").glob("*/handler.py"))
     if not handler_dirs:
@@ -185,17 +208,33 @@ def run_coldstart_bench(
         handler_dirs = [d for d in handler_dirs if d.name in only]
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSTACK_", "POWERTOOLS_", "AWS_"))}
     results = []
+    floors: list[float] = []
     with tempfile.TemporaryDirectory(prefix="memstack-nopyc-") as empty:
+        _import_ms(None, base)  # the floor's bytecode too
         for handler_dir in handler_dirs:
             function = handler_dir.name
-            progress(f"importing {function} ({repeats}x compiled, {repeats}x from source)")
+            progress(
+                f"importing {function} ({repeats}x, in turn with the floor{', then from source' * source})"
+            )
             env = {**base, **lambda_environment(function)}
             _import_ms(handler_dir, env)  # writes any bytecode still missing
-            compiled = [_import_ms(handler_dir, env) for _ in range(repeats)]
-            source_env = {**env, "PYTHONPYCACHEPREFIX": empty, "PYTHONDONTWRITEBYTECODE": "1"}
-            source = [_import_ms(handler_dir, source_env) for _ in range(repeats)]
-            results.append(HandlerImport(function, _summary(compiled), _summary(source)))
+            compiled, floor = [], []
+            for _ in range(repeats):  # in turn with the floor, so load drift weighs on both alike
+                compiled.append(_import_ms(handler_dir, env))
+                floor.append(_import_ms(None, env))
+            source_ms = None
+            if source:
+                source_env = {**env, "PYTHONPYCACHEPREFIX": empty, "PYTHONDONTWRITEBYTECODE": "1"}
+                source_ms = _summary([_import_ms(handler_dir, source_env) for _ in range(repeats)])
+            floors += floor
+            ratio = round(statistics.median(compiled) / statistics.median(floor), 2)
+            results.append(HandlerImport(function, _summary(compiled), source_ms, ratio))
+            progress(f"  {function}: {_summary(compiled)['median']:.0f} ms, {ratio:.2f}x its floor")
     source_of_env = "stack" if stack_environment(handler_dirs[0].name) is not None else "representative"
     return ColdstartReport(
-        handlers=results, layer=layer_size(root), repeats=repeats, environment=source_of_env
+        handlers=results,
+        layer=layer_size(root),
+        repeats=repeats,
+        floor_ms=_summary(floors),
+        environment=source_of_env,
     )

@@ -347,13 +347,16 @@ def coldstart(
         list[str] | None,
         typer.Option("--handler", help="only this handler (a lambdas/ directory); repeatable"),
     ] = None,
+    source: Annotated[
+        bool, typer.Option("--source", help="also import without bytecode (slow: compiles every module)")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
-    """Each Lambda handler's import time in a fresh interpreter, and the layer's size."""
-    from memstack.bench.coldstart import run_coldstart_bench
+    """Each Lambda handler's import time in a fresh interpreter, beside the floor, and the layer's size."""
+    from memstack.bench.coldstart import FLOOR_MODULES, run_coldstart_bench
 
     try:
-        report = run_coldstart_bench(repeats, only=handler or (), progress=_err.print)
+        report = run_coldstart_bench(repeats, only=handler or (), source=source, progress=_err.print)
     except FileNotFoundError as exc:
         raise UserError(str(exc)) from None
     if as_json:
@@ -362,12 +365,19 @@ def coldstart(
     table = Table(
         title=f"Lambda handler import, median of {repeats} fresh interpreters", title_justify="left"
     )
-    for column in ("handler", "compiled ms", "source ms"):
+    for column in ("handler", "compiled ms", "compiled / floor", *(("source ms",) * source)):
         table.add_column(column, justify="right")
     for h in report.handlers:
-        table.add_row(h.function, f"{h.compiled_ms['median']:.0f}", f"{h.source_ms['median']:.0f}")
+        row = [h.function, f"{h.compiled_ms['median']:.0f}", f"{h.compiled_over_floor:.2f}x"]
+        if h.source_ms is not None:
+            row.append(f"{h.source_ms['median']:.0f}")
+        table.add_row(*row)
     out = Console(width=max(console.width, 110))
     out.print(table)
+    out.print(
+        f"floor: a fresh interpreter importing {', '.join(FLOOR_MODULES)}: "
+        f"{report.floor_ms['median']:.0f} ms (median of {len(report.handlers) * repeats})"
+    )
     layer = report.layer
     if layer.get("built"):
         out.print(

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memstack.adapters.embedded import fts, metadata_terms
-from memstack.errors import DependencyFailed, StorageFull
+from memstack.errors import StorageFull
 
 #: PRAGMA user_version of a file laid out as below (round one's files are 0)
 SCHEMA_VERSION = 4
@@ -190,32 +190,6 @@ def storage_full_is_507() -> Iterator[None]:
                 "the data volume is full: nothing of this request was stored; retry when space is freed"
             ) from exc
         raise
-
-
-class StoreBusy(DependencyFailed):
-    """Another process held the SQLite file past the busy timeout (or its lock protocol kept
-    failing, as it can when the machine starves the other process): nothing of the request was
-    stored, and the same request succeeds a moment later."""
-
-    retry_after = 1
-
-
-#: SQLite's primary result codes that mean "contention, try again", not "a bug"
-_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_PROTOCOL})
-
-
-def as_store_busy(exc: BaseException) -> StoreBusy | None:
-    """``StoreBusy`` (503, ``Retry-After``) for SQLite contention; ``None`` for anything else.
-
-    A read or a write can meet it (two ``memstack serve`` processes, the CLI beside the server);
-    a write's transaction is rolled back by then, so a retry is always safe.
-    """
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(exc, sqlite3.OperationalError) and code is not None and code & 0xFF in _BUSY_CODES:
-        return StoreBusy(
-            f"the data file is busy ({getattr(exc, 'sqlite_errorname', 'SQLITE_BUSY')}); retry shortly"
-        )
-    return None
 
 
 class Database:
