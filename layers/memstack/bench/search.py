@@ -5,6 +5,8 @@ reached in order, so one store serves them all), the first search (which
 loads the user's index) is timed on its own, and then every query runs
 through the service exactly as ``memstack search`` runs it, next to the
 floor on the same query. The ratio of the two medians is the figure to read.
+A store on a database server (postgres) is also timed beside its own two
+statements' minimal forms on that server (``server_floor.py``).
 
 With ``users > 1`` every user holds N memories and user 0 is searched; the
 same user's N memories are also kept in a store of their own, searched query
@@ -19,7 +21,7 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstack.bench.fixture import TENANT, BenchStore, user_name
 from memstack.bench.floor import Floor
@@ -28,6 +30,9 @@ from memstack.bench.stats import machine, median, percentiles, rss_mb
 from memstack.domain.retrieval import SearchRequest
 from memstack.service import MemoryService
 from memstack.settings import load_settings
+
+if TYPE_CHECKING:
+    from memstack.bench.server_floor import ServerFloor
 
 Progress = Callable[[str], None]
 #: queries whose vector-stage recall is measured (a full scan each, outside the timings)
@@ -57,6 +62,10 @@ class SearchPoint:
     vector_recall_at_10_mean: float | None = None
     #: whether stage 2 ranked every full vector (the embedded store below ``exact_vector_below``)
     vector_exact: bool | None = None
+    #: a store on a database server (postgres): its two statements' minimal forms on that server
+    #: (``server_floor.py``), and the median search latency over their median
+    server_floor_ms: dict[str, float] | None = None
+    server_ratio_p50: float | None = None
 
 
 @dataclass
@@ -76,6 +85,7 @@ class _Run:
     stages: dict[str, list[float]]
     first_ms: float
     matched: list[float] = field(default_factory=list)
+    server_floors: list[float] = field(default_factory=list)
 
 
 def _first_search_ms(service: MemoryService, user: str, query: str) -> float:
@@ -85,12 +95,19 @@ def _first_search_ms(service: MemoryService, user: str, query: str) -> float:
 
 
 def _time_searches(
-    services: Sequence[MemoryService], user: str, floor: Floor, queries: Sequence[str]
+    services: Sequence[MemoryService],
+    user: str,
+    floor: Floor,
+    queries: Sequence[str],
+    server_floor: ServerFloor | None = None,
 ) -> list[_Run]:
-    """One run per service, query by query in turn with the floor, so load drift weighs on all alike."""
+    """One run per service, query by query in turn with the floors, so load drift weighs on all alike."""
     runs = [_Run([], [], {}, _first_search_ms(service, user, queries[0])) for service in services]
     for i, query in enumerate(queries):
-        floor_ms = floor.search(services[0].embedder.embed([query])[0], query)
+        query_vec = services[0].embedder.embed([query])[0]
+        floor_ms = floor.search(query_vec, query)
+        if server_floor is not None:
+            runs[0].server_floors.append(server_floor.search(query_vec, query))
         # Rotate who goes first, so no one always runs right after the floor.
         for k in range(len(services)):
             j = (i + k) % len(services)
@@ -118,10 +135,23 @@ def _floor(store: BenchStore) -> Floor:
     return Floor.of_store(store.service.store, TENANT, user_name(0), store.settings.embedding.coarse_dim)
 
 
+def _server_floor(store: BenchStore) -> ServerFloor | None:
+    """The floor on the store's own database server, for a store that has one (postgres)."""
+    if store.settings.store_backend != "postgres":
+        return None
+    from memstack.adapters.postgres.store import PostgresMemoryStore
+    from memstack.bench.server_floor import ServerFloor
+
+    assert isinstance(store.service.store, PostgresMemoryStore)
+    return ServerFloor(store.service.store, TENANT, user_name(0))
+
+
 def _measure(stores: Sequence[BenchStore], queries: Sequence[str]) -> list[_Run]:
     floor = _floor(stores[0])
     try:
-        return _time_searches([s.service for s in stores], user_name(0), floor, queries)
+        return _time_searches(
+            [s.service for s in stores], user_name(0), floor, queries, _server_floor(stores[0])
+        )
     finally:
         floor.close()
 
@@ -219,6 +249,9 @@ def _run(
         if recall is not None:
             point.vector_recall_at_10, point.vector_recall_at_10_mean = recall
             point.vector_exact = n < shared.settings.retrieval.exact_vector_below
+        if run.server_floors:
+            point.server_floor_ms = percentiles(run.server_floors)
+            point.server_ratio_p50 = round(median(run.latencies) / median(run.server_floors), 2)
         if solo:
             point.alone_latency_ms = percentiles(solo[0].latencies)
             point.shared_over_alone_p50 = round(median(run.latencies) / median(solo[0].latencies), 2)

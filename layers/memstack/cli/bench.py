@@ -93,6 +93,11 @@ def search(
     )
     for column in ("memories", "p50 ms", "p95 ms", "p99 ms", "floor p50", "ratio", "first ms", "RSS MB"):
         table.add_column(column, justify="right")
+    on_server = any(p.server_floor_ms is not None for p in report.points)
+    if on_server:
+        # The store's own two statements in their least form, on its server (bench/server_floor.py).
+        table.add_column("server floor p50", justify="right")
+        table.add_column("ratio to it", justify="right")
     if users > 1:
         table.add_column("alone p50", justify="right")
         table.add_column("shared/alone", justify="right")
@@ -107,6 +112,9 @@ def search(
             f"{p.first_search_ms:.0f}",
             f"{p.rss_mb:.0f}",
         ]
+        if on_server:
+            server = p.server_floor_ms["p50"] if p.server_floor_ms else float("nan")
+            row += [f"{server:.2f}", f"{p.server_ratio_p50 or float('nan'):.2f}x"]
         if users > 1 and p.alone_latency_ms is not None:
             row += [f"{p.alone_latency_ms['p50']:.2f}", f"{p.shared_over_alone_p50:.2f}x"]
         table.add_row(*row)

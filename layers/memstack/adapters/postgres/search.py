@@ -43,6 +43,16 @@ IDF = "greatest(ln((stats.n - df.df + 0.5) / (df.df + 0.5)), 1e-6)"
 LENGTH_NORM = f"{K1}::float8 * (1 - {B}::float8 + {B}::float8 * tf.doc_len / greatest(stats.avgdl, 1e-9))"
 
 
+def query_lexemes(schema: str) -> str:
+    """The query's stemmed lexemes (``:terms``, plain words) as a ``text[]`` expression."""
+    return f"tsvector_to_array(to_tsvector('{schema}.memstack_english'::regconfig, :terms))"
+
+
+def lexeme_query(schema: str) -> str:
+    """A scalar subquery: the ``tsquery`` matching any of the query's lexemes (each quoted, never parsed)."""
+    return f"SELECT string_agg(quote_literal(l), ' | ')::tsquery FROM unnest({query_lexemes(schema)}) l"
+
+
 def bm25_sql(schema: str, query: str, k: int, filters: MemoryFilters) -> tuple[str, dict[str, Any]] | None:
     """The statement and its parameters; ``None`` when the query has no word to search for."""
     terms = query_terms(query)
@@ -56,8 +66,7 @@ def bm25_sql(schema: str, query: str, k: int, filters: MemoryFilters) -> tuple[s
 WITH q AS (
     SELECT lexemes,
            (SELECT string_agg(quote_literal(l), ' | ') FROM unnest(lexemes) l)::tsquery AS tsq
-    FROM (SELECT tsvector_to_array(to_tsvector('{schema}.memstack_english'::regconfig, :terms))
-          AS lexemes) t
+    FROM (SELECT {query_lexemes(schema)} AS lexemes) t
 ),
 stats AS MATERIALIZED (
     SELECT coalesce(max(m.docs), 0)::float8 AS n,
