@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import Acknowledgment, Stack, Validations
 from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
+from memstack.adapters.dynamodb.snapshot_objects import PREFIX as SNAPSHOT_PREFIX
 
 from stacks.constructs import bedrock
 from stacks.constructs.search import SearchDomain
@@ -47,6 +48,23 @@ def acknowledge_findings(stack: MemstackStack) -> None:
             f"IAM5[{stm_index}]",
             "grants on the STM table include its indexes (the sparse 'pending' GSI the consolidation "
             "scheduler and workers query); the wildcard is limited to that one table's indexes",
+        )
+    bucket = stack.storage.snapshot_bucket
+    if bucket is not None:
+        objects = f"Resource::{_arn_token(stack, bucket)}/{SNAPSHOT_PREFIX}*"
+        for fn in stack.compute.data_plane():
+            ack(
+                _role(fn),
+                f"IAM5[{objects}]",
+                "the small tier's per-user snapshots are objects under one prefix of the stack's own "
+                "bucket (one key per user and version, hashed); GetObject/PutObject/DeleteObject only",
+            )
+        ack(
+            bucket,
+            "S1",
+            "the bucket holds derived copies of the memory table, read and written only by the stack's "
+            "functions (their roles, IAM-checked in tests/infra); an access-log bucket would keep every "
+            "user's object keys after an erase. CloudTrail data events can audit it if wanted",
         )
     _inference_profiles(stack)
     ack(

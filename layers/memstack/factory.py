@@ -187,6 +187,7 @@ class Clients(TypedDict, total=False):
     """
 
     dynamodb: Any
+    s3: Any
     rds_data: Any
     opensearch: Any
     sqs: Any

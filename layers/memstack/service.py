@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from memstack.domain.ingest import Ingestor, IngestResult, stm_memory_id
 from memstack.domain.retrieval import Retriever, SearchRequest, SearchResult
 from memstack.domain.tenant.configs import TenantConfigs
 from memstack.domain.time.bounds import TimeBounds
-from memstack.errors import Conflict, NotFound, StorageFull
+from memstack.errors import Conflict, DependencyFailed, NotFound, StorageFull
 from memstack.models import (
     Category,
     Kind,
@@ -39,8 +40,10 @@ from memstack.ports.embedder import Embedder
 from memstack.ports.queue import Job, JobQueue
 from memstack.ports.reserve import SpaceReserve
 from memstack.ports.stm import ShortTermStore
-from memstack.ports.store import Fence, MemoryStore
+from memstack.ports.store import Compacting, Fence, MemoryStore
 from memstack.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 JobHandler = Callable[[Job], None]
 
@@ -374,6 +377,13 @@ class MemoryService:
         if handler is None:
             raise RuntimeError(f"no handler for job type {job.type!r}")
         handler(job)
+        if isinstance(self.store, Compacting):
+            # The store's upkeep for this user (the small tier's snapshot), after the job's writes.
+            # It is redone after the next job if it fails: the job itself has succeeded.
+            try:
+                self.store.compact_user(job.tenant, job.user_id)
+            except DependencyFailed:
+                logger.warning("store upkeep after a job failed; the next job retries it", exc_info=True)
 
     # ----------------------------------------------------------- consolidation
     def consolidate(

@@ -209,6 +209,16 @@ class AwsResources(Section):
 
     aws_region: str | None = None
     memories_table: str | None = None
+    # The small tier's packed per-user snapshots (the dynamodb store): what a cold container loads.
+    snapshot_bucket: str | None = Field(
+        None, description="S3 bucket of the dynamodb store's packed snapshots (unset: none are kept)"
+    )
+    snapshot_compact_writes: int = Field(
+        64,
+        ge=1,
+        le=100_000,
+        description="writes after a user's stored snapshot before the workers store a new one",
+    )
     stm_table: str | None = None
     idempotency_table: str | None = None
     extraction_queue_url: str | None = None

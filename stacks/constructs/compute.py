@@ -76,6 +76,8 @@ def stack_resources(
     }
     if storage.memories_table is not None:
         resources["memories_table"] = storage.memories_table.table_name
+    if storage.snapshot_bucket is not None:
+        resources["snapshot_bucket"] = storage.snapshot_bucket.bucket_name
     if search is not None:
         resources["opensearch_endpoint"] = search.endpoint
         resources["opensearch_service"] = search.service
@@ -271,6 +273,7 @@ class Compute(Construct):
                 table.grant_read_write_data(fn)
             if search is not None:
                 search.grant_read_write(fn)
+            storage.grant_snapshots(fn)
         # The API signs and checks list cursors with the deployment's key.
         storage.cursor_secret.grant_read(self.api)
         # The API enqueues extraction jobs on ingest and consolidation jobs on request.

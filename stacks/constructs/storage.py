@@ -1,17 +1,27 @@
-"""DynamoDB tables: short-term memory, long-term memories (``dynamodb`` backend), Powertools idempotency.
+"""DynamoDB tables: short-term memory, long-term memories (``dynamodb`` backend), Powertools idempotency;
+the ``dynamodb`` backend's snapshot bucket.
 
 Key schemas are the contract with the adapters (layers/memstack/adapters);
 change them only together. All tables: on-demand billing, point-in-time
 recovery, encryption at rest. The memory tables are retained on stack
 deletion (they hold users' data); the idempotency table is disposable.
+
+The snapshot bucket holds one packed copy of each user's partition (what a
+cold container loads instead of reading the partition; adapters/dynamodb/
+snapshot_objects.py). It has no fixed cost (storage and requests only). Not
+versioned: an erase deletes a user's objects, and a versioned bucket would
+keep them as noncurrent versions.
 """
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
+from memstack.adapters.dynamodb.snapshot_objects import PREFIX as SNAPSHOT_PREFIX
 
 from stacks.config import StackConfig
 
@@ -52,9 +62,22 @@ class Storage(Construct):
         )
         # LTM records for the small tier (medium/large keep them in OpenSearch).
         self.memories_table: dynamodb.Table | None = None
+        self.snapshot_bucket: s3.Bucket | None = None
         if config.store_backend == "dynamodb":
             self.memories_table = _table(
                 self, "MemoriesTable", partition="pk", sort="sk", ttl=None, removal=RemovalPolicy.RETAIN
+            )
+            self.snapshot_bucket = s3.Bucket(
+                self,
+                "SnapshotBucket",
+                encryption=s3.BucketEncryption.S3_MANAGED,
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                enforce_ssl=True,
+                versioned=False,
+                object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+                # Derived data, but users' data: kept with the memory table when the stack goes.
+                removal_policy=RemovalPolicy.RETAIN,
+                lifecycle_rules=[s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(1))],
             )
         # Powertools idempotency: its default layout ("id" key, "expiration" TTL).
         self.idempotency_table = _table(
@@ -76,6 +99,24 @@ class Storage(Construct):
                 password_length=64, exclude_punctuation=True
             ),
             removal_policy=RemovalPolicy.DESTROY,
+        )
+
+    def grant_snapshots(self, grantee: iam.IGrantable) -> None:
+        """Exactly what the snapshot adapter does, under its prefix: a cold search loads an object
+        (GetObject), a compaction writes one and deletes the one it replaces (PutObject,
+        DeleteObject), an erase lists the user's and deletes them (ListBucket, DeleteObject)."""
+        if self.snapshot_bucket is None:
+            return
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+            resource_arns=[self.snapshot_bucket.arn_for_objects(f"{SNAPSHOT_PREFIX}*")],
+        )
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["s3:ListBucket"],
+            resource_arns=[self.snapshot_bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{SNAPSHOT_PREFIX}*"]}},
         )
 
     def data_tables(self) -> list[dynamodb.Table]:

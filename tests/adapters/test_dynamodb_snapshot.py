@@ -39,7 +39,7 @@ def _records() -> list[MemoryRecord]:
                 category=[None, Category.TRAVEL, Category.HEALTH][i % 3],
                 created_at=T0 + timedelta(days=i),
                 event_time=T0 + timedelta(days=50 - i) if i % 2 else None,
-                embedding_coarse=[1.0, 0.0],
+                embedding_full=[1.0, 0.0],
                 metadata=metadata_of(rng),
             )
         )
@@ -109,7 +109,7 @@ def test_a_snapshot_brought_forward_ranks_exactly_as_brute_force() -> None:
             tier=Tier.LTM if i % 3 else Tier.STM,
             session_id="s1" if i % 5 == 0 else None,
             created_at=T0 + timedelta(minutes=i),
-            embedding_coarse=vectors[i].tolist(),
+            embedding_full=vectors[i].tolist(),
         )
         for i, text in enumerate(texts)
     ]

@@ -16,7 +16,7 @@ def test_field_names_are_the_keys_of_stored_fields_in_order() -> None:
     assert tuple(stored_fields(record)) == FIELD_NAMES
 
 
-def test_the_search_projection_is_every_item_attribute_but_the_full_vector() -> None:
+def test_the_search_projection_is_every_item_attribute_but_the_coarse_vector() -> None:
     # Every optional value set: to_item leaves out the absent ones.
     record = MemoryRecord(
         tenant="t",
@@ -33,4 +33,4 @@ def test_the_search_projection_is_every_item_attribute_but_the_full_vector() -> 
         embedding_coarse=[1.0],
     )
     written = tuple(items.to_item(record))
-    assert tuple(a for a in written if a != "emb_full") == items.SEARCH_ATTRIBUTES
+    assert tuple(a for a in written if a != "emb_coarse") == items.SEARCH_ATTRIBUTES

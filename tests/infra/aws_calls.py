@@ -20,6 +20,9 @@ AWS's Service Authorization Reference defines them:
   on the reranker model.
 - The RDS Data API reads the cluster's secret as the caller: every
   ``rds-data`` call also needs ``secretsmanager:GetSecretValue`` on it.
+- S3 object calls are on the object's ARN (``DeleteObjects`` is
+  ``s3:DeleteObject`` on each key); ``ListObjectsV2`` is ``s3:ListBucket``
+  on the bucket, with the ``s3:prefix`` condition key.
 
 A call this module has no rule for fails the test (``NotImplementedError``),
 so new code cannot slip past the check unevaluated.
@@ -154,6 +157,17 @@ def _bedrock(op: str, p: dict[str, Any], region: str, account: str) -> list[Requ
     return _model_requests(action, p["modelId"], region, account)
 
 
+def _s3(op: str, p: dict[str, Any]) -> list[Request]:
+    bucket = f"arn:aws:s3:::{p['Bucket']}"
+    if op in ("GetObject", "PutObject", "DeleteObject"):
+        return [Request(f"s3:{op}", f"{bucket}/{p['Key']}")]
+    if op == "DeleteObjects":
+        return [Request("s3:DeleteObject", f"{bucket}/{o['Key']}") for o in p["Delete"]["Objects"]]
+    if op in ("ListObjectsV2", "ListObjects"):
+        return [Request("s3:ListBucket", bucket, {"s3:prefix": p.get("Prefix", "")})]
+    raise NotImplementedError(f"no IAM rule for s3:{op}")
+
+
 def calls_for(call: Call, region: str, account: str) -> list[Request]:
     """The IAM requests one recorded call needs (see the module docstring)."""
     op, p = call.operation, call.params
@@ -174,6 +188,8 @@ def calls_for(call: Call, region: str, account: str) -> list[Request]:
             Request(f"rds-data:{op}", p["resourceArn"]),
             Request("secretsmanager:GetSecretValue", p["secretArn"]),
         ]
+    if call.service == "s3":
+        return _s3(op, p)
     if call.service == "secretsmanager":
         return [Request(f"secretsmanager:{op}", p["SecretId"])]
     raise NotImplementedError(f"no IAM rule for {call.service}:{op}")

@@ -55,6 +55,7 @@ LEFT_OUT = {
     "AWS::ApiGateway::RequestValidator": "no model; gateway-side validation",
     "AWS::SQS::QueuePolicy": "no model; its Deny statements are evaluated from the template",
     "AWS::SNS::TopicPolicy": "no model; its Deny statements are evaluated from the template",
+    "AWS::S3::BucketPolicy": "no model; its Deny statements are evaluated from the template",
     "AWS::SNS::Subscription": "no model; the alert e-mail",
     "AWS::Budgets::Budget": "no model; billing alerts",
     "AWS::CE::AnomalyMonitor": "no model; billing alerts",

@@ -58,10 +58,12 @@ def synth(tier: str, layer_dir: Path, outdir: Path, **context: Any) -> Synth:
     return Synth(stack=stack, template=Template.from_json(raw), raw=raw, outdir=outdir)
 
 
-#: the small tier as the tests synthesise it: a reranker and an alert e-mail, so both are wired
+#: the small tier as the tests synthesise it: a reranker and an alert e-mail, so both are wired, and a
+#: user's snapshot stored every 2 writes, so the deployed flow stores, loads and erases some
 SMALL_CONTEXT = {
     "bedrock_rerank_model_arn": "arn:aws:bedrock:us-east-1::foundation-model/amazon.rerank-v1:0",
     "alert_email": "ops@example.com",
+    "settings": {"snapshot_compact_writes": 2},
 }
 
 

@@ -40,6 +40,7 @@ def _arn(type_: str, physical: str) -> str | None:
         "AWS::KMS::Key": f"arn:aws:kms:{r}:{a}:key/{physical}",
         "AWS::Logs::LogGroup": f"arn:aws:logs:{r}:{a}:log-group:{physical}:*",
         "AWS::Events::Rule": f"arn:aws:events:{r}:{a}:rule/{physical}",
+        "AWS::S3::Bucket": f"arn:aws:s3:::{physical}",
     }
     return arns.get(type_)
 

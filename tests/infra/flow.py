@@ -148,8 +148,20 @@ class Deployment:
         return role_statements(template, function_role(template, lid), self.stack.resolve)
 
     def resource_denies(self) -> list[tuple[str, dict[str, Any]]]:
-        """(resource ARN, statement) of every Deny in the template's queue and topic policies."""
+        """(resource ARN, statement) of every Deny in the template's queue, topic and bucket policies.
+
+        A bucket policy's statement names its own resources (the bucket and its objects): it
+        is listed under each ARN a request may name, the bucket's and ``<bucket>/*`` (matched
+        by the statement's Resource when evaluated).
+        """
         out = []
+        for res in self.stack.resources("AWS::S3::BucketPolicy").values():
+            props = res["Properties"]
+            for statement in props["PolicyDocument"]["Statement"]:
+                if statement["Effect"] == "Deny":
+                    out.append(
+                        (self.stack.attribute(props["Bucket"]["Ref"], "Arn"), self.stack.resolve(statement))
+                    )
         for kind, targets in (("AWS::SQS::QueuePolicy", "Queues"), ("AWS::SNS::TopicPolicy", "Topics")):
             for res in self.stack.resources(kind).values():
                 props = res["Properties"]
@@ -176,7 +188,11 @@ class Deployment:
             for request in self.recorder.requests(call):
                 request = Request(request.action, request.resource, {**TRANSPORT, **request.context})
                 decision = decide(cache[call.caller], request)
-                on_resource = [s for arn, s in denies if arn == request.resource]
+                on_resource = [
+                    s
+                    for arn, s in denies
+                    if request.resource == arn or request.resource.startswith(f"{arn}/")
+                ]
                 if decision == "Allow" and decide(on_resource, request) == "Deny":
                     decision = "Deny"
                 if decision != "Allow":

@@ -258,9 +258,15 @@ def _drive(deployment: Deployment, api: Api) -> None:
     )
     assert scheduled["jobs"] == 1 and scheduled["users"][0]["user_id"] == "maya", scheduled
     assert deployment.deliver("consolidation_worker") == {"received": 1, "failed": []}
+    # On the dynamodb store the workers have stored Maya's snapshot; this search (a cold start, as
+    # every invocation here) loads it from S3 and reads only the log after it.
+    loads = _snapshot_calls(deployment, "api", "GetObject")
     status, found = api("POST", "/v1/memories/search", {"user_id": "maya", "query": "Tagus morning walk"})
     assert status == 200
     assert [r for r in found["results"] if r["tier"] == "ltm" and "Tagus" in r["content"]], found["results"]
+    if _bucket(deployment) is not None:
+        assert _snapshots(deployment), "the workers stored no snapshot of Maya"
+        assert _snapshot_calls(deployment, "api", "GetObject") > loads
 
     # Consolidation on request: now, and queued for the worker.
     assert api("POST", "/v1/consolidations", {"user_id": "maya", "sync": True})[0] == 200
@@ -276,6 +282,28 @@ def _drive(deployment: Deployment, api: Api) -> None:
 
     _memory_browser(api)
     _erase_with_a_dead_letter(deployment, api)
+
+
+def _snapshots(deployment: Deployment, user: str = "maya") -> list[str]:
+    """The user's stored snapshots in the stack's bucket (none on a store without one)."""
+    from memstack.adapters.dynamodb.snapshot_objects import user_prefix
+    from memstack.api.auth import principal_tenant
+
+    bucket = _bucket(deployment)
+    if bucket is None:
+        return []
+    s3 = boto3.client("s3", region_name=REGION)
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=user_prefix(principal_tenant(CALLER), user))
+    return [o["Key"] for o in listed.get("Contents", [])]
+
+
+def _bucket(deployment: Deployment) -> str | None:
+    return deployment.stack.environment(deployment.stack.function_id("api")).get("MEMSTACK_SNAPSHOT_BUCKET")
+
+
+def _snapshot_calls(deployment: Deployment, handler_dir: str, operation: str) -> int:
+    lid = deployment.stack.function_id(handler_dir)
+    return sum(1 for c in deployment.recorder.calls if c.caller == lid and c.operation == operation)
 
 
 def _extraction_pending(parsed: dict[str, Any]) -> bool:
@@ -360,9 +388,11 @@ def _erase_with_a_dead_letter(deployment: Deployment, api: Api) -> None:
     sqs.purge_queue(QueueUrl=urls["extract"])
     sqs.send_message(QueueUrl=dlqs["extract"], MessageBody=dead.model_dump_json())
 
+    stored = _snapshots(deployment, "ann")
     status, erased = api("DELETE", "/v1/users/ann")
     assert status == 200, erased
     assert erased["erased"]["jobs"] == 1 and erased["erased"]["stm"] >= 1, erased
+    assert erased["erased"].get("snapshots", 0) == len(stored) and _snapshots(deployment, "ann") == []
     search = {"user_id": "ann", "query": "what does Ann keep in the garden"}
     assert api("POST", "/v1/memories/search", search)[1]["results"] == []
     assert operator.dead_letters() == []
@@ -391,6 +421,17 @@ def test_every_call_of_every_handler_on_the_deployed_stack_is_allowed_by_its_rol
     )
     services = {c.service for c in deployment.recorder.calls}
     assert {"dynamodb", "sqs", "sns", "bedrock-runtime", "ce"} <= services, services
+    if not postgres:
+        # The snapshot bucket: workers store (and replace), a cold search loads, an erase lists
+        # and deletes; every one of those calls was evaluated above.
+        s3 = {(c.caller, c.operation) for c in deployment.recorder.calls if c.service == "s3"}
+        fn = deployment.stack.function_id
+        assert {
+            (fn("consolidation_worker"), "PutObject"),
+            (fn("api"), "GetObject"),
+            (fn("api"), "ListObjectsV2"),
+            (fn("api"), "DeleteObjects"),
+        } <= s3, s3
     if synth.stack.config.uses_postgres:
         assert "rds-data" in services
     assert set(deployment.bedrock.operations()) >= {"InvokeModel", "Converse"}  # type: ignore[attr-defined]

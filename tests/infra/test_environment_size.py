@@ -90,6 +90,8 @@ class Namer:
             return props.get("DomainName") or _generated(self.stack, lid, 28).lower()
         if type_ == "AWS::OpenSearchServerless::Collection":
             return "a1b2c3d4e5f6g7h8i9j0"  # a collection id
+        if type_ == "AWS::S3::Bucket":  # lower case, at most 63 characters
+            return props.get("BucketName") or _generated(self.stack, lid, 63).lower()
         raise AssertionError(f"no generated name for {type_} {lid}")
 
     def attribute(self, lid: str, attribute: str) -> str:

@@ -391,3 +391,35 @@ def test_the_user_directory_backfill_runs_at_deploy_with_only_what_it_calls(smal
         "dynamodb:ConditionCheckItem",
         "dynamodb:PutItem",
     }
+
+
+def test_the_snapshot_bucket_is_private_unversioned_and_only_the_data_plane_touches_its_prefix(
+    small: Synth,
+) -> None:
+    """Issue 28: the per-user snapshots a cold container loads. Not versioned (an erase leaves no
+    noncurrent version), TLS only, no public access; exactly the adapter's calls, on its prefix."""
+    [(bucket_id, bucket)] = small.resources("AWS::S3::Bucket").items()
+    props = bucket["Properties"]
+    assert "VersioningConfiguration" not in props and bucket["DeletionPolicy"] == "Retain"
+    assert all(props["PublicAccessBlockConfiguration"].values())
+    [policy] = small.props("AWS::S3::BucketPolicy")
+    [deny] = policy["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    granted: dict[str, set[str]] = {}
+    for role_policy in small.props("AWS::IAM::Policy"):
+        for st in role_policy["PolicyDocument"]["Statement"]:
+            if bucket_id in json.dumps(st["Resource"]):
+                for role in role_policy["Roles"]:
+                    granted.setdefault(role["Ref"], set()).update(_as_list(st["Action"]))
+                if st["Action"] == "s3:ListBucket":
+                    assert st["Condition"] == {"StringLike": {"s3:prefix": ["snapshots/*"]}}
+                else:
+                    assert "/snapshots/*" in json.dumps(st["Resource"])
+    assert sorted(r.split("ServiceRole")[0] for r in granted) == sorted(
+        ["ComputeApiFunction", "ComputeExtractionWorkerFunction", "ComputeConsolidationWorkerFunction"]
+    ), granted
+    assert all(
+        a == {"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket"} for a in granted.values()
+    )
+    for service in ("memstack-api", "memstack-extraction", "memstack-consolidation"):
+        assert _function_env(small, service)["MEMSTACK_SNAPSHOT_BUCKET"] == {"Ref": bucket_id}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,6 +26,19 @@ from memstack.domain.text import query_terms, words
 K1 = 1.2
 #: document-length normalisation (the usual Okapi default; FTS5 uses the same)
 B = 0.75
+
+
+@dataclass(frozen=True)
+class PackedPostings:
+    """An index as flat arrays (what a stored snapshot keeps): term ``i``'s postings are
+    ``docs[offsets[i]:offsets[i + 1]]`` / ``tfs[...]``, documents ascending."""
+
+    terms: list[str]
+    offsets: np.ndarray  # int64, len(terms) + 1
+    docs: np.ndarray  # int32
+    tfs: np.ndarray  # float32
+    lengths: np.ndarray  # float32, one per position
+    live: np.ndarray  # bool, one per position
 
 
 class Bm25Index:
@@ -48,10 +62,50 @@ class Bm25Index:
         self.lengths = np.zeros(0, dtype=np.float32)
         self.live = np.zeros(0, dtype=bool)
         self.postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # A loaded index's postings stay in its flat arrays until a term is asked for.
+        self._packed: PackedPostings | None = None
+        self._packed_terms: dict[str, int] = {}
         # Postings of documents added since the last merge, as lists (cheap to append to).
         self._recent: dict[str, tuple[list[int], list[int]]] = {}
         self._recent_docs = 0
         self.extend(texts, live)
+
+    @classmethod
+    def from_packed(cls, packed: PackedPostings, k1: float = K1, b: float = B) -> Bm25Index:
+        """The index ``packed`` describes, without tokenising anything (a stored snapshot's)."""
+        index = cls([], k1, b)
+        index._packed = packed
+        index._packed_terms = {t: i for i, t in enumerate(packed.terms)}
+        index.lengths = packed.lengths
+        index.live = packed.live.copy()
+        index.docs = len(packed.lengths)
+        index.size = int(index.live.sum())
+        return index
+
+    def packed(self, docs: int | None = None) -> PackedPostings:
+        """The first ``docs`` positions (all by default) as flat arrays (``from_packed`` reads them back)."""
+        docs = self.docs if docs is None else docs
+        terms, offsets, doc_parts, tf_parts = [], [0], [], []
+        known = sorted({*self.postings, *self._packed_terms, *self._recent})
+        for term in known:
+            posting = self._all_postings(term)
+            if posting is None:
+                continue
+            keep = posting[0] < docs
+            if not keep.any():
+                continue
+            terms.append(term)
+            doc_parts.append(posting[0][keep].astype(np.int32))
+            tf_parts.append(posting[1][keep].astype(np.float32))
+            offsets.append(offsets[-1] + int(keep.sum()))
+        return PackedPostings(
+            terms=terms,
+            offsets=np.asarray(offsets, dtype=np.int64),
+            docs=np.concatenate(doc_parts) if doc_parts else np.zeros(0, dtype=np.int32),
+            tfs=np.concatenate(tf_parts) if tf_parts else np.zeros(0, dtype=np.float32),
+            lengths=np.ascontiguousarray(self.lengths[:docs], dtype=np.float32),
+            live=np.ascontiguousarray(self.live[:docs], dtype=bool),
+        )
 
     @property
     def avg_length(self) -> float:
@@ -90,15 +144,26 @@ class Bm25Index:
     def _merge(self) -> None:
         for term, (docs, tfs) in self._recent.items():
             new_docs, new_tfs = np.asarray(docs, dtype=np.int64), np.asarray(tfs, dtype=np.float32)
-            old = self.postings.get(term)
+            old = self._base(term)
             if old is not None:
                 new_docs, new_tfs = np.concatenate([old[0], new_docs]), np.concatenate([old[1], new_tfs])
             self.postings[term] = (new_docs, new_tfs)
         self._recent, self._recent_docs = {}, 0
 
-    def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """The term's live documents (ascending) and their term frequencies."""
-        merged, recent = self.postings.get(term), self._recent.get(term)
+    def _base(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The term's merged postings: from ``postings``, else from the packed arrays loaded."""
+        merged = self.postings.get(term)
+        if merged is None and self._packed is not None:
+            at = self._packed_terms.get(term)
+            if at is not None:
+                lo, hi = self._packed.offsets[at], self._packed.offsets[at + 1]
+                merged = self._packed.docs[lo:hi].astype(np.int64), self._packed.tfs[lo:hi]
+                self.postings[term] = merged
+        return merged
+
+    def _all_postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The term's documents (ascending, retired ones too) and their term frequencies."""
+        merged, recent = self._base(term), self._recent.get(term)
         if recent is not None:
             extra = (np.asarray(recent[0], dtype=np.int64), np.asarray(recent[1], dtype=np.float32))
             merged = (
@@ -109,6 +174,11 @@ class Bm25Index:
                     np.concatenate([merged[1], extra[1]]),
                 )
             )
+        return merged
+
+    def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The term's live documents (ascending) and their term frequencies."""
+        merged = self._all_postings(term)
         if merged is None:
             return None
         if self.size == self.docs:

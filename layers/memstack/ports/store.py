@@ -195,6 +195,21 @@ class ExactVectors(Protocol):
 
 
 @runtime_checkable
+class Compacting(Protocol):
+    """Optional extra of a store: work that keeps its reads cheap, done in the background.
+
+    The DynamoDB store packs a user's snapshot to S3 after enough writes, so a
+    cold container loads it in one round of reads instead of reading the whole
+    partition. The workers call it after each job (never a request); it does
+    nothing until the work is due, and its failure never fails the job.
+    """
+
+    def compact_user(self, tenant: str, user_id: str) -> bool:
+        """Do the user's background upkeep if it is due; True when something was written."""
+        ...
+
+
+@runtime_checkable
 class SourcesInOneRead(Protocol):
     """Optional extra of a store: ``find_by_source`` for several message ids in one read.
 

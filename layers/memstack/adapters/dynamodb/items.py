@@ -27,10 +27,11 @@ USER_PREFIX = "USER#"
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
-#: every attribute a memory item carries except the full-dimension vector
-SEARCH_ATTRIBUTES = ("pk", "sk", "id", *FIELD_NAMES, "metadata", "emb_coarse")
+#: what a snapshot holds of a memory item: every attribute but the coarse vector (the snapshot
+#: ranks the full vectors, exactly, and derives a coarse pass from them when asked for one)
+SEARCH_ATTRIBUTES = ("pk", "sk", "id", *FIELD_NAMES, "metadata", "emb_full")
 #: the attributes of a record without either vector (get, get_many)
-RECORD_ATTRIBUTES = tuple(a for a in SEARCH_ATTRIBUTES if a != "emb_coarse")
+RECORD_ATTRIBUTES = tuple(a for a in SEARCH_ATTRIBUTES if a != "emb_full")
 
 
 def partition_key(tenant: str, user_id: str) -> str:

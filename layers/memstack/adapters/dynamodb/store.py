@@ -7,7 +7,8 @@ Table layout (``settings.aws.memories_table``; the CDK stack provisions exactly 
 ==========================  ==================  ===============================================
 ``<tenant>#<user_id>``      ``MEM#<memory id>`` one memory record (every version is its own item)
 ``<tenant>#<user_id>``      ``META``            ``gen`` (a token rewritten by every write), ``seq``
-                                                (the partition's write sequence), ``epoch``
+                                                (the partition's write sequence), ``epoch``,
+                                                ``snap_*`` (the packed snapshot in S3)
 ``<tenant>#<user_id>``      ``LOG#<seq>``       the memory ids write ``seq`` changed (``writelog``)
 ``<tenant>#``               ``USER#<user_id>``  the user directory: live ``stm`` / ``ltm``
                                                 counts and ``last_write``, kept in every write's
@@ -22,12 +23,20 @@ Every write is a ``TransactWriteItems`` that also takes the partition's next
 write sequence number (``META.seq``, conditioned on the number it read) and
 puts the log item naming what it changed. Searches read ``META``; when its
 token equals the token of the snapshot this container holds, the cached
-snapshot (records, the coarse matrix and a BM25 index) is reused; when the
-snapshot is a few writes behind, the log since it and the items it names are
-read and applied to it (``Snapshot.applied``); only without a usable snapshot
-is the partition read again (a paginated, projected ``Query`` without the
-full vectors). Ranking then runs on exactly the shared code: ``domain.bm25``
-and numpy cosine.
+snapshot (records, the full-vector matrix and a BM25 index) is reused; when
+the snapshot is a few writes behind, the log since it and the items it names
+are read and applied to it (``Snapshot.applied``). A container without a
+usable snapshot loads the packed one ``META`` names from S3 (parallel ranged
+GETs, ``snapshot_objects``) and brings it forward the same way; only without
+either is the partition read again (a paginated, projected ``Query`` without
+the coarse vectors). Ranking then runs on exactly the shared code:
+``domain.bm25`` and numpy cosine over every full vector (the exact top-k).
+
+``compact_user`` (run by the workers after a job, never in a request) packs the
+user's snapshot to a new S3 object once ``compact_writes`` writes have
+passed since the last, points ``META`` at it, deletes the object it replaces
+and prunes the log items the replaced snapshot covered. ``erase_user``
+deletes the partition and then every object under the user's S3 prefix.
 
 ``supersede`` is one transaction conditioned on the old item still being
 current, so of two concurrent updates one wins and the other gets
@@ -49,9 +58,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from botocore.exceptions import ClientError
 
-from memstack.adapters.dynamodb import calls, items, writelog
+from memstack.adapters.dynamodb import calls, items, packed, writelog
 from memstack.adapters.dynamodb.fence import mark_erased, marker_key, not_erased_since
 from memstack.adapters.dynamodb.snapshot import Snapshot
+from memstack.adapters.dynamodb.snapshot_objects import SnapshotObjects, object_key
 from memstack.domain.cursors import decode_position, encode_position
 from memstack.domain.erasure import Fence, erased_while_working
 from memstack.domain.vectors import from_blob
@@ -78,6 +88,8 @@ _SEQ_RETRIES = 20
 _TRANSIENT_CODES = frozenset(
     {"None", "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
 )
+#: writes after the stored snapshot that make a compaction due (``compact_user``)
+COMPACT_WRITES = 64
 
 
 class DynamoDBMemoryStore:
@@ -90,16 +102,21 @@ class DynamoDBMemoryStore:
         *,
         region: str | None = None,
         cache_size: int = 256,
+        snapshots: SnapshotObjects | None = None,
+        compact_writes: int = COMPACT_WRITES,
     ) -> None:
         if not table_name:
             raise SettingsError("MEMSTACK_MEMORIES_TABLE: the dynamodb store needs a table name")
         self.table = table_name
         self.region = region
+        self.snapshots = snapshots
+        self.compact_writes = compact_writes
         self._client = client
         self._cache: OrderedDict[tuple[str, str], Snapshot] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self._refresh_lock = threading.Lock()
+        # Re-entrant: ``compact_user`` holds it around the snapshot it packs, which may refresh it.
+        self._refresh_lock = threading.RLock()
 
     @property
     def client(self) -> Any:
@@ -356,7 +373,13 @@ class DynamoDBMemoryStore:
         self.client.delete_item(TableName=self.table, Key=items.directory_key(tenant, user_id))
         with self._lock:
             self._cache.pop((tenant, user_id), None)
-        return {"memories": sum(1 for k in keys if k["sk"]["S"].startswith(items.MEMORY_PREFIX))}
+        counts = {"memories": sum(1 for k in keys if k["sk"]["S"].startswith(items.MEMORY_PREFIX))}
+        if self.snapshots is not None:
+            # After META is gone: a compaction racing with this erase either named its object in
+            # META before (so it was written before this listing, which finds it) or fails to
+            # name it and deletes it itself (``compact_user``).
+            counts["snapshots"] = self.snapshots.erase(tenant, user_id)
+        return counts
 
     # ------------------------------------------------------------------- reads
     def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
@@ -406,19 +429,36 @@ class DynamoDBMemoryStore:
                 return latest
             snapshot = self._caught_up(latest, head, tenant, user_id) if latest is not None else None
             if snapshot is None:
+                snapshot = self._loaded(head, tenant, user_id)
+            if snapshot is None:
                 # Head read before the query: a write racing with us makes the snapshot newer than
                 # its head, never older, so the worst case is one extra read later.
                 rows = list(
                     calls.query_partition(self.client, self.table, tenant, user_id, items.SEARCH_ATTRIBUTES)
                 )
-                full = latest.full if latest is not None else None
-                snapshot = Snapshot(head.token, rows, full=full, seq=head.seq, epoch=head.epoch)
+                snapshot = Snapshot(head.token, rows, seq=head.seq, epoch=head.epoch)
             with self._lock:
                 self._cache[key] = snapshot
                 self._cache.move_to_end(key)
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
         return snapshot
+
+    def _loaded(self, head: writelog.Head, tenant: str, user_id: str) -> Snapshot | None:
+        """The stored snapshot ``META`` names, brought forward to ``head``; None without a usable one."""
+        if self.snapshots is None or head.snap_key is None or head.epoch is None:
+            return None
+        # Room for an eighth more (the matrix is most of the object): the rows later writes
+        # append go there instead of into a copy of the matrix.
+        buffer = self.snapshots.load(head.snap_key, head.snap_size, spare=head.snap_size // 8)
+        if buffer is None:  # replaced or erased since META was read
+            return None
+        stored = packed.unpack(buffer, head.snap_size)
+        if stored.epoch != head.epoch or stored.seq != head.snap_seq:
+            return None
+        if stored.token == head.token:
+            return stored
+        return self._caught_up(stored, head, tenant, user_id)
 
     def _caught_up(self, snap: Snapshot, head: writelog.Head, tenant: str, user_id: str) -> Snapshot | None:
         """``snap`` with the writes after it applied, or None when only a full read will do."""
@@ -436,20 +476,57 @@ class DynamoDBMemoryStore:
             return None
         return snap.applied(rows, token=head.token, seq=head.seq, epoch=head.epoch)
 
-    def full_vectors(
-        self, snapshot: Snapshot, tenant: str, user_id: str, ids: builtins.list[str]
-    ) -> dict[str, np.ndarray]:
-        """Full vectors of the snapshot's records among ``ids``; fetched once, then kept with it."""
-        missing = [i for i in dict.fromkeys(ids) if i in snapshot.by_id and i not in snapshot.full]
-        if missing:
-            snapshot.full.update(self.embeddings(tenant, user_id, missing))
-        return {i: snapshot.full[i] for i in ids if i in snapshot.full}
+    def compact_user(self, tenant: str, user_id: str) -> bool:
+        """Store the user's snapshot in S3 when ``compact_writes`` writes passed since the last one.
+
+        The background half of the cold path (``ports.store.Compacting``): the workers call it
+        after each job. True when a new snapshot was stored. The object is written first, then
+        named in ``META`` on the condition that the partition is still in the epoch it was made
+        in; refused (an erase meanwhile), the object is deleted again. Named, the object it
+        replaces is deleted and the log items that one covered are pruned.
+        """
+        if self.snapshots is None:
+            return False
+        head = writelog.read_head(self.client, self.table, tenant, user_id)
+        if head.epoch is None or head.seq - head.snap_seq < self.compact_writes:
+            return False
+        with self._refresh_lock:  # no search appends to the shared index while it is packed
+            snapshot = self._snapshot(tenant, user_id)
+            data = packed.pack(snapshot)
+        if snapshot.epoch is None or snapshot.seq <= head.snap_seq:
+            return False
+        key = object_key(tenant, user_id, snapshot.epoch, snapshot.seq)
+        self.snapshots.save(key, data)
+        named = writelog.point_at_snapshot(
+            self.client,
+            self.table,
+            tenant,
+            user_id,
+            epoch=snapshot.epoch,
+            seq=snapshot.seq,
+            key=key,
+            size=len(data),
+        )
+        if not named:
+            self.snapshots.delete(key)
+            return False
+        if head.snap_key is not None and head.snap_key != key:
+            self.snapshots.delete(head.snap_key)
+        # The log the replaced snapshot covered: a warm container further behind loads the new one.
+        stale = writelog.logged_keys(self.client, self.table, tenant, user_id, head.snap_seq)
+        for start in range(0, len(stale), _BATCH_WRITE):
+            calls.batch_write(
+                self.client,
+                self.table,
+                [{"DeleteRequest": {"Key": k}} for k in stale[start : start + _BATCH_WRITE]],
+            )
+        return True
 
     def successor(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
-        return _successor(self._snapshot(tenant, user_id), memory_id)
+        return self._snapshot(tenant, user_id).successor(memory_id)
 
     def find_by_source(self, tenant: str, user_id: str, source_id: str) -> list[MemoryRecord]:
-        return _by_source(self._snapshot(tenant, user_id), source_id)
+        return self._snapshot(tenant, user_id).by_source(source_id)
 
     def users(
         self, tenant: str, limit: int, cursor: str | None = None
@@ -500,6 +577,20 @@ class DynamoDBMemoryStore:
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
     ) -> builtins.list[ScoredId]:
         return self._snapshot(tenant, user_id).vector_search(query_coarse, k, filters)
+
+    def exact_vector_search(
+        self,
+        tenant: str,
+        user_id: str,
+        query_full: np.ndarray,
+        k: int,
+        filters: MemoryFilters,
+        *,
+        below: int,
+    ) -> builtins.list[ScoredId] | None:
+        """Full-vector top-k over the whole snapshot (``ports.store.ExactVectors``)."""
+        snapshot = self._snapshot(tenant, user_id)
+        return None if snapshot.size >= below else snapshot.vector_search(query_full, k, filters)
 
     def hybrid_candidates(
         self,
@@ -556,32 +647,21 @@ def _page(
     after: tuple[float, str] | None,
     order: ListOrder = "created_at",
 ) -> tuple[builtins.list[MemoryRecord], str | None]:
-    """One page of ``list``: newest first by ``order``'s time, after the cursor's (time, id)."""
+    """One page of ``list``: newest first by ``order``'s time, after the cursor's (time, id).
 
-    def position(r: MemoryRecord) -> tuple[float, str]:
-        # The event time is what the after/before filters compare: event_time, else created_at.
-        at = r.created_at if order == "created_at" else (r.event_time or r.created_at)
-        return at.timestamp(), r.id
-
-    rows = sorted(
-        (r for r in snap.records if items.matches(r, filters, search=False)), key=position, reverse=True
-    )
+    Filtered and ordered on the snapshot's columns; only the page's records are decoded.
+    """
+    # The event time is what the after/before filters compare: event_time, else created_at.
+    times = snap.created if order == "created_at" else snap.columns.when
+    rows = np.flatnonzero(snap.mask(filters, search=False)).tolist()
+    keys = sorted(((float(times[i]), snap.ids[i], i) for i in rows), reverse=True)
     if after is not None:
-        rows = [r for r in rows if position(r) < after]
-    page = rows[:limit]
+        keys = [k for k in keys if k[:2] < after]
+    page = [snap.record(i) for _, _, i in keys[:limit]]
     next_cursor = None
-    if len(rows) > limit and page:
-        next_cursor = encode_position(*position(page[-1]))
+    if len(keys) > limit and page:
+        next_cursor = encode_position(*keys[limit - 1][:2])
     return page, next_cursor
-
-
-def _successor(snap: Snapshot, memory_id: str) -> MemoryRecord | None:
-    return next((r for r in snap.records if r.replaces_id == memory_id), None)
-
-
-def _by_source(snap: Snapshot, source_id: str) -> builtins.list[MemoryRecord]:
-    found = [r for r in snap.records if source_id in r.source_ids]
-    return sorted(found, key=lambda r: (r.created_at, r.version, r.id))
 
 
 class _PinnedPartition(DynamoDBMemoryStore):
@@ -592,6 +672,7 @@ class _PinnedPartition(DynamoDBMemoryStore):
         self.table, self.region, self._client = store.table, store.region, store.client
         self._cache, self._cache_size, self._lock = store._cache, store._cache_size, store._lock
         self._refresh_lock = store._refresh_lock
+        self.snapshots, self.compact_writes = store.snapshots, store.compact_writes
         self._store = store
         self._key = (tenant, user_id)
         self._pinned = snapshot
@@ -607,19 +688,33 @@ class _PinnedPartition(DynamoDBMemoryStore):
     def get_many(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, MemoryRecord]:
         if (tenant, user_id) != self._key:
             return super().get_many(tenant, user_id, ids)
-        return {i: self._pinned.by_id[i] for i in ids if i in self._pinned.by_id}
+        by_id = self._pinned.by_id
+        return {i: by_id[i] for i in ids if i in by_id}
 
     def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
         if (tenant, user_id) != self._key:
             return super().embeddings(tenant, user_id, ids)
-        return self._store.full_vectors(self._pinned, tenant, user_id, ids)
+        return self._pinned.full_vectors(ids)
 
     def close(self) -> None:
         """The view owns nothing; closing it leaves the store open."""
 
 
 def build(settings: Settings, clients: Mapping[str, Any], stm: ShortTermStore | None) -> DynamoDBMemoryStore:
-    """``MEMSTACK_STORE_BACKEND=dynamodb``; ``clients["dynamodb"]`` when given (``factory.STORES``)."""
+    """``MEMSTACK_STORE_BACKEND=dynamodb`` (``factory.STORES``); ``clients`` "dynamodb", "s3" when given.
+
+    With ``MEMSTACK_SNAPSHOT_BUCKET`` the store keeps each user's packed snapshot there.
+    """
+    aws = settings.aws
+    snapshots = (
+        SnapshotObjects(aws.snapshot_bucket, clients.get("s3"), region=aws.aws_region)
+        if aws.snapshot_bucket
+        else None
+    )
     return DynamoDBMemoryStore(
-        settings.aws.memories_table or "", clients.get("dynamodb"), region=settings.aws.aws_region
+        aws.memories_table or "",
+        clients.get("dynamodb"),
+        region=aws.aws_region,
+        snapshots=snapshots,
+        compact_writes=aws.snapshot_compact_writes,
     )

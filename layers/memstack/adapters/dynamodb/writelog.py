@@ -11,6 +11,12 @@ items (one ``BatchGetItem``), instead of the whole partition.
 ``META.epoch`` is set once, when the partition's ``META`` is created: an erase
 deletes every item of the partition, so a later write starts a new epoch and
 no snapshot of the erased data can be carried forward, whatever its sequence.
+
+``META.snap_seq`` / ``snap_key`` / ``snap_size`` name the packed snapshot in
+S3 that holds the partition up to write ``snap_seq`` (``store.compact_user``
+writes it): a cold container loads it and reads the log after it. Log items
+the previous snapshot covers are pruned when the next one is written, so the
+log holds about two compaction intervals, not every write ever made.
 """
 
 from __future__ import annotations
@@ -35,6 +41,10 @@ class Head:
     token: str | None
     seq: int
     epoch: str | None
+    #: the stored snapshot: the write it covers, its object key and size (0 / None: none yet)
+    snap_seq: int = 0
+    snap_key: str | None = None
+    snap_size: int = 0
 
 
 def log_key(tenant: str, user_id: str, seq: int) -> dict[str, Any]:
@@ -47,6 +57,9 @@ def head_of(item: dict[str, Any] | None) -> Head:
         token=item["gen"]["S"] if "gen" in item else None,
         seq=int(item["seq"]["N"]) if "seq" in item else 0,
         epoch=item["epoch"]["S"] if "epoch" in item else None,
+        snap_seq=int(item["snap_seq"]["N"]) if "snap_seq" in item else 0,
+        snap_key=item["snap_key"]["S"] if "snap_key" in item else None,
+        snap_size=int(item["snap_size"]["N"]) if "snap_size" in item else 0,
     )
 
 
@@ -56,10 +69,72 @@ def read_head(client: Any, table: str, tenant: str, user_id: str) -> Head:
         TableName=table,
         Key=items.meta_key(tenant, user_id),
         ConsistentRead=True,
-        ProjectionExpression="#g, #s, #e",
-        ExpressionAttributeNames={"#g": "gen", "#s": "seq", "#e": "epoch"},
+        ProjectionExpression="#g, #s, #e, #ss, #sk, #sz",
+        ExpressionAttributeNames={
+            "#g": "gen",
+            "#s": "seq",
+            "#e": "epoch",
+            "#ss": "snap_seq",
+            "#sk": "snap_key",
+            "#sz": "snap_size",
+        },
     )
     return head_of(response.get("Item"))
+
+
+def point_at_snapshot(
+    client: Any, table: str, tenant: str, user_id: str, *, epoch: str, seq: int, key: str, size: int
+) -> bool:
+    """Name the snapshot of write ``seq`` in ``META``; False when the partition moved on without it.
+
+    Conditioned on the epoch the snapshot was made in (an erase deletes ``META``, so a
+    snapshot of erased data is never named) and on no newer snapshot being named already.
+    The token and sequence are left alone: no warm container re-reads anything for it.
+    """
+    from botocore.exceptions import ClientError
+
+    try:
+        client.update_item(
+            TableName=table,
+            Key=items.meta_key(tenant, user_id),
+            UpdateExpression="SET #ss = :s, #sk = :k, #sz = :z",
+            ConditionExpression="#e = :e AND (attribute_not_exists(#ss) OR #ss < :s)",
+            ExpressionAttributeNames={
+                "#e": "epoch",
+                "#ss": "snap_seq",
+                "#sk": "snap_key",
+                "#sz": "snap_size",
+            },
+            ExpressionAttributeValues={
+                ":e": {"S": epoch},
+                ":s": {"N": str(seq)},
+                ":k": {"S": key},
+                ":z": {"N": str(size)},
+            },
+        )
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
+
+
+def logged_keys(client: Any, table: str, tenant: str, user_id: str, upto: int) -> list[dict[str, Any]]:
+    """The keys of the log items of writes ``1 .. upto`` still stored (what ``prune`` deletes)."""
+    kwargs: dict[str, Any] = {
+        "TableName": table,
+        "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :lo AND :hi",
+        "ProjectionExpression": "#pk, #sk",
+        "ExpressionAttributeNames": {"#pk": "pk", "#sk": "sk"},
+        "ExpressionAttributeValues": {
+            ":pk": {"S": items.partition_key(tenant, user_id)},
+            ":lo": log_key(tenant, user_id, 0)["sk"],
+            ":hi": log_key(tenant, user_id, upto)["sk"],
+        },
+    }
+    return [
+        item for page in client.get_paginator("query").paginate(**kwargs) for item in page.get("Items", [])
+    ]
 
 
 def next_write(table: str, tenant: str, user_id: str, after: int, ids: list[str]) -> list[dict[str, Any]]:
