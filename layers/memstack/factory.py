@@ -80,6 +80,33 @@ STORES: Registry[MemoryStore] = Registry(
 )
 
 
+#: short-term stores by ``MEMSTACK_STM_BACKEND``; builders ``(settings, clients, db)`` (``db``: the SQLite
+#: file when one is open)
+STMS: Registry[ShortTermStore] = Registry(
+    "STM backend",
+    {
+        "embedded": "memstack.adapters.embedded.stm:build",
+        "dynamodb": "memstack.adapters.dynamodb.stm:build",
+    },
+)
+#: per-user leases, kept beside the STM (by ``MEMSTACK_STM_BACKEND``); builders ``(settings, clients, db)``
+LEASES: Registry[Leases] = Registry(
+    "STM backend",
+    {
+        "embedded": "memstack.adapters.embedded.leases:build",
+        "dynamodb": "memstack.adapters.dynamodb.leases:build",
+    },
+)
+#: job queues by ``MEMSTACK_QUEUE_BACKEND``; builders ``(settings, clients, db)``
+QUEUES: Registry[JobQueue] = Registry(
+    "queue backend",
+    {
+        "local": "memstack.adapters.queue.sqlite:build",
+        "sqs": "memstack.adapters.queue.sqs:build",
+    },
+)
+
+
 def build_embedder(settings: Settings, client: Any | None = None) -> Embedder:
     """The embedder the settings name; ``client`` is a bedrock-runtime client (tests pass a stubbed one)."""
     return EMBEDDERS.build(settings.embedder, settings, {"bedrock_runtime": client})
@@ -169,15 +196,7 @@ def build_tenant_configs(store: MemoryStore, db: Any) -> TenantConfigs:
 
 def build_leases(settings: Settings, db: Any, clients: Clients) -> Leases:
     """Per-user leases beside the short-term store: its DynamoDB table, or the SQLite file."""
-    if settings.stm_backend == "dynamodb":
-        from memstack.adapters.dynamodb.leases import DynamoDbLeases
-
-        return DynamoDbLeases(
-            settings.aws.stm_table or "", client=clients.get("dynamodb"), region=settings.aws.aws_region
-        )
-    from memstack.adapters.embedded.leases import EmbeddedLeases
-
-    return EmbeddedLeases(db)
+    return LEASES.build(settings.stm_backend, settings, clients, db)
 
 
 class Clients(TypedDict, total=False):
@@ -230,19 +249,8 @@ def build_service(
         closers.append(db.close)
         reserve = StorageReserve(settings.data_dir, settings.server.storage_reserve_bytes)
         reserve.refill()
-    if stm is None and settings.stm_backend == "dynamodb":
-        from memstack.adapters.dynamodb.stm import DynamoDbShortTermStore
-
-        stm = DynamoDbShortTermStore(
-            settings.aws.stm_table or "", client=clients.get("dynamodb"), region=settings.aws.aws_region
-        )
     if stm is None:
-        if settings.stm_backend != "embedded":
-            raise NotImplementedError(f"STM backend {settings.stm_backend!r} is not available in this build")
-        from memstack.adapters.embedded.stm import EmbeddedShortTermStore
-
-        assert db is not None
-        stm = EmbeddedShortTermStore(db)
+        stm = STMS.build(settings.stm_backend, settings, clients, db)
     if store is None and settings.store_backend != "embedded":
         store = build_store(settings, clients, stm)
         closers.append(store.close)
@@ -251,15 +259,8 @@ def build_service(
 
         assert db is not None
         store = EmbeddedMemoryStore(db)
-    if queue is None and settings.queue_backend == "local":
-        from memstack.adapters.queue.sqlite import SqliteJobQueue
-
-        assert db is not None
-        queue = SqliteJobQueue(db, max_attempts=settings.queue.queue_max_attempts)
-    if queue is None and settings.queue_backend == "sqs":
-        from memstack.adapters.queue.sqs import SqsJobQueue
-
-        queue = SqsJobQueue.from_settings(settings, client=clients.get("sqs"))
+    if queue is None:
+        queue = QUEUES.build(settings.queue_backend, settings, clients, db)
     embedder = embedder or memoised(
         build_embedder(settings, clients.get("bedrock_runtime")), settings.embedding.embedding_memo
     )

@@ -1,10 +1,11 @@
 """The providers of one port by the name settings give them, each imported only when chosen.
 
 ``factory`` holds one ``Registry`` per port (embedders, rerankers, extractors,
-summarisers, store backends). An entry is ``"name": "module:builder"``; the
-builder lives in the provider's own module and takes the settings, the
-ready-made clients (``factory.Clients``, a plain mapping here) and what else
-that port's builders take (the embedder for an extractor, the STM for a store).
+summarisers, memory stores, short-term stores, leases, job queues). An entry is
+``"name": "module:builder"``; the builder lives in the provider's own module and
+takes the settings, the ready-made clients (``factory.Clients``, a plain mapping
+here) and what else that port's builders take (the embedder for an extractor,
+the STM for a store, the SQLite file for what keeps its data there).
 Importing lazily keeps a Lambda that uses DynamoDB from importing torch, and
 the laptop from needing opensearch-py.
 """

@@ -121,14 +121,16 @@ def test_every_provider_a_setting_can_name_is_registered_with_a_builder_in_its_m
     """A new provider is its module and one registry line: the registries and the settings agree."""
     from typing import get_args
 
-    from memstack.factory import EMBEDDERS, EXTRACTORS, RERANKERS, STORES, SUMMARISERS
-    from memstack.settings import EmbedderName, LlmName, RerankerName, StoreBackend
+    from memstack.factory import EMBEDDERS, EXTRACTORS, LEASES, QUEUES, RERANKERS, STMS, STORES, SUMMARISERS
+    from memstack.settings import EmbedderName, LlmName, QueueBackend, RerankerName, StmBackend, StoreBackend
 
     assert EMBEDDERS.names() == set(get_args(EmbedderName))
     assert RERANKERS.names() == set(get_args(RerankerName)) - {"none"}
     assert EXTRACTORS.names() == SUMMARISERS.names() == set(get_args(LlmName))
     assert STORES.names() == set(get_args(StoreBackend)) - {"embedded"}  # opened beside the STM
-    for registry in (EMBEDDERS, RERANKERS, EXTRACTORS, SUMMARISERS, STORES):
+    assert STMS.names() == LEASES.names() == set(get_args(StmBackend))
+    assert QUEUES.names() == set(get_args(QueueBackend))
+    for registry in (EMBEDDERS, RERANKERS, EXTRACTORS, SUMMARISERS, STORES, STMS, LEASES, QUEUES):
         for name in registry.names():
             assert callable(registry.builder(name)), (registry.kind, name)
 

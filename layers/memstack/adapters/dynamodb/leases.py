@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstack.adapters.aws_errors import aws_dependency
 from memstack.adapters.dynamodb.stm import LEASE_PREFIX, partition_key
 from memstack.errors import SettingsError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.adapters.embedded.database import Database
+    from memstack.settings import Settings
 
 LEASES = "DynamoDB (leases)"
 _KEEP_SECONDS = 86_400  # how long after its end an expired lease item may linger before TTL
@@ -105,3 +111,10 @@ class DynamoDbLeases:
 
     def erase_user(self, tenant: str, user_id: str) -> int:
         return 0  # the items live in the user's STM partition, which the STM erase deletes whole
+
+
+def build(settings: Settings, clients: Mapping[str, Any], db: Database | None) -> DynamoDbLeases:
+    """Leases beside the DynamoDB STM, in its table (``factory.LEASES``)."""
+    return DynamoDbLeases(
+        settings.aws.stm_table or "", client=clients.get("dynamodb"), region=settings.aws.aws_region
+    )

@@ -42,7 +42,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
@@ -53,6 +53,12 @@ from memstack.domain.erasure import Fence, erased_while_working, erasure_key
 from memstack.errors import DependencyFailed, SettingsError
 from memstack.models import Message
 from memstack.ports.stm import StmEntry
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.adapters.embedded.database import Database
+    from memstack.settings import Settings
 
 PENDING_INDEX = "pending"
 GUARD_PREFIX = "msg#"
@@ -691,3 +697,10 @@ class DynamoDbShortTermStore:
             entries += 1
         self._delete_keys(keys)
         return entries
+
+
+def build(settings: Settings, clients: Mapping[str, Any], db: Database | None) -> DynamoDbShortTermStore:
+    """``MEMSTACK_STM_BACKEND=dynamodb``; ``clients["dynamodb"]`` when given (``factory.STMS``)."""
+    return DynamoDbShortTermStore(
+        settings.aws.stm_table or "", client=clients.get("dynamodb"), region=settings.aws.aws_region
+    )

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from memstack.adapters.embedded.database import Database
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.settings import Settings
 
 NAMESPACE = "lease"
 
@@ -59,3 +65,9 @@ class EmbeddedLeases:
                     (NAMESPACE, len(prefix), prefix),
                 ).rowcount
             )
+
+
+def build(settings: Settings, clients: Mapping[str, Any], db: Database | None) -> EmbeddedLeases:
+    """Leases beside the embedded STM, in the SQLite file (``factory.LEASES``)."""
+    assert db is not None, "embedded leases need the data file open"
+    return EmbeddedLeases(db)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.migrations import ensure_columns
@@ -18,6 +19,11 @@ from memstack.adapters.embedded.store import ensure_erasures, erased_at
 from memstack.domain.erasure import Fence, refuse_if_erased
 from memstack.models import Message
 from memstack.ports.stm import StmEntry
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.settings import Settings
 
 
 def _entry(row: object) -> StmEntry:
@@ -199,3 +205,9 @@ class EmbeddedShortTermStore:
     def purge_expired(self, now: datetime) -> int:
         with self.db.write() as conn:
             return conn.execute("DELETE FROM stm WHERE expires_at <= ?", (int(now.timestamp()),)).rowcount
+
+
+def build(settings: Settings, clients: Mapping[str, Any], db: Database | None) -> EmbeddedShortTermStore:
+    """``MEMSTACK_STM_BACKEND=embedded``: the SQLite file (``factory.STMS``)."""
+    assert db is not None, "the embedded STM needs the data file open"
+    return EmbeddedShortTermStore(db)

@@ -23,12 +23,17 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.migrations import ensure_columns
 from memstack.domain.heartbeat import LeaseKeeper
 from memstack.ports.queue import Job
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.settings import Settings
 
 # Still owed: waiting for its time, or claimed by a worker (whose lease may have run out).
 _OPEN = "status IN ('pending', 'running')"
@@ -270,3 +275,9 @@ def _of_tenant(tenant: str | None) -> tuple[str, list[Any]]:
 
 def _user_key(job: Job) -> str:
     return f"{job.tenant}\x1f{job.user_id}"
+
+
+def build(settings: Settings, clients: Mapping[str, Any], db: Database | None) -> SqliteJobQueue:
+    """``MEMSTACK_QUEUE_BACKEND=local``: jobs in the SQLite file (``factory.QUEUES``)."""
+    assert db is not None, "the SQLite queue needs the data file open"
+    return SqliteJobQueue(db, max_attempts=settings.queue.queue_max_attempts)

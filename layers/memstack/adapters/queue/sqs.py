@@ -21,13 +21,18 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstack.adapters.aws_errors import aws_dependency
 from memstack.domain.heartbeat import LeaseKeeper
 from memstack.errors import DependencyFailed, SettingsError
 from memstack.ports.queue import Job
 from memstack.settings import Settings
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from memstack.adapters.embedded.database import Database
 
 SQS = "SQS"
 _SEND_ATTEMPTS = 4
@@ -355,3 +360,8 @@ def _job_id(msg: dict[str, Any]) -> str:
 def _owner(msg: dict[str, Any]) -> tuple[str, str] | None:
     body = _body(msg)
     return (str(body.get("tenant")), str(body.get("user_id"))) if isinstance(body, dict) else None
+
+
+def build(settings: Settings, clients: Mapping[str, Any], db: Database | None) -> SqsJobQueue:
+    """``MEMSTACK_QUEUE_BACKEND=sqs``; ``clients["sqs"]`` when given (``factory.QUEUES``)."""
+    return SqsJobQueue.from_settings(settings, client=clients.get("sqs"))
