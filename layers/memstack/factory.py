@@ -7,6 +7,7 @@ adapters (fakes, moto clients) through the keyword arguments.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, TypedDict, Unpack, cast
 
 from memstack.adapters.blas import limit_blas_threads
@@ -16,11 +17,13 @@ from memstack.domain.cursors import CursorSigner
 from memstack.domain.embedding_memo import memoised
 from memstack.domain.extraction.handler import ExtractionJobHandler
 from memstack.domain.ingest import Ingestor, UnitOfWork
+from memstack.domain.jobs import JobRecorder
 from memstack.domain.retrieval import Retriever
 from memstack.domain.tenant.configs import TenantConfigs
 from memstack.domain.time.bounds import TimeBounds
 from memstack.logs import configure_logging
 from memstack.ports.embedder import Embedder
+from memstack.ports.job_status import JobStatuses
 from memstack.ports.lease import Leases
 from memstack.ports.llm import Extractor, Summariser
 from memstack.ports.queue import JobQueue
@@ -95,6 +98,14 @@ LEASES: Registry[Leases] = Registry(
     {
         "embedded": "memstack.adapters.embedded.leases:build",
         "dynamodb": "memstack.adapters.dynamodb.leases:build",
+    },
+)
+#: each job's state, kept beside the STM (by ``MEMSTACK_STM_BACKEND``); builders ``(settings, clients, db)``
+JOB_STATUSES: Registry[JobStatuses] = Registry(
+    "STM backend",
+    {
+        "embedded": "memstack.adapters.embedded.job_status:build",
+        "dynamodb": "memstack.adapters.dynamodb.job_status:build",
     },
 )
 #: job queues by ``MEMSTACK_QUEUE_BACKEND``; builders ``(settings, clients, db)``
@@ -194,6 +205,12 @@ def build_tenant_configs(store: MemoryStore, db: Any) -> TenantConfigs:
     return TenantConfigs(EmbeddedTenantConfigStore(db))
 
 
+def build_job_recorder(settings: Settings, db: Any, clients: Clients) -> JobRecorder:
+    """Job status beside the short-term store (its DynamoDB table, or the SQLite file), with its TTL."""
+    statuses = JOB_STATUSES.build(settings.stm_backend, settings, clients, db)
+    return JobRecorder(statuses, timedelta(seconds=settings.queue.job_status_ttl_seconds))
+
+
 def build_leases(settings: Settings, db: Any, clients: Clients) -> Leases:
     """Per-user leases beside the short-term store: its DynamoDB table, or the SQLite file."""
     return LEASES.build(settings.stm_backend, settings, clients, db)
@@ -261,6 +278,9 @@ def build_service(
         store = EmbeddedMemoryStore(db)
     if queue is None:
         queue = QUEUES.build(settings.queue_backend, settings, clients, db)
+    recorder = build_job_recorder(settings, db, clients)
+    if getattr(queue, "recorder", False) is None:  # our queues report each job's state to it
+        queue.recorder = recorder  # type: ignore[union-attr]
     embedder = embedder or memoised(
         build_embedder(settings, clients.get("bedrock_runtime")), settings.embedding.embedding_memo
     )
@@ -304,6 +324,7 @@ def build_service(
         profiles=ProfileBuilder(store, embedder, settings.profiles) if settings.profiles.enabled else None,
         reserve=reserve,
         tenant_configs=build_tenant_configs(store, db),
+        job_recorder=recorder,
     )
     if queue is not None:
         queue.set_handler(service.process_job)

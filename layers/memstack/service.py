@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memstack.domain import expiry, filter_expr, keyed, versions
+from memstack.domain import expiry, filter_expr, jobs, keyed, versions
 from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, housekeeping, schedule
@@ -37,6 +37,7 @@ from memstack.models import (
     UserSummary,
 )
 from memstack.ports.embedder import Embedder
+from memstack.ports.job_status import JobStatus
 from memstack.ports.queue import Job, JobQueue
 from memstack.ports.reserve import SpaceReserve
 from memstack.ports.stm import ShortTermStore
@@ -77,6 +78,8 @@ class MemoryService:
     cursors: CursorSigner = field(default_factory=lambda: CursorSigner(secrets.token_bytes(32)))
     profiles: ProfileBuilder | None = None
     reserve: SpaceReserve | None = None
+    #: where the queues and workers report each job's state (None: not recorded)
+    job_recorder: jobs.JobRecorder | None = None
 
     def __post_init__(self) -> None:
         # Consolidation is the service's own job (it refreshes profiles and sweeps expiry too);
@@ -352,6 +355,8 @@ class MemoryService:
 
     def _erase(self, tenant: str, user_id: str) -> dict[str, int]:
         counts = dict(self.store.erase_user(tenant, user_id))
+        if self.job_recorder is not None:  # before the STM: on DynamoDB it finds them from there
+            counts["job_statuses"] = self.job_recorder.statuses.erase_user(tenant, user_id)
         counts["stm"] = self.stm.erase_user(tenant, user_id)
         if self.queue is not None:
             counts["jobs"] = self.queue.erase_user(tenant, user_id)
@@ -367,6 +372,15 @@ class MemoryService:
         if self.queue is None:  # jobs run inline: nothing ever waits
             return [], []
         return self.queue.waiting(tenant), self.queue.dead_letters(tenant)
+
+    def job(self, tenant: str, job_id: str) -> JobStatus:
+        """The state of one of the tenant's jobs; another tenant's, an unknown or an expired one: 404."""
+        found = None
+        if self.job_recorder is not None:
+            found = jobs.visible(self.job_recorder.statuses.get(tenant, job_id), datetime.now(UTC))
+        if found is None:
+            raise NotFound(f"job {job_id} not found (job states are kept for a while after they end)")
+        return found
 
     def redrive(self, tenant: str, job_ids: builtins.list[str] | None = None) -> int:
         """Put the tenant's dead-lettered jobs (or those of ``job_ids``) back on the queue."""

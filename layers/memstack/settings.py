@@ -84,6 +84,12 @@ class QueueSettings(Section):
         le=3600.0,
         description="how long a claimed job stays hidden; a heartbeat renews it while the job runs",
     )
+    job_status_ttl_seconds: int = Field(
+        604_800,
+        ge=60,
+        le=31_536_000,
+        description="how long GET /v1/jobs/{id} answers after a job's last change (a week: time to look)",
+    )
 
 
 class SchedulerSettings(Section):

@@ -220,8 +220,13 @@ def _drive(deployment: Deployment, api: Api) -> None:
     turn = {"id": "turn-1", "role": "user", "speaker": "Maya", "content": "I moved to Lisbon in March."}
     status, added = api("POST", "/v1/memories", {"user_id": "maya", "messages": [turn]})
     assert (status, added["queued"]) == (202, 1), added
-    # The extraction worker gets the job from the queue the template maps to it.
+    [job_id] = added["job_ids"]
+    assert api("GET", f"/v1/jobs/{job_id}")[1]["status"] == "queued"
+    # The extraction worker gets the job from the queue the template maps to it, and reports it done.
     assert deployment.deliver("extraction_worker") == {"received": 1, "failed": []}
+    status, job = api("GET", f"/v1/jobs/{job_id}")
+    # (moto's own event source mapping receives the message first, so attempts may read 2 here)
+    assert (status, job["status"], job["error"]) == (200, "done", None), job
 
     status, found = api("POST", "/v1/memories/search", {"user_id": "maya", "query": "where does Maya live"})
     assert status == 200, found

@@ -17,6 +17,7 @@ TOOLS = {
     "delete_memory",
     "delete_memories",
     "memory_history",
+    "job_status",
 }
 
 
@@ -44,6 +45,11 @@ async def walk_every_tool(session: ClientSession, user: dict[str, str]) -> None:
         )
     )
     assert added["status"] == "processed" and len(added["stored"]) == 1
+    # The add names its extraction job; the job tool says it is done (a wait was asked for).
+    [job_id] = added["job_ids"]
+    job = ok(await session.call_tool("job_status", {"job_id": job_id}))
+    assert (job["id"], job["status"], job["type"]) == (job_id, "done", "extract")
+    assert "not found" in failed(await session.call_tool("job_status", {"job_id": "no-such-job"}))
     ok(await session.call_tool("add_memory", {"content": "I am allergic to peanuts.", "wait": True, **user}))
 
     found = ok(await session.call_tool("search_memories", {"query": "where does the user live", **user}))

@@ -21,6 +21,7 @@ export type Memory = Schemas["Memory"];
 export type SearchResult = Schemas["SearchResultItem"];
 export type TenantConfig = Schemas["TenantConfig"];
 /** `{ topic: "food" }` (equality) or `{ topic: { in: ["food", "travel"] } }` (any of them); every key must match. */
+export type JobStatus = Schemas["JobStatusResponse"];
 export type MetadataFilter = NonNullable<NonNullable<Schemas["SearchFilters"]["metadata"]>>;
 
 export interface MemstackOptions {
@@ -241,6 +242,31 @@ export class MemstackClient {
   /** Change parts of it: a JSON merge patch (objects merge, `null` resets a key to its default). */
   patchConfig(patch: Record<string, unknown>, ifVersion?: number) {
     return unwrap(this.api.PATCH("/v1/config", { body: patch, headers: versionHeader(ifVersion) }));
+  }
+
+  /** One job's state (`queued`, `running`, `done`, `failed` with its `error`); an add's `job_ids` name its jobs. */
+  job(jobId: string) {
+    return unwrap(this.api.GET("/v1/jobs/{job_id}", { params: { path: { job_id: jobId } } }));
+  }
+
+  /**
+   * Ask for each job's state until every one is done or failed; their last states, in the order given.
+   * A failed job is returned (its `error` says why), not thrown; an Error names the jobs still unfinished
+   * after `timeoutMs`.
+   */
+  async waitForJobs(jobIds: string[], options: { timeoutMs?: number; pollMs?: number } = {}): Promise<JobStatus[]> {
+    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    const states = new Map<string, JobStatus>();
+    const unfinished = () => jobIds.filter((id) => !["done", "failed"].includes(states.get(id)?.status ?? ""));
+    for (;;) {
+      for (const id of unfinished()) states.set(id, await this.job(id));
+      const left = unfinished();
+      if (left.length === 0) return jobIds.map((id) => states.get(id) as JobStatus);
+      if (Date.now() >= deadline) {
+        throw new Error(`jobs not finished in time: ${left.map((id) => `${id} (${states.get(id)?.status})`).join(", ")}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(options.pollMs ?? 500, deadline - Date.now())));
+    }
   }
 }
 

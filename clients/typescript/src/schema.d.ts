@@ -110,6 +110,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One job's state: queued, running, done or failed (with the error), a while after it ends */
+        get: operations["get_job_v1_jobs__job_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memories": {
         parameters: {
             query?: never;
@@ -329,6 +346,11 @@ export interface components {
              * @enum {string}
              */
             status: "stored" | "queued" | "processed";
+            /**
+             * Job Ids
+             * @description the queued jobs: follow each with GET /v1/jobs/{id}
+             */
+            job_ids?: string[];
         };
         /** CategoriesSection */
         CategoriesSection: {
@@ -514,6 +536,19 @@ export interface components {
              */
             error?: string | null;
         };
+        /** JobFailure */
+        JobFailure: {
+            /**
+             * Code
+             * @description throttled, dependency_failed, storage_full, invalid_input, not_found, conflict, worker_lost or internal_error
+             */
+            code: string;
+            /**
+             * Message
+             * @description what failed and what happens next, for a person to read
+             */
+            message: string;
+        };
         /** JobList */
         JobList: {
             /**
@@ -523,6 +558,47 @@ export interface components {
             waiting: components["schemas"]["JobEntry"][] | null;
             /** Dead Lettered */
             dead_lettered: components["schemas"]["JobEntry"][];
+        };
+        /** JobStatusResponse */
+        JobStatusResponse: {
+            /** Id */
+            id: string;
+            /**
+             * Type
+             * @description extract or consolidate
+             */
+            type: string;
+            /** User Id */
+            user_id: string;
+            /**
+             * Status
+             * @description failed: dead-lettered (POST /v1/jobs/redrive queues it again)
+             * @enum {string}
+             */
+            status: "queued" | "running" | "done" | "failed";
+            /**
+             * Attempts
+             * @description attempts so far
+             */
+            attempts: number;
+            /** @description the last failed attempt's (a queued job with an error is being retried) */
+            error?: components["schemas"]["JobFailure"] | null;
+            /**
+             * Queued At
+             * Format: date-time
+             */
+            queued_at: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /**
+             * Expires At
+             * Format: date-time
+             * @description after this the job is no longer shown (404)
+             */
+            expires_at: string;
         };
         /**
          * Kind
@@ -1620,6 +1696,55 @@ export interface operations {
             };
             /** @description missing or unknown credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a field is invalid (details name it) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    get_job_v1_jobs__job_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the job */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobStatusResponse"];
+                };
+            };
+            /** @description missing or unknown credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description no such memory for this tenant and user */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -166,6 +166,19 @@ test("the tenant configuration: read, replace, merge, If-Match, per tenant", asy
   assert.deepEqual((await ts.patchConfig({ extraction: null })).config.extraction?.ignore?.categories, []);
 });
 
+test("an add names its jobs, waitForJobs follows them to done; another tenant's job is not found", async () => {
+  const ts = new MemstackClient({ baseUrl, apiKey: "ts-key" });
+  const other = new MemstackClient({ baseUrl, apiKey: "other-key" });
+  const added = await ts.add({ user_id: "jo", messages: [{ role: "user", content: "I moved to Porto in May." }] });
+  const jobIds = added.job_ids ?? [];
+  assert.equal(jobIds.length, 1);
+  assert.equal((await ts.job(jobIds[0]!)).type, "extract");
+  const [state] = await ts.waitForJobs(jobIds, { timeoutMs: 60_000, pollMs: 100 });
+  assert.equal(state!.status, "done");
+  assert.equal(state!.user_id, "jo");
+  await assert.rejects(other.job(jobIds[0]!), { code: "not_found", status: 404 });
+});
+
 test("the raw generated client reaches every route too", async () => {
   const memstack = new MemstackClient({ baseUrl, apiKey: "ts-key" });
   const { data, response } = await memstack.api.GET("/v1/memories", { params: { query: { user_id: "bob", limit: 1 } } });

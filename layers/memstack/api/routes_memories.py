@@ -163,7 +163,11 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         # Newly stored only: an idempotent replay or a resent id is not new traffic.
         deps.metrics.add_metric(name="MessagesIngested", unit=MetricUnit.Count, value=len(result.stored))
         return AddMemoriesResponse(
-            accepted=result.accepted, stored=result.stored, queued=result.queued, status=status
+            accepted=result.accepted,
+            stored=result.stored,
+            queued=result.queued,
+            status=status,
+            job_ids=result.job_ids,
         ).model_dump(mode="json")
 
     idempotent_add = make_idempotent(do_add, deps.persistence, deps.idempotency)

@@ -405,6 +405,9 @@ class AddMemoriesResponse(BaseModel):
     stored: list[str] = Field(description="ids stored by this request (a retried id is not stored twice)")
     queued: int = Field(description="extraction jobs queued")
     status: Literal["stored", "queued", "processed"]
+    job_ids: list[str] = Field(
+        default_factory=list, description="the queued jobs: follow each with GET /v1/jobs/{id}"
+    )
 
 
 class Memory(BaseModel):
@@ -503,6 +506,30 @@ class JobList(BaseModel):
         description="jobs not done yet, oldest first; null where the queue cannot list them (SQS)"
     )
     dead_lettered: list[JobEntry]
+
+
+class JobFailure(BaseModel):
+    code: str = Field(
+        description="throttled, dependency_failed, storage_full, invalid_input, not_found, conflict, "
+        "worker_lost or internal_error"
+    )
+    message: str = Field(description="what failed and what happens next, for a person to read")
+
+
+class JobStatusResponse(BaseModel):
+    id: str
+    type: str = Field(description="extract or consolidate")
+    user_id: str
+    status: Literal["queued", "running", "done", "failed"] = Field(
+        description="failed: dead-lettered (POST /v1/jobs/redrive queues it again)"
+    )
+    attempts: int = Field(description="attempts so far")
+    error: JobFailure | None = Field(
+        None, description="the last failed attempt's (a queued job with an error is being retried)"
+    )
+    queued_at: datetime
+    updated_at: datetime
+    expires_at: datetime = Field(description="after this the job is no longer shown (404)")
 
 
 class RedriveResponse(BaseModel):

@@ -76,6 +76,7 @@ def ingest(
     if not messages:
         raise UserError(f"{file}: no messages found")
     accepted: list[str] = []
+    job_ids: list[str] = []
     stored = queued = 0
     with open_service(settings) as service:
         t = tenant_or_default(tenant, settings)
@@ -104,8 +105,16 @@ def ingest(
                 accepted += result.accepted
                 stored += len(result.stored)
                 queued += result.queued
+                job_ids += result.job_ids
                 progress.advance(task, len(batch))
-    summary = {"user_id": user, "tenant": t, "accepted": len(accepted), "stored": stored, "queued": queued}
+    summary = {
+        "user_id": user,
+        "tenant": t,
+        "accepted": len(accepted),
+        "stored": stored,
+        "queued": queued,
+        "job_ids": job_ids,
+    }
     if as_json:
         print_json(summary)
     else:

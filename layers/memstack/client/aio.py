@@ -10,16 +10,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import builtins
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
 
-from memstack.api.schemas import Memory, UserSummary
+from memstack.api.schemas import AddMemoriesResponse, JobStatusResponse, Memory, UserSummary
 from memstack.client import calls
 from memstack.client.base import DEFAULT_TIMEOUT, ClientCore
 from memstack.client.binding import async_method
 from memstack.client.calls import ApiCall
+from memstack.client.job_wait import JobWait
 from memstack.client.retry import RetryPolicy
 
 T = TypeVar("T")
@@ -90,6 +92,23 @@ class AsyncMemoryClient(ClientCore):
     get_config = async_method(calls.get_config)
     put_config = async_method(calls.put_config)
     patch_config = async_method(calls.patch_config)
+    job = async_method(calls.job)
+
+    async def wait_for_jobs(
+        self, jobs: AddMemoriesResponse | Sequence[str], *, timeout: float | None = 60.0, poll: float = 0.5
+    ) -> builtins.list[JobStatusResponse]:
+        """Ask for each job's state until every one is done or failed; their last states.
+
+        ``jobs``: an add's answer or job ids. A failed job is returned (its ``error`` says why), not
+        raised; ``TimeoutError`` when one is still queued or running after ``timeout`` s (None: no limit).
+        """
+        wait = JobWait(jobs, timeout, poll)
+        while True:
+            for job_id in wait.unfinished():
+                wait.saw(await self.call(calls.job(job_id)))
+            if not wait.unfinished():
+                return wait.results()
+            await self._sleep(wait.delay())
 
     async def iter_memories(
         self, *, user_id: str, page_size: int = 100, **filters: Any

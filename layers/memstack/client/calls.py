@@ -23,6 +23,7 @@ from memstack.api.schemas import (
     DeleteMemoryResponse,
     EraseUserResponse,
     HealthResponse,
+    JobStatusResponse,
     Memory,
     MemoryHistory,
     MemoryList,
@@ -394,6 +395,12 @@ def patch_config(patch: Mapping[str, Any], *, if_version: int | None = None) -> 
         # Merging the same patch twice leaves the same configuration.
         idempotent=True,
     )
+
+
+def job(job_id: str) -> ApiCall[JobStatusResponse]:
+    """One job's state (``queued``, ``running``, ``done``, ``failed`` with its ``error``); an add's
+    ``job_ids`` name its jobs. Another tenant's, an unknown or a long-finished job: 404."""
+    return ApiCall("GET", f"/v1/jobs/{_segment(job_id)}", _model(JobStatusResponse))
 
 
 def health() -> ApiCall[HealthResponse]:

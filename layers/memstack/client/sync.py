@@ -16,17 +16,19 @@ retried as ``RetryPolicy`` says. Argument order follows Mem0's client
 
 from __future__ import annotations
 
+import builtins
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
 
-from memstack.api.schemas import Memory, UserSummary
+from memstack.api.schemas import AddMemoriesResponse, JobStatusResponse, Memory, UserSummary
 from memstack.client import calls
 from memstack.client.base import DEFAULT_TIMEOUT, ClientCore
 from memstack.client.binding import sync_method
 from memstack.client.calls import ApiCall
+from memstack.client.job_wait import JobWait
 from memstack.client.retry import RetryPolicy
 
 T = TypeVar("T")
@@ -101,6 +103,23 @@ class MemoryClient(ClientCore):
     get_config = sync_method(calls.get_config)
     put_config = sync_method(calls.put_config)
     patch_config = sync_method(calls.patch_config)
+    job = sync_method(calls.job)
+
+    def wait_for_jobs(
+        self, jobs: AddMemoriesResponse | Sequence[str], *, timeout: float | None = 60.0, poll: float = 0.5
+    ) -> builtins.list[JobStatusResponse]:
+        """Ask for each job's state until every one is done or failed; their last states.
+
+        ``jobs``: an add's answer or job ids. A failed job is returned (its ``error`` says why), not
+        raised; ``TimeoutError`` when one is still queued or running after ``timeout`` s (None: no limit).
+        """
+        wait = JobWait(jobs, timeout, poll)
+        while True:
+            for job_id in wait.unfinished():
+                wait.saw(self.call(calls.job(job_id)))
+            if not wait.unfinished():
+                return wait.results()
+            self._sleep(wait.delay())
 
     def iter_memories(self, *, user_id: str, page_size: int = 100, **filters: Any) -> Iterator[Memory]:
         """Every current memory, following the cursor page by page."""

@@ -1,8 +1,8 @@
 """memstack as a Model Context Protocol server, on the official ``mcp`` SDK (``MCPServer``).
 
 Tools: ``add_memory``, ``search_memories``, ``list_memories``, ``get_memory``,
-``update_memory``, ``delete_memory``, ``delete_memories``, ``memory_history``, and ``erase_user``
-when ``MEMSTACK_MCP_ALLOW_ERASE=true``. Each has a JSON schema built from its
+``update_memory``, ``delete_memory``, ``delete_memories``, ``memory_history``, ``job_status``,
+and ``erase_user`` when ``MEMSTACK_MCP_ALLOW_ERASE=true``. Each has a JSON schema built from its
 signature and descriptions written for the model that reads them. The tenant
 is the credential of the connection (stdio: ``MEMSTACK_DEFAULT_TENANT``; HTTP:
 the caller's API key, checked as the REST API checks it), never an argument.
@@ -30,6 +30,7 @@ from memstack.api.schemas import (
     DeleteMemoriesResponse,
     DeleteMemoryResponse,
     EraseUserResponse,
+    JobStatusResponse,
     MetadataIn,
 )
 from memstack.client import calls
@@ -343,6 +344,16 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         """How a memory changed over time: its versions, oldest first."""
         chain = kit.run(calls.history(memory_id, user_id=kit.user(user_id)), headers(ctx))
         return tool_result(HistoryView(memories=[memory_view(m) for m in chain]))
+
+    @server.tool(annotations=READ_ONLY)
+    @tool_errors
+    def job_status(
+        job_id: Annotated[str, Field(description="one of the job_ids add_memory returned")],
+        ctx: Context[Any, Any],
+    ) -> Annotated[CallToolResult, JobStatusResponse]:
+        """Whether memstack has finished extracting facts from what add_memory stored: the job is
+        queued, running, done, or failed (with the reason)."""
+        return tool_result(kit.run(calls.job(job_id), headers(ctx)))
 
     if allow_erase:
 

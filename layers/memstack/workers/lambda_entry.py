@@ -14,6 +14,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from memstack.adapters.queue.sqs_arns import SqsReceiveLimit
 from memstack.adapters.queue.sqs_backoff import SqsThrottleBackoff
 from memstack.adapters.queue.sqs_visibility import SqsVisibilityHeartbeat
 from memstack.errors import SettingsError
@@ -78,6 +79,8 @@ def build_worker(job_type: str, service: MemoryService, persistence: Any, sqs: A
             sqs, lease_seconds=round(settings.queue.queue_lease_seconds), region=settings.aws.aws_region
         ),
         backoff=SqsThrottleBackoff(sqs, region=settings.aws.aws_region),
+        recorder=service.job_recorder,
+        limit=SqsReceiveLimit(sqs, region=settings.aws.aws_region),
     )
 
 

@@ -13,6 +13,11 @@ dependency throttled (``Throttled``) is not a failed attempt: ``backoff``
 sends it back to its queue with an exponential delay and the record
 succeeds (``adapters/queue/sqs_backoff.py``), so throttling never
 dead-letters a healthy job; a poisoned one still fails each receive.
+
+With a ``recorder`` (``domain/jobs.py``) each job's state is reported: running
+at each receive, done, queued again after a failed or deferred attempt, and
+failed on the receive that SQS dead-letters it after (its queue's
+``maxReceiveCount``, read from the queue by ``limit``).
 """
 
 from __future__ import annotations
@@ -28,8 +33,10 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
+from memstack.adapters.queue.sqs_arns import SqsReceiveLimit
 from memstack.adapters.queue.sqs_backoff import SqsThrottleBackoff
 from memstack.adapters.queue.sqs_visibility import SqsVisibilityHeartbeat
+from memstack.domain.jobs import JobRecorder
 from memstack.errors import Throttled
 from memstack.ports.queue import Job
 
@@ -50,6 +57,8 @@ class JobWorker:
         metrics: Any = None,
         visibility: SqsVisibilityHeartbeat | None = None,
         backoff: SqsThrottleBackoff | None = None,
+        recorder: JobRecorder | None = None,
+        limit: SqsReceiveLimit | None = None,
     ) -> None:
         """``process`` runs one job; ``persistence`` is None only where idempotency is not wanted (a test).
 
@@ -59,6 +68,8 @@ class JobWorker:
         self.process = process
         self.visibility = visibility
         self.backoff = backoff
+        self.recorder = recorder
+        self.limit = limit
         self.metrics = metrics
         self.deferred = 0
         self.accepts = frozenset(accepts)
@@ -97,18 +108,43 @@ class JobWorker:
 
     def record_handler(self, record: SQSRecord) -> dict[str, Any]:
         job = self.parse(record)
+        attempt = int(record.attributes.approximate_receive_count or 1)
         logger.append_keys(job_id=job.id, job_type=job.type)
+        if self.recorder is not None:
+            self.recorder.running(job, attempt)
         try:
-            return self._run(job=job.model_dump(mode="json"))
-        except Throttled:
+            answer = self._run(job=job.model_dump(mode="json"))
+        except Throttled as exc:
             delay = self.backoff.defer(record.raw_event) if self.backoff is not None else None
-            if delay is None:
-                raise  # no backoff, or its deferrals are spent: an attempt like any other
+            if delay is None:  # no backoff, or its deferrals are spent: an attempt like any other
+                self._failed(job, attempt, exc, record)
+                raise
             self.deferred += 1
+            if self.recorder is not None:  # its copy comes back after the delay
+                self.recorder.failed(job, attempt, exc, final=False)
             logger.warning("job throttled: deferred", extra={"delay_seconds": delay})
             return {"job_id": job.id, "type": job.type, "status": "deferred", "delay_seconds": delay}
+        except Exception as exc:
+            self._failed(job, attempt, exc, record)
+            raise
+        else:
+            if self.recorder is not None:
+                self.recorder.done(job, attempt)
+            return answer
         finally:
             logger.remove_keys(["job_id", "job_type"])
+
+    def _failed(self, job: Job, attempt: int, error: Exception, record: SQSRecord) -> None:
+        """A failed attempt; failed for good on the receive after which SQS dead-letters the message."""
+        if self.recorder is None:
+            return
+        final = False
+        if self.limit is not None and record.event_source_arn:
+            try:
+                final = attempt >= self.limit.max_receives(record.event_source_arn)
+            except Exception:  # unknown: say retried (never "failed" for a job SQS may still deliver)
+                logger.warning("could not read the queue's redrive policy", exc_info=True)
+        self.recorder.failed(job, attempt, error, final=final)
 
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         """The Lambda entry: ``{"batchItemFailures": [...]}`` naming only the records that failed."""

@@ -65,6 +65,7 @@ GUARD_PREFIX = "msg#"
 ERASED_PREFIX = "ERASED#"  # erasure markers (domain/erasure.py), keyed by a hash of the user
 LEASE_PREFIX = "lease#"  # per-user leases (``adapters.dynamodb.leases``) share the user's partition
 PART_PREFIX = "part#"  # the text of a long message, in parts (see the module docstring)
+JOB_PREFIX = "job#"  # pointers to the user's job statuses (``adapters.dynamodb.job_status``)
 #: UTF-8 bytes of text per part: an item holds 400 KB, keys and attribute names included
 PART_BYTES = 300_000
 # Two actions each, the erase fence, and the parts: DynamoDB takes at most 100 per transaction.
@@ -664,7 +665,9 @@ class DynamoDbShortTermStore:
             )
         )
         entries = sum(
-            1 for k in keys if not _plain(k)["sk"].startswith((GUARD_PREFIX, LEASE_PREFIX, PART_PREFIX))
+            1
+            for k in keys
+            if not _plain(k)["sk"].startswith((GUARD_PREFIX, LEASE_PREFIX, PART_PREFIX, JOB_PREFIX))
         )
         self._delete_keys(keys)
         return entries

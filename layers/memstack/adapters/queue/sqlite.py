@@ -13,6 +13,10 @@ times, then moved to the dead-letter list (``status = 'dead'``) where
 ``memstack dlq list`` shows it and ``memstack dlq redrive`` puts it back.
 Sending a job id that is already dead-lettered puts it back the same way (a
 client's retry of the add that queued it asks for exactly that).
+
+With a ``recorder`` (``domain/jobs.py``) each job's state is reported as it
+changes: queued when it is inserted or put back, running when claimed, done,
+queued again after a failed attempt, failed when dead-lettered.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.migrations import ensure_columns
 from memstack.domain.heartbeat import LeaseKeeper
+from memstack.domain.jobs import WORKER_LOST, JobRecorder
 from memstack.ports.queue import Job
 
 if TYPE_CHECKING:
@@ -60,17 +65,27 @@ class SqliteJobQueue:
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
         self._heartbeat = LeaseKeeper(lease_seconds / 3, name="memstack-job-heartbeat")
+        self.recorder: JobRecorder | None = None
 
     # ----------------------------------------------------------------- the port
     def send(self, jobs: list[Job]) -> None:
         now = self.clock()
         with self.db.write() as conn:
-            conn.executemany(
-                "INSERT INTO jobs (id, body, status, attempts, available_at, created_at, user_key) "
-                "VALUES (?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = 'pending', "
-                "attempts = 0, available_at = excluded.available_at WHERE jobs.status = 'dead'",
-                [(j.id, j.model_dump_json(), now, now, _user_key(j)) for j in jobs],
-            )
+            sent = [
+                job
+                for job in jobs
+                if conn.execute(
+                    "INSERT INTO jobs (id, body, status, attempts, available_at, created_at, user_key) "
+                    "VALUES (?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = 'pending', "
+                    "attempts = 0, available_at = excluded.available_at WHERE jobs.status = 'dead' "
+                    "RETURNING id",
+                    (job.id, job.model_dump_json(), now, now, _user_key(job)),
+                ).fetchall()
+            ]
+            # Only what was inserted or put back: a job already waiting or running keeps its state.
+            # In the same transaction, so no worker claims a job before its record exists.
+            if self.recorder is not None:
+                self.recorder.queued(sent)
         self._wake.set()
 
     def set_handler(self, handler: Callable[[Job], None]) -> None:
@@ -141,13 +156,15 @@ class SqliteJobQueue:
             only += f" AND id IN ({','.join('?' * len(job_ids))})"
             params = [*params, *job_ids]
         with self.db.write() as conn:
-            n = conn.execute(
+            bodies = conn.execute(
                 "UPDATE jobs SET status = 'pending', attempts = 0, available_at = ? "
-                f"WHERE status = 'dead'{only}",
+                f"WHERE status = 'dead'{only} RETURNING body",
                 (self.clock(), *params),
-            ).rowcount
+            ).fetchall()
+            if self.recorder is not None:
+                self.recorder.queued([Job.model_validate_json(row["body"]) for row in bodies])
         self._wake.set()
-        return n
+        return len(bodies)
 
     def erase_user(self, tenant: str, user_id: str) -> int:
         """Delete every job of the user, waiting, running or dead-lettered; returns how many."""
@@ -191,6 +208,9 @@ class SqliteJobQueue:
                         "UPDATE jobs SET status = 'dead', lease_token = NULL, last_error = ? WHERE id = ?",
                         (f"the worker was lost {attempts} times while running it", row["id"]),
                     )
+                    if self.recorder is not None:
+                        lost = Job.model_validate_json(row["body"])
+                        self.recorder.failed(lost, attempts, WORKER_LOST, final=True)
                     continue
                 token = uuid.uuid4().hex
                 conn.execute(
@@ -198,7 +218,10 @@ class SqliteJobQueue:
                     "available_at = ? WHERE id = ?",
                     (token, now + self.lease_seconds, row["id"]),
                 )
-                return Job.model_validate_json(row["body"]), attempts + 1, token
+                job = Job.model_validate_json(row["body"])
+                if self.recorder is not None:
+                    self.recorder.running(job, attempts + 1)
+                return job, attempts + 1, token
 
     def _renew(self, job_id: str, token: str) -> None:
         with self.db.write() as conn:
@@ -208,12 +231,12 @@ class SqliteJobQueue:
             )
 
     def _finish(self, job: Job, attempts: int, token: str, error: Exception | None) -> None:
+        dead = error is not None and attempts >= self.max_attempts
         with self.db.write() as conn:
             if error is None:
-                conn.execute("DELETE FROM jobs WHERE id = ? AND lease_token = ?", (job.id, token))
+                ours = conn.execute("DELETE FROM jobs WHERE id = ? AND lease_token = ?", (job.id, token))
             else:  # a failed job is retried, then dead-lettered
-                dead = attempts >= self.max_attempts
-                conn.execute(
+                ours = conn.execute(
                     "UPDATE jobs SET status = ?, lease_token = NULL, available_at = ?, last_error = ? "
                     "WHERE id = ? AND lease_token = ?",
                     (
@@ -224,6 +247,12 @@ class SqliteJobQueue:
                         token,
                     ),
                 )
+        # A worker whose lease ran out (another one took the job over) has nothing to report.
+        if self.recorder is not None and ours.rowcount:
+            if error is None:
+                self.recorder.done(job, attempts)
+            else:
+                self.recorder.failed(job, attempts, error, final=dead)
         with self._finished:
             self._finished.notify_all()
 

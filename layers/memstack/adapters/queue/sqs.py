@@ -14,17 +14,24 @@ their messages back to their source queues.
 
 DLQ URLs come from settings, or are read from each source queue's
 ``RedrivePolicy`` when unset.
+
+With a ``recorder`` (``domain/jobs.py``) a job is recorded queued before it
+is sent (or redriven), so the worker that takes it always finds its record;
+``drain`` reports running, done and failed as the worker Lambda does
+(``workers/sqs.py``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from memstack.adapters.aws_errors import aws_dependency
 from memstack.domain.heartbeat import LeaseKeeper
+from memstack.domain.jobs import JobRecorder
 from memstack.errors import DependencyFailed, SettingsError
 from memstack.ports.queue import Job
 from memstack.settings import Settings
@@ -57,6 +64,7 @@ class SqsJobQueue:
         self._region = region
         self.list_visibility_seconds = list_visibility_seconds
         self._handler: Callable[[Job], None] | None = None
+        self.recorder: JobRecorder | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, client: Any = None) -> SqsJobQueue:
@@ -107,6 +115,8 @@ class SqsJobQueue:
             if job.type not in self.queue_urls:
                 raise SettingsError(f"no SQS queue is configured for {job.type!r} jobs")
             by_type.setdefault(job.type, []).append(job)
+        if self.recorder is not None:
+            self.recorder.queued(jobs)
         for job_type, batch in by_type.items():
             for start in range(0, len(batch), 10):  # SQS takes at most 10 messages per call
                 self._send_chunk(self.queue_urls[job_type], batch[start : start + 10])
@@ -241,6 +251,9 @@ class SqsJobQueue:
         return moved
 
     def _move(self, dlq: str, source: str, batch: list[dict[str, Any]]) -> int:
+        jobs = [_job_of(m) for m in batch]
+        if self.recorder is not None:  # queued again before it can run (one SQS refused: failed, below)
+            self.recorder.queued([j for j in jobs if j is not None])
         sent = self.client.send_message_batch(
             QueueUrl=source,
             Entries=[
@@ -249,6 +262,10 @@ class SqsJobQueue:
             ],
         )
         ok = {int(s["Id"]) for s in sent.get("Successful", [])}
+        if self.recorder is not None:
+            for i, (m, job) in enumerate(zip(batch, jobs, strict=True)):
+                if i not in ok and job is not None:
+                    self.recorder.failed(job, _receives(m), "dependency_failed", final=True)
         # Delete only what reached the source queue; the rest stays dead-lettered.
         if ok:
             self.client.delete_message_batch(
@@ -323,14 +340,32 @@ class SqsJobQueue:
                     QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=self.lease_seconds
                 )
 
+            job = _job_of(msg)
+            attempt = _receives(msg)
+            if self.recorder is not None and job is not None:
+                self.recorder.running(job, attempt)
             try:
+                if job is None:
+                    raise ValueError(f"message {msg['MessageId']} is not a job")
                 with self._heartbeat.keep(renew):
-                    self._handler(Job.model_validate_json(msg["Body"]))
-            except Exception:  # leave it to SQS: visible again now, dead-lettered after maxReceiveCount
+                    self._handler(job)
+            except (
+                Exception
+            ) as exc:  # leave it to SQS: visible again now, dead-lettered after maxReceiveCount
+                if self.recorder is not None and job is not None:
+                    self.recorder.failed(job, attempt, exc, final=attempt >= self._max_receives(url))
                 self.client.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=0)
             else:
                 self.client.delete_message(QueueUrl=url, ReceiptHandle=handle)
+                if self.recorder is not None and job is not None:
+                    self.recorder.done(job, attempt)
         return len(msgs)
+
+    def _max_receives(self, url: str) -> float:
+        """The queue's ``maxReceiveCount`` (no redrive policy: it never dead-letters)."""
+        attrs = self.client.get_queue_attributes(QueueUrl=url, AttributeNames=["RedrivePolicy"])
+        policy = attrs.get("Attributes", {}).get("RedrivePolicy")
+        return int(json.loads(policy)["maxReceiveCount"]) if policy else math.inf
 
     def _empty(self) -> bool:
         for url in self.queue_urls.values():
@@ -350,6 +385,18 @@ def _body(msg: dict[str, Any]) -> Any:
         return json.loads(msg["Body"])
     except ValueError:
         return msg["Body"]  # a poisoned message is listed as the text it is
+
+
+def _job_of(msg: dict[str, Any]) -> Job | None:
+    """The message's job; None for a poisoned message (listed and redriven as the text it is)."""
+    try:
+        return Job.model_validate_json(msg["Body"])
+    except ValueError:
+        return None
+
+
+def _receives(msg: dict[str, Any]) -> int:
+    return int(msg.get("Attributes", {}).get("ApproximateReceiveCount", 1))
 
 
 def _job_id(msg: dict[str, Any]) -> str:

@@ -6,6 +6,8 @@ asked once per container.
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 
@@ -30,3 +32,21 @@ class SqsByArn:
             answer = self.client.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)
             self._urls[arn] = answer["QueueUrl"]
         return self._urls[arn]
+
+
+class SqsReceiveLimit(SqsByArn):
+    """How many receives a queue allows before it dead-letters a message (its ``RedrivePolicy``)."""
+
+    def __init__(self, client: Any = None, region: str | None = None) -> None:
+        super().__init__(client, region)
+        self._limits: dict[str, float] = {}
+
+    def max_receives(self, arn: str) -> float:
+        """``maxReceiveCount`` of the queue ``arn`` (asked once per container); no policy: never."""
+        if arn not in self._limits:
+            attrs = self.client.get_queue_attributes(
+                QueueUrl=self.queue_url(arn), AttributeNames=["RedrivePolicy"]
+            ).get("Attributes", {})
+            policy = attrs.get("RedrivePolicy")
+            self._limits[arn] = int(json.loads(policy)["maxReceiveCount"]) if policy else math.inf
+        return self._limits[arn]
