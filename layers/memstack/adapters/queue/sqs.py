@@ -349,9 +349,7 @@ class SqsJobQueue:
                     raise ValueError(f"message {msg['MessageId']} is not a job")
                 with self._heartbeat.keep(renew):
                     self._handler(job)
-            except (
-                Exception
-            ) as exc:  # leave it to SQS: visible again now, dead-lettered after maxReceiveCount
+            except Exception as exc:  # left to SQS: visible again now, dead-lettered after maxReceiveCount
                 if self.recorder is not None and job is not None:
                     self.recorder.failed(job, attempt, exc, final=attempt >= self._max_receives(url))
                 self.client.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=0)
