@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from memstack.api.local_server import make_server, running_in_thread
+from memstack.api.wsgi_server import make_server, running_in_thread
 from memstack.client import AsyncMemoryClient, MemoryClient
 from memstack.factory import build_service
 from memstack.ports.job_status import JobStatus
