@@ -34,7 +34,7 @@ def _fail_extraction(service: MemoryService) -> list[float]:
     def broken(job: Job) -> None:
         raise RuntimeError(f"model down while reading: {SECRET_WORDS}")
 
-    service.register_job_handler("extract", broken)
+    service.job_handlers["extract"] = broken
     now = [time.time()]
     service.queue.clock = lambda: now[0]  # type: ignore[union-attr]
     return now
@@ -51,7 +51,7 @@ def test_an_add_returns_its_job_ids_and_each_goes_queued_running_done(
         seen.append(body["status"])
         extract(job)
 
-    service.register_job_handler("extract", watching)
+    service.job_handlers["extract"] = watching
     status, added = api("POST", "/v1/memories", body=add_body("alice", "I moved to Lisbon.", "I like figs."))
     assert status == 202 and added["queued"] == 2 and len(added["job_ids"]) == 2, added
     for job_id in added["job_ids"]:

@@ -149,7 +149,7 @@ def test_the_worker_lambda_records_running_done_and_the_dead_lettering_receive(
     def broken(job: Job) -> None:
         raise RuntimeError("the model said: I moved to Lisbon")
 
-    svc.register_job_handler("extract", broken)
+    svc.job_handlers["extract"] = broken
     [failing] = svc.add("acme", "ann", [Message(role="user", content="I like figs.")]).job_ids
     first = _deliver(worker, aws)
     assert len(first["batchItemFailures"]) == 1
@@ -174,7 +174,7 @@ def test_a_throttled_job_deferred_by_the_worker_shows_queued_with_the_reason(
     def throttled(job: Job) -> None:
         raise Throttled("Bedrock is throttling requests")
 
-    svc.register_job_handler("extract", throttled)
+    svc.job_handlers["extract"] = throttled
     [job_id] = svc.add("acme", "ann", [Message(role="user", content="I like figs.")]).job_ids
     persistence = DynamoDBPersistenceLayer(table_name=IDEMPOTENCY_TABLE, boto3_client=aws.ddb)
     worker = build_worker("extract", svc, persistence, sqs=aws.sqs)
