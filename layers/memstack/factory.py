@@ -280,7 +280,7 @@ def build_service(
         queue = QUEUES.build(settings.queue_backend, settings, clients, db)
     recorder = build_job_recorder(settings, db, clients)
     if getattr(queue, "recorder", False) is None:  # our queues report each job's state to it
-        queue.recorder = recorder  # type: ignore[union-attr]
+        queue.recorder = recorder  # type: ignore[attr-defined]
     embedder = embedder or memoised(
         build_embedder(settings, clients.get("bedrock_runtime")), settings.embedding.embedding_memo
     )
