@@ -7,13 +7,14 @@ adapters (fakes, moto clients) through the keyword arguments.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict, Unpack, cast
 
 from memstack.adapters.blas import limit_blas_threads
 from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.cursors import CursorSigner
+from memstack.domain.embedder_record import check_embedder
 from memstack.domain.embedding_memo import memoised
 from memstack.domain.extraction.handler import ExtractionJobHandler
 from memstack.domain.ingest import Ingestor, UnitOfWork
@@ -243,8 +244,14 @@ def build_service(
     embedder: Embedder | None = None,
     queue: JobQueue | None = None,
     reranker: Reranker | None = None,
+    embedder_check: bool = True,
     **clients: Unpack[Clients],
 ) -> MemoryService:
+    """The service the settings describe.
+
+    ``embedder_check``: refuse a store whose vectors another embedder made
+    (``domain/embedder_record.py``); off only for ``memstack reembed``, which mends that.
+    """
     unknown = sorted(set(clients) - set(Clients.__annotations__))
     if unknown:
         raise TypeError(
@@ -326,6 +333,12 @@ def build_service(
         tenant_configs=build_tenant_configs(store, db),
         job_recorder=recorder,
     )
+    if embedder_check:
+        try:
+            check_embedder(service.tenant_configs.store, embedder, datetime.now(UTC))
+        except BaseException:
+            service.close()
+            raise
     if queue is not None:
         queue.set_handler(service.process_job)
     return service

@@ -814,6 +814,30 @@ def test_users_is_one_composite_aggregation_over_the_tenant_paged_by_its_after_k
     assert second.body["aggs"]["users"]["composite"]["after"] == {"user_id": "bo"}
 
 
+def test_tenants_pages_a_composite_aggregation_over_every_tenant(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    """``memstack reembed`` finds every tenant with records this way (issue 26)."""
+
+    def answer(tenants: list[str]) -> dict[str, Any]:
+        buckets = [{"key": {"tenant": t}, "doc_count": 1} for t in tenants]
+        after = {"after_key": {"tenant": tenants[-1]}} if tenants else {}
+        return {**rec.search_answer([]), "aggregations": {"tenants": {**after, "buckets": buckets}}}
+
+    recorder.reply(200, answer(["acme", "globex"]))
+    recorder.reply(200, answer([]))
+    assert store.tenants() == ["acme", "globex"]
+    first, second = recorder.requests
+    assert first.path == f"/{ALIAS}/_search"
+    assert first.body == {
+        "size": 0,
+        "aggs": {
+            "tenants": {"composite": {"size": 500, "sources": [{"tenant": {"terms": {"field": "tenant"}}}]}}
+        },
+    }
+    assert second.body["aggs"]["tenants"]["composite"]["after"] == {"tenant": "globex"}
+
+
 def test_a_users_answer_without_its_aggregation_raises(
     store: OpenSearchMemoryStore, recorder: Recorder
 ) -> None:

@@ -273,7 +273,8 @@ def test_opensearch_create_that_landed_then_timed_out_is_not_a_409(tmp_path: Pat
 
     recorder = Recorder()
     store, _ = make_store(recorder)
-    service = build_service(load_settings(data_dir=tmp_path / "d", embedder="hashing"), store=store)
+    settings = load_settings(data_dir=tmp_path / "d", embedder="hashing")
+    service = build_service(settings, store=store, embedder_check=False)  # the recorded answers are the add's
     recorder.reply(200, {"docs": []})  # the turn is not indexed yet
     recorder.reply(404, rec.not_found("marker"))  # the add's erase fence: the user was never erased
     recorder.reply(504, rec.error(504, "timeout", "gateway timeout"))  # the create landed; its answer did not

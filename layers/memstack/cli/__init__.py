@@ -18,6 +18,7 @@ from memstack.cli import (
     models,
     openapi,
     opensearch,
+    reembed,
     search,
     serve,
     transfer,
@@ -43,6 +44,7 @@ for module in (
     opensearch,
     transfer,
     migrate,
+    reembed,
     models,
     bench,
 ):

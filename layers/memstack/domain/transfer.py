@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from memstack.domain.embedder_record import NamedEmbedder
 from memstack.domain.ingest import stm_memory_id
 from memstack.domain.keyed import KEY_FIELD, keyed_id
 from memstack.domain.vectors import coarse_prefix
@@ -73,7 +74,7 @@ def user_records(store: MemoryStore, tenant: str, user_id: str) -> list[MemoryRe
     return ordered
 
 
-def export_lines(store: MemoryStore, tenant: str, user_id: str, embedder: Embedder) -> Iterator[str]:
+def export_lines(store: MemoryStore, tenant: str, user_id: str, embedder: NamedEmbedder) -> Iterator[str]:
     records = user_records(store, tenant, user_id)
     header = {
         "format": FORMAT,

@@ -129,6 +129,18 @@ class MemoryStore(Protocol):
 
 
 @runtime_checkable
+class TenantListing(Protocol):
+    """Every tenant with records in the store: maintenance (``memstack reembed``), never a request.
+
+    Every backend has it; it may read much of the store (a DynamoDB scan of the users' directory).
+    """
+
+    def tenants(self) -> builtins.list[str]:
+        """The tenants that have records, sorted."""
+        ...
+
+
+@runtime_checkable
 class HybridCandidates(Protocol):
     """Optional extra of a store: BM25 and coarse-vector candidates in one round trip.
 

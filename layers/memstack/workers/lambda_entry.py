@@ -49,8 +49,10 @@ def emit_extraction_operations(ops: list[str]) -> None:
 
 
 @lru_cache(maxsize=1)
-def service_from_environment() -> MemoryService:
-    service = build_service(get_settings())
+def service_from_environment(*, embeds: bool = True) -> MemoryService:
+    """The service of a worker function; ``embeds=False`` for one that never embeds or reads vectors
+    (the scheduler: its role reaches the short-term store and the queues, not the memory store)."""
+    service = build_service(get_settings(), embedder_check=embeds)
     extract = service.job_handlers.get("extract")
     if extract is not None and hasattr(extract, "on_operations"):
         extract.on_operations = emit_extraction_operations
@@ -92,7 +94,7 @@ def worker_for(job_type: str) -> JobWorker:
 
 def scheduler_run() -> dict[str, Any]:
     """One scheduled pass: purge expired STM, re-send lost extraction jobs, fan out consolidate jobs."""
-    result = service_from_environment().schedule_consolidation()
+    result = service_from_environment(embeds=False).schedule_consolidation()
     metrics.add_metric(name="ConsolidationJobsScheduled", unit=MetricUnit.Count, value=result["jobs"])
     metrics.add_metric(name="StmExpiredPurged", unit=MetricUnit.Count, value=result["purged_expired"] or 0)
     logger.info(

@@ -528,6 +528,24 @@ class DynamoDBMemoryStore:
     def find_by_source(self, tenant: str, user_id: str, source_id: str) -> list[MemoryRecord]:
         return self._snapshot(tenant, user_id).by_source(source_id)
 
+    def tenants(self) -> builtins.list[str]:
+        # The users' directory items (pk "<tenant>#", sk "USER#<user>"): a scan, for maintenance only.
+        found: set[str] = set()
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "FilterExpression": "begins_with(#sk, :user)",
+            "ProjectionExpression": "#pk",
+            "ExpressionAttributeNames": {"#pk": "pk", "#sk": "sk"},
+            "ExpressionAttributeValues": {":user": {"S": items.USER_PREFIX}},
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self.client.scan(**request)
+            found.update(item["pk"]["S"].removesuffix("#") for item in page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return sorted(found)
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def users(
         self, tenant: str, limit: int, cursor: str | None = None
     ) -> tuple[builtins.list[UserSummary], str | None]:

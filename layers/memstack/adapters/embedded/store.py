@@ -316,6 +316,10 @@ class EmbeddedMemoryStore:
         )
         return [to_record(r) for r in rows]
 
+    def tenants(self) -> builtins.list[str]:
+        rows = self.db.read().execute("SELECT DISTINCT tenant FROM store_users ORDER BY tenant")
+        return [r[0] for r in rows]
+
     def users(
         self, tenant: str, limit: int, cursor: str | None = None
     ) -> tuple[builtins.list[UserSummary], str | None]:

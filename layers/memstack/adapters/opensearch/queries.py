@@ -150,6 +150,14 @@ def list_body(
     return body
 
 
+def tenants_body(after: str | None, size: int = 500) -> dict[str, Any]:
+    """Every tenant with records (a composite aggregation, paged by its ``after`` key)."""
+    composite: dict[str, Any] = {"size": size, "sources": [{"tenant": {"terms": {"field": "tenant"}}}]}
+    if after is not None:
+        composite["after"] = {"tenant": after}
+    return {"size": 0, "aggs": {"tenants": {"composite": composite}}}
+
+
 def users_body(tenant: str, limit: int, after: str | None) -> dict[str, Any]:
     """The tenant's users by user id (a composite aggregation, paged by its ``after`` key).
 

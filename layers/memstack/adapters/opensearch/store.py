@@ -251,6 +251,25 @@ class OpenSearchMemoryStore:
         # A collection may briefly show two copies of one memory: the flavour keeps one.
         return self.documents.collapse(page), next_cursor
 
+    def tenants(self) -> builtins.list[str]:
+        self._ensure()
+        found: list[str] = []
+        after: str | None = None
+        while True:
+            response = self.index.call(
+                "tenants", self.client.search, index=self.index.alias, body=queries.tenants_body(after)
+            )
+            try:
+                aggregation = response["aggregations"]["tenants"]
+                found += [str(b["key"]["tenant"]) for b in aggregation["buckets"]]
+            except (KeyError, TypeError) as exc:
+                raise DependencyFailed(
+                    "OpenSearch returned a tenants answer without its aggregation"
+                ) from exc
+            after = (aggregation.get("after_key") or {}).get("tenant") if aggregation["buckets"] else None
+            if after is None:
+                return found
+
     def users(
         self, tenant: str, limit: int, cursor: str | None = None
     ) -> tuple[builtins.list[UserSummary], str | None]:

@@ -219,6 +219,12 @@ class PostgresMemoryStore:
             out[row["source_id"]].append(record_from_row(row))
         return out
 
+    def tenants(self) -> builtins.list[str]:
+        rows = self.executor.query(
+            f'SELECT DISTINCT tenant COLLATE "C" AS tenant FROM {self.schema}.memories ORDER BY 1', {}
+        )
+        return [str(r["tenant"]) for r in rows]
+
     def users(
         self, tenant: str, limit: int, cursor: str | None = None
     ) -> tuple[builtins.list[UserSummary], str | None]:
