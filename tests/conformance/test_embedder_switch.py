@@ -110,6 +110,9 @@ def test_reembed_gives_every_record_the_new_embedders_vector_and_keeps_everythin
     with pytest.raises(EmbedderMismatch):
         check_embedder(configs, OLD, NOW)  # ... and refuses the old
     assert not (tmp_path / "work").exists()
+    # Every user is listed again (GET /v1/users, and the next re-embedding, read this).
+    assert store.tenants() == ["t1", "t2"]
+    assert [u.user_id for u in store.users("t1", 10)[0]] == ["u1", "u2"]
     # Search ranks by the new vectors: the query's own text comes first.
     query = NEW.embed(["Bo plays chess"])[0]
     coarse = query[:COARSE_DIM] / np.linalg.norm(query[:COARSE_DIM])
