@@ -285,7 +285,10 @@ def build_service(
         store = EmbeddedMemoryStore(db)
     if queue is None:
         queue = QUEUES.build(settings.queue_backend, settings, clients, db)
-    recorder = build_job_recorder(settings, db, clients)
+    # Beside the STM: in its own SQLite file when one was passed in. Another Database on that file
+    # would have its own write lock, and a state recorded while the caller's transaction is open
+    # waited on it until SQLite's busy timeout (a 503).
+    recorder = build_job_recorder(settings, getattr(stm, "db", None) or db, clients)
     if getattr(queue, "recorder", False) is None:  # our queues report each job's state to it
         queue.recorder = recorder  # type: ignore[attr-defined]
     embedder = embedder or memoised(
