@@ -198,6 +198,27 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        7,
+        "BM25 postings: each searchable document's lexemes with their frequencies, kept by every write",
+        (
+            # A search reads the entries of its lexemes (index-only: the primary key carries every
+            # column it needs) instead of the tsvector of every document holding one of them.
+            """CREATE TABLE {schema}.postings (
+                tenant text NOT NULL,
+                user_id text NOT NULL,
+                lexeme text NOT NULL,
+                id text NOT NULL,
+                tf integer NOT NULL,
+                doc_len integer NOT NULL,
+                is_current boolean NOT NULL,
+                PRIMARY KEY (tenant, user_id, lexeme, id) INCLUDE (tf, doc_len, is_current)
+            )""",
+            """INSERT INTO {schema}.postings (tenant, user_id, lexeme, id, tf, doc_len, is_current)
+                SELECT m.tenant, m.user_id, t.lexeme, m.id, cardinality(t.positions), m.doc_len, m.is_current
+                FROM {schema}.memories m, unnest(m.tsv) t WHERE NOT m.deleted""",
+        ),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

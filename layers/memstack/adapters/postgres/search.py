@@ -4,14 +4,17 @@
 fusion depends on the keyword ranking being as good as the embedded store's,
 so the statement computes Okapi BM25 the way SQLite's FTS5 does
 (``k1`` = 1.2, ``b`` = 0.75, ``idf = ln((N - df + 0.5) / (df + 0.5))``, at
-least 1e-6): the GIN index finds the user's documents containing any query
-term; their term frequencies come from the tsvector positions; a term's
-document frequency is the number of those documents that contain it (the
-documents with any query term are exactly those that can contain it); ``N``
-and the mean length are the user's row of ``text_stats``, which every write
-keeps exact (``writes``). User text never reaches a query parser: it is tokenised by
-``to_tsvector`` (which accepts any text) and the resulting lexemes are quoted
-into the ``tsquery``.
+least 1e-6), exactly, over the user's whole corpus. It reads ``postings``
+(migration 7: one row per searchable document and lexeme, with the term's
+frequency and the document's length, kept by every write) by index-only
+range scans, one per query lexeme, instead of every matching document's
+tsvector: a term's document frequency is the number of its postings, each
+document's score the sum over its postings; ``N`` and the mean length are
+the user's row of ``text_stats``. Only then are the best documents checked
+against the filters, by primary key, until ``k`` pass (the filters narrow
+the result, never the statistics, as in FTS5). User text never reaches a
+query parser: it is tokenised by ``to_tsvector`` (which accepts any text)
+and compared as lexemes.
 
 **Vectors.** The HNSW index on the coarse prefix gives the nearest ``k``
 under the filters, with pgvector 0.8's iterative scan (``relaxed_order``, set
@@ -59,34 +62,31 @@ def bm25_sql(schema: str, query: str, k: int, filters: MemoryFilters) -> tuple[s
     if not terms:
         return None
     where, params = filter_sql(filters, search=True)
-    # The corpus is the user's searchable text (what FTS5 keeps indexed):
-    # current versions, or every version when the filters ask for history.
-    corpus = "NOT m.deleted" + ("" if filters.include_superseded else " AND m.is_current")
+    # The corpus is the user's searchable text (what FTS5 keeps indexed): current versions,
+    # or every version when the filters ask for history. ``postings`` holds no tombstone.
+    corpus = "" if filters.include_superseded else " AND p.is_current"
     sql = f"""
-WITH q AS (
-    SELECT lexemes,
-           (SELECT string_agg(quote_literal(l), ' | ') FROM unnest(lexemes) l)::tsquery AS tsq
-    FROM (SELECT {query_lexemes(schema)} AS lexemes) t
-),
-stats AS MATERIALIZED (
+WITH stats AS MATERIALIZED (
     SELECT coalesce(max(m.docs), 0)::float8 AS n,
            coalesce(max(m.total_len)::float8 / nullif(max(m.docs), 0), 0)::float8 AS avgdl
     FROM {schema}.text_stats m WHERE {OWNER}
 ),
 tf AS MATERIALIZED (
-    -- One pass over the matching rows. setweight + ts_filter keep only the
-    -- query's lexemes (with their positions) before unnesting, so the cost
-    -- follows the query, not the document's length.
-    SELECT m.id, m.doc_len, (TRUE{where}) AS wanted, t.lexeme, cardinality(t.positions)::float8 AS tf
-    FROM {schema}.memories m, q, unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{{a}}')) t
-    WHERE {OWNER} AND {corpus} AND m.tsv @@ q.tsq
+    -- An index-only range scan per query lexeme: no document is read.
+    SELECT p.id, p.lexeme, p.tf::float8 AS tf, p.doc_len
+    FROM {schema}.postings p
+    WHERE p.tenant = :tenant AND p.user_id = :user_id AND p.lexeme = ANY({query_lexemes(schema)}){corpus}
 ),
-df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme)
-SELECT tf.id, sum({IDF} * tf.tf * {K1 + 1}::float8 / (tf.tf + {LENGTH_NORM})) AS score
-FROM tf JOIN df USING (lexeme) CROSS JOIN stats
-WHERE tf.wanted
-GROUP BY tf.id
-ORDER BY score DESC, tf.id
+df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme),
+scored AS (
+    SELECT tf.id, sum({IDF} * tf.tf * {K1 + 1}::float8 / (tf.tf + {LENGTH_NORM})) AS score
+    FROM tf JOIN df USING (lexeme) CROSS JOIN stats
+    GROUP BY tf.id
+)
+-- Best first, each checked against the filters by its primary key until ``k`` pass.
+SELECT s.id, s.score FROM (SELECT id, score FROM scored ORDER BY score DESC, id) s
+CROSS JOIN LATERAL (SELECT 1 FROM {schema}.memories m WHERE {OWNER} AND m.id = s.id{where} LIMIT 1) wanted
+ORDER BY s.score DESC, s.id
 LIMIT :k"""
     return sql, {"terms": " ".join(terms), "k": k, **params}
 

@@ -339,7 +339,7 @@ class PostgresMemoryStore:
         Until then the planner may think the table is small and rank every row exactly
         instead of using the HNSW index.
         """
-        for table in ("memories", "memory_sources", "text_stats"):
+        for table in ("memories", "memory_sources", "text_stats", "postings"):
             self.executor.query(f"ANALYZE {self.schema}.{table}")
 
     def tenant_config_store(self) -> TenantConfigStore:

@@ -4,7 +4,9 @@ Besides the rows, every write keeps ``text_stats`` (per user: how many
 documents BM25 ranks over and their total length) exact in the same
 statement, so a search reads its corpus statistics from one row instead of
 counting the user's documents. A document counts while it is current and not
-a tombstone.
+a tombstone. It also keeps ``postings`` (BM25's inverted index, see
+``search``): an inserted document's lexemes go in with it, a superseded
+one's are marked not current, an erase removes the user's.
 
 ``put`` and ``supersede`` are fenced (``domain/erasure.py``): ``:fence_keys``
 names the users of work that declared when it began (``:fence_began``), and
@@ -38,6 +40,18 @@ def _sources(schema: str) -> str:
     ON CONFLICT DO NOTHING)"""
 
 
+def _postings(schema: str) -> str:
+    """The inserted rows' postings: one per lexeme of each document that is not a tombstone."""
+    return f"""post AS (
+    INSERT INTO {schema}.postings (tenant, user_id, lexeme, id, tf, doc_len, is_current)
+    SELECT ins.tenant, ins.user_id, t.lexeme, ins.id, cardinality(t.positions), ins.doc_len, ins.is_current
+    FROM ins, unnest(ins.tsv) t WHERE NOT ins.deleted)"""
+
+
+#: what ``ins`` returns for the statistics and the postings
+_INSERTED = "tenant, user_id, id, tsv, doc_len, deleted, is_current, is_current AND NOT deleted AS counted"
+
+
 def _add_stats(schema: str, deltas: str) -> str:
     """Add ``deltas`` (rows of tenant, user_id, docs, total_len) to the users' statistics."""
     return f"""stats AS (
@@ -53,9 +67,9 @@ def insert_sql(schema: str) -> str:
 WITH {_fence(schema)},
 r AS (SELECT * FROM {_RECORDSET} WHERE {_ALLOWED}),
 ins AS (
-    INSERT INTO {schema}.memories ({INSERT_COLUMNS}) SELECT {INSERT_VALUES} FROM r
-    RETURNING tenant, user_id, doc_len, is_current AND NOT deleted AS counted),
+    INSERT INTO {schema}.memories ({INSERT_COLUMNS}) SELECT {INSERT_VALUES} FROM r RETURNING {_INSERTED}),
 {_sources(schema)},
+{_postings(schema)},
 {_add_stats(schema, "SELECT tenant, user_id, 1 AS docs, doc_len AS total_len FROM ins WHERE counted")}
 SELECT count(*) AS inserted, {_REFUSED} FROM ins"""
 
@@ -71,12 +85,16 @@ WITH {_fence(schema)},
 old AS (
     UPDATE {schema}.memories m SET is_current = false, superseded_at = {micros_sql(":superseded_at")}
     WHERE {OWNER} AND m.id = :old_id AND m.is_current AND {_ALLOWED}
-    RETURNING m.id, m.doc_len, m.deleted),
+    RETURNING m.id, m.doc_len, m.deleted, m.tsv),
+retired AS (
+    UPDATE {schema}.postings p SET is_current = false FROM old
+    WHERE p.tenant = :tenant AND p.user_id = :user_id AND p.lexeme = ANY(tsvector_to_array(old.tsv))
+      AND p.id = old.id),
 r AS (SELECT * FROM {_RECORDSET} WHERE EXISTS (SELECT 1 FROM old)),
 ins AS (
-    INSERT INTO {schema}.memories ({INSERT_COLUMNS}) SELECT {INSERT_VALUES} FROM r
-    RETURNING tenant, user_id, doc_len, is_current AND NOT deleted AS counted),
+    INSERT INTO {schema}.memories ({INSERT_COLUMNS}) SELECT {INSERT_VALUES} FROM r RETURNING {_INSERTED}),
 {_sources(schema)},
+{_postings(schema)},
 {_add_stats(schema, deltas)}
 SELECT (SELECT count(*) FROM old) AS retired, (SELECT count(*) FROM ins) AS inserted, {_REFUSED}"""
 
@@ -98,7 +116,7 @@ def erase_lock_sql(schema: str) -> str:
 
 
 def erase_sql(schema: str) -> str:
-    """The marker first, then every row of the user: memories (every version), sources and statistics.
+    """The marker first, then every row of the user: memories (every version), sources, statistics, postings.
 
     Markers past their expiry go in the same statement (the one just written is kept).
     """
@@ -109,5 +127,6 @@ WITH marker AS (
 expired AS (DELETE FROM {schema}.erasures e WHERE e.expires_at < :now AND e.key <> :key),
 gone AS (DELETE FROM {schema}.memories m WHERE {OWNER} RETURNING 1),
 sources AS (DELETE FROM {schema}.memory_sources m WHERE {OWNER}),
-stats AS (DELETE FROM {schema}.text_stats m WHERE {OWNER})
+stats AS (DELETE FROM {schema}.text_stats m WHERE {OWNER}),
+post AS (DELETE FROM {schema}.postings m WHERE {OWNER})
 SELECT count(*) AS memories FROM gone"""
