@@ -61,6 +61,8 @@ def test_bench_coldstart_imports_a_handler_both_ways() -> None:
     assert "built" in report["layer"]
     # The floor is measured in the same run, once per compiled import, and each handler is read against it.
     assert report["floor_ms"]["median"] > 0 and handler["compiled_over_floor"] > 0
+    # CPU time beside wall time: what the import costs an idle core, whatever the load.
+    assert handler["compiled_cpu_ms"]["median"] > 0 and report["floor_cpu_ms"]["median"] > 0
 
 
 def test_bench_coldstart_prints_its_table_with_the_floor() -> None:

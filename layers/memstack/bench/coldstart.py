@@ -40,17 +40,16 @@ from typing import Any
 
 from memstack.bench.stats import machine
 
-_IMPORT = (
-    "import sys, time; sys.path.insert(0, sys.argv[1]); t = time.perf_counter(); import handler; "
-    "print(round((time.perf_counter() - t) * 1000, 1))"
+#: the import's wall time, then its CPU time (what it costs an idle core: a loaded machine
+#: stretches the first, hardly the second), in milliseconds
+_TIMED = (
+    "import time; t, c = time.perf_counter(), time.process_time(); {body}; "
+    "print(round((time.perf_counter() - t) * 1000, 1), round((time.process_time() - c) * 1000, 1))"
 )
+_IMPORT = "import sys; sys.path.insert(0, sys.argv[1]); " + _TIMED.format(body="import handler")
 #: what the floor imports (see the module's docstring), timed as ``_IMPORT`` times a handler
 FLOOR_MODULES = ("boto3", "pydantic", "aws_lambda_powertools.logging")
-_FLOOR = (
-    "import time; t = time.perf_counter(); "
-    + "; ".join(f"import {m}" for m in FLOOR_MODULES)
-    + "; print(round((time.perf_counter() - t) * 1000, 1))"
-)
+_FLOOR = _TIMED.format(body="; ".join(f"import {m}" for m in FLOOR_MODULES))
 
 
 def repository_root() -> Path:
@@ -138,6 +137,8 @@ def _representative() -> dict[str, str]:
 class HandlerImport:
     function: str
     compiled_ms: dict[str, float]
+    #: the same imports' CPU time
+    compiled_cpu_ms: dict[str, float]
     #: None unless asked for (``source``)
     source_ms: dict[str, float] | None
     #: median compiled import over the median of the floor measured in turn with it
@@ -149,8 +150,9 @@ class ColdstartReport:
     handlers: list[HandlerImport]
     layer: dict[str, Any]
     repeats: int
-    #: the floor's import (compiled), every measurement of the run (``FLOOR_MODULES``)
+    #: the floor's import (compiled), every measurement of the run (``FLOOR_MODULES``), and its CPU time
     floor_ms: dict[str, float]
+    floor_cpu_ms: dict[str, float]
     #: "stack" (stacks/constructs/environment.py) or "representative" (no CDK libraries here)
     environment: str
     machine: dict[str, Any] = field(default_factory=machine)
@@ -159,8 +161,9 @@ class ColdstartReport:
         return asdict(self)
 
 
-def _import_ms(handler_dir: Path | None, env: dict[str, str]) -> float:
-    """One fresh interpreter's import of the handler in ``handler_dir`` (the floor's when None)."""
+def _import_ms(handler_dir: Path | None, env: dict[str, str]) -> tuple[float, float]:
+    """One fresh interpreter's import of the handler in ``handler_dir`` (the floor's when None):
+    (wall ms, CPU ms)."""
     args = ["-c", _FLOOR] if handler_dir is None else ["-c", _IMPORT, str(handler_dir)]
     out = subprocess.run(
         [sys.executable, *args],
@@ -170,7 +173,8 @@ def _import_ms(handler_dir: Path | None, env: dict[str, str]) -> float:
         timeout=300,
         check=True,
     )
-    return float(out.stdout.strip().splitlines()[-1])
+    wall, cpu = out.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(cpu)
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -208,7 +212,7 @@ def run_coldstart_bench(
         handler_dirs = [d for d in handler_dirs if d.name in only]
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSTACK_", "POWERTOOLS_", "AWS_"))}
     results = []
-    floors: list[float] = []
+    floors: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory(prefix="memstack-nopyc-") as empty:
         _import_ms(None, base)  # the floor's bytecode too
         for handler_dir in handler_dirs:
@@ -225,16 +229,22 @@ def run_coldstart_bench(
             source_ms = None
             if source:
                 source_env = {**env, "PYTHONPYCACHEPREFIX": empty, "PYTHONDONTWRITEBYTECODE": "1"}
-                source_ms = _summary([_import_ms(handler_dir, source_env) for _ in range(repeats)])
+                source_ms = _summary([_import_ms(handler_dir, source_env)[0] for _ in range(repeats)])
             floors += floor
-            ratio = round(statistics.median(compiled) / statistics.median(floor), 2)
-            results.append(HandlerImport(function, _summary(compiled), source_ms, ratio))
-            progress(f"  {function}: {_summary(compiled)['median']:.0f} ms, {ratio:.2f}x its floor")
+            wall = [w for w, _ in compiled]
+            ratio = round(statistics.median(wall) / statistics.median(w for w, _ in floor), 2)
+            cpu = _summary([c for _, c in compiled])
+            results.append(HandlerImport(function, _summary(wall), cpu, source_ms, ratio))
+            progress(
+                f"  {function}: {statistics.median(wall):.0f} ms ({cpu['median']:.0f} ms CPU), "
+                f"{ratio:.2f}x its floor"
+            )
     source_of_env = "stack" if stack_environment(handler_dirs[0].name) is not None else "representative"
     return ColdstartReport(
         handlers=results,
         layer=layer_size(root),
         repeats=repeats,
-        floor_ms=_summary(floors),
+        floor_ms=_summary([w for w, _ in floors]),
+        floor_cpu_ms=_summary([c for _, c in floors]),
         environment=source_of_env,
     )

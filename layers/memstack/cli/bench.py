@@ -373,10 +373,15 @@ def coldstart(
     table = Table(
         title=f"Lambda handler import, median of {repeats} fresh interpreters", title_justify="left"
     )
-    for column in ("handler", "compiled ms", "compiled / floor", *(("source ms",) * source)):
+    for column in ("handler", "compiled ms", "CPU ms", "compiled / floor", *(("source ms",) * source)):
         table.add_column(column, justify="right")
     for h in report.handlers:
-        row = [h.function, f"{h.compiled_ms['median']:.0f}", f"{h.compiled_over_floor:.2f}x"]
+        row = [
+            h.function,
+            f"{h.compiled_ms['median']:.0f}",
+            f"{h.compiled_cpu_ms['median']:.0f}",
+            f"{h.compiled_over_floor:.2f}x",
+        ]
         if h.source_ms is not None:
             row.append(f"{h.source_ms['median']:.0f}")
         table.add_row(*row)
@@ -384,7 +389,8 @@ def coldstart(
     out.print(table)
     out.print(
         f"floor: a fresh interpreter importing {', '.join(FLOOR_MODULES)}: "
-        f"{report.floor_ms['median']:.0f} ms (median of {len(report.handlers) * repeats})"
+        f"{report.floor_ms['median']:.0f} ms, {report.floor_cpu_ms['median']:.0f} ms CPU "
+        f"(median of {len(report.handlers) * repeats})"
     )
     layer = report.layer
     if layer.get("built"):
