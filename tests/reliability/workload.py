@@ -295,8 +295,15 @@ def scenarios(calls: dict[str, Counter[str]]) -> Iterator[Scenario]:
     """Every port method the workload calls, failing on its first and on its last call, both ways."""
     for port in PORTS:
         for method, n in sorted(calls[port].items()):
-            if method in ("set_handler", "close", "dead_letters", "redrive", "pending"):
-                continue  # wiring and the test's own inspection, not steps of the work
+            if method in (
+                "set_handler",
+                "tenant_config_store",
+                "close",
+                "dead_letters",
+                "redrive",
+                "pending",
+            ):
+                continue  # wiring (build_service asks for them) and the test's own inspection, not work
             for call in sorted({1, n}):
                 for kind in ("outage", "crash"):
                     yield Scenario(port, method, call, kind)
