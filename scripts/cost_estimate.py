@@ -50,6 +50,9 @@ PRICES = {
     "aoss_ocu_hour": 0.24,
     "aurora_acu_hour": 0.12,  # Aurora Serverless v2 (I/O-Standard)
     "secret_month": 0.40,  # Secrets Manager, per secret
+    "s3_get": 0.0004 / 1000,
+    "s3_put": 0.005 / 1000,
+    "s3_gb_month": 0.023,  # S3 Standard
 }
 INSTANCE_HOUR = {"m7g.large.search": 0.136, "r7g.xlarge.search": 0.333}
 #: Bedrock on-demand USD per million tokens (input, output), by model id without a profile prefix
@@ -270,9 +273,15 @@ def request_costs(template: dict[str, Any], traffic: Traffic) -> list[tuple[str,
     # Writes: the STM turn, the memory extraction makes, the idempotency record; STM marked on consolidation.
     wru = messages * (2 * wru_per_write + 2) + jobs * traffic.consolidation_every
     rru = messages * 20  # neighbour lookups and existence checks
-    if "MEMSTACK_MEMORIES_TABLE" in env:
-        # dynamodb store: a search after a write re-reads the user's partition (consistent: 4 KB per RRU)
-        rru += searches * traffic.memories_per_user * item_kb / 4
+    snapshots = "MEMSTACK_SNAPSHOT_BUCKET" in env
+    compact_writes = int(setting(env, "snapshot_compact_writes"))
+    # The packed snapshot a cold container loads: the full vector, text and columns of each memory.
+    snapshot_mb = traffic.memories_per_user * (4 * dim + 800) / 1e6
+    if snapshots:
+        # dynamodb store, counted as if every search were a cold container's first (the most it
+        # reads): META, the write log since the stored snapshot (half a compaction interval on
+        # average) and the items it names; the snapshot itself from S3 (scripts/small_tier_limit.py)
+        rru += searches * (2 + compact_writes / 2 * -(-item_kb // 4))
     data_gb = traffic.users * traffic.memories_per_user * item_kb / 1024 / 1024
     rows.append(
         (
@@ -287,6 +296,17 @@ def request_costs(template: dict[str, Any], traffic: Traffic) -> list[tuple[str,
                 "DynamoDB storage + PITR (memories)",
                 f"{data_gb:.1f} GB",
                 data_gb * (PRICES["ddb_gb_month"] + PRICES["ddb_pitr_gb_month"]),
+            )
+        )
+    if snapshots:
+        gets = searches * -(-snapshot_mb // 8.388608)  # 8 MiB ranges
+        puts = messages / compact_writes
+        stored_gb = traffic.users * snapshot_mb / 1000
+        rows.append(
+            (
+                "S3 snapshots (GETs, PUTs, storage)",
+                f"{gets:,.0f} GET, {puts:,.0f} PUT, {stored_gb:.2f} GB",
+                gets * PRICES["s3_get"] + puts * PRICES["s3_put"] + stored_gb * PRICES["s3_gb_month"],
             )
         )
     rows.append(

@@ -39,6 +39,7 @@ import argparse
 import gc
 import json
 import math
+import os
 import random
 import statistics
 import sys
@@ -253,7 +254,9 @@ def main() -> int:
     ap.add_argument("--s3-cap-mb-s", type=float, default=300.0, help="modelled MB/s of all GETs together")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    load_before = os.getloadavg()[0]
     results = [measure(int(s), args) for s in args.sizes.split(",")]
+    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs"
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
@@ -263,7 +266,7 @@ def main() -> int:
         f"S3 {a.s3_first_byte_ms:g} ms to first byte + {a.s3_mb_s:g} MB/s per connection, "
         f"{a.s3_connections} ranges of {PART_BYTES // 2**20} MiB at once, {a.s3_cap_mb_s:g} MB/s together"
     )
-    print(f"model: {ddb_model}; {s3_model}; dim {a.dim}; cold = {a.behind} writes after the snapshot")
+    print(f"model: {ddb_model}; {s3_model}; dim {a.dim}; cold = {a.behind} writes after the snapshot; {load}")
     print(
         "| memories | search | in-function p50 / p95 ms | + modelled AWS p50 / p95 ms | DynamoDB requests "
         "| RRU | S3 GETs (MB) | USD per search |"
@@ -286,9 +289,9 @@ def main() -> int:
     print()
     print(
         "| memories | snapshot MB | S3 storage USD/month | cold load peak MB (tracemalloc) | WRU per write "
-        "| USD per write | floor p50 ms |"
+        "| USD per write | floor p50 ms | after write / warm p50 | cold / warm p50 |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         cells = [
             f"{r['memories']:,}",
@@ -298,6 +301,8 @@ def main() -> int:
             f"{r['WRU per write']:.0f}",
             f"{r['WRU per write'] * WRU_USD:.7f}",
             f"{r['floor p50 ms']:.2f}",
+            f"{r['after write']['p50 ms'] / r['warm']['p50 ms']:.2f}",
+            f"{r['cold']['p50 ms'] / r['warm']['p50 ms']:.1f}",
         ]
         print(f"| {' | '.join(cells)} |")
     return 0

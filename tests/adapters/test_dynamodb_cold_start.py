@@ -172,3 +172,27 @@ def test_a_stored_snapshot_that_is_gone_or_not_the_named_one_is_never_used(aws: 
     (key,) = _objects(aws)
     aws[1].delete_object(Bucket=BUCKET, Key=key)  # replaced meanwhile: the container reads the partition
     assert _answers(_store(aws)) == _answers(DynamoDBMemoryStore(TABLE, aws[0]))
+
+
+def test_the_restore_runbooks_meta_update_makes_every_container_read_the_partition_afresh(aws: Any) -> None:
+    """docs/operations.md: items copied back write no log; a new epoch and no named snapshot fix that."""
+    import uuid
+
+    from memstack.adapters.dynamodb import items
+
+    warm, writer = _store(aws), _store(aws, compact_writes=1)
+    writer.put([rec("tea before the restore")])
+    assert len(_answers(warm)[0]) == 1  # cached at write 1
+    writer.put([rec("more tea")])
+    writer.put([rec("even more tea")])
+    assert writer.compact_user("t1", "u1")
+    copied = rec("tea copied back from the restored table")
+    aws[0].put_item(TableName=TABLE, Item=items.to_item(copied))  # the runbook's BatchWriteItem
+    aws[0].update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "t1#u1"}, "sk": {"S": "META"}},
+        UpdateExpression="SET gen = :g, epoch = :e REMOVE snap_seq, snap_key, snap_size",
+        ExpressionAttributeValues={":g": {"S": uuid.uuid4().hex}, ":e": {"S": uuid.uuid4().hex}},
+    )
+    for store in (warm, _store(aws)):
+        assert copied.id in _answers(store)[0]

@@ -65,7 +65,22 @@ class Call:
     model_s: float = 0.0  # the model's own time answering it (not the function's)
 
 
-class _Raw(io.BytesIO):
+class _Raw(io.RawIOBase):
+    """A response body read as from a socket: each ``read`` copies what it returns out of the
+    stored bytes (as a receive does), and nothing is copied up front (the service's side)."""
+
+    def __init__(self, body: bytes | memoryview) -> None:
+        self._view, self._at = memoryview(body), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, amt: int | None = -1) -> bytes:
+        end = len(self._view) if amt is None or amt < 0 else min(len(self._view), self._at + amt)
+        chunk = bytes(self._view[self._at : end])
+        self._at = end
+        return chunk
+
     def stream(self, **_: Any) -> Iterator[bytes]:
         chunk = self.read()
         while chunk:
@@ -73,7 +88,9 @@ class _Raw(io.BytesIO):
             chunk = self.read()
 
 
-def _response(url: str, status: int, body: bytes, headers: dict[str, str] | None = None) -> AWSResponse:
+def _response(
+    url: str, status: int, body: bytes | memoryview, headers: dict[str, str] | None = None
+) -> AWSResponse:
     head = {"Content-Length": str(len(body)), **(headers or {})}
     return AWSResponse(url, status, head, _Raw(body))
 
@@ -589,12 +606,13 @@ class AwsModel:
         if objects is None:
             return self._s3_error(request, call, started, "NoSuchBucket", 404)
         headers: dict[str, str] = {}
+        body: bytes | memoryview
         if operation == "GetObject":
             data = objects.get(key)
             if data is None:
                 return self._s3_error(request, call, started, "NoSuchKey", 404)
             wanted = request.headers.get("Range")
-            status, body = 200, data
+            status, body = 200, memoryview(data)
             if wanted:
                 match = re.fullmatch(
                     r"bytes=(\d+)-(\d+)", wanted.decode() if isinstance(wanted, bytes) else wanted
@@ -602,7 +620,7 @@ class AwsModel:
                 if match is None:
                     raise ModelError(f"range {wanted!r}")
                 first, last = int(match.group(1)), min(int(match.group(2)), len(data) - 1)
-                body, status = data[first : last + 1], 206
+                body, status = memoryview(data)[first : last + 1], 206
                 headers["Content-Range"] = f"bytes {first}-{last}/{len(data)}"
                 call.params["Range"] = f"bytes={first}-{last}"
             call.items = 1
