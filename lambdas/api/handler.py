@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.typing import LambdaContext
-from memstack.api.app import MemstackResolver, create_app
-from memstack.api.auth import RequestContextAuthenticator
-from memstack.factory import build_service
-from memstack.settings import get_settings
+from memstack.startup import cold_imports
+
+with cold_imports():
+    from aws_lambda_powertools import Logger, Metrics, Tracer
+    from aws_lambda_powertools.logging import correlation_paths
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+    from memstack.api.app import MemstackResolver, create_app
+    from memstack.api.auth import RequestContextAuthenticator
+    from memstack.factory import build_service
+    from memstack.settings import get_settings
 
 # Service name from POWERTOOLS_SERVICE_NAME, which the stack sets to the name its alarms watch.
 logger = Logger()

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.utilities.typing import LambdaContext
-from memstack.cost.report import run_cost_report
-from memstack.cost.sinks import NAMESPACE, powertools_sink
-from memstack.settings import load_settings
+from memstack.startup import cold_imports
+
+with cold_imports():
+    import boto3
+    from aws_lambda_powertools import Logger, Metrics, Tracer
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+    from memstack.cost.report import run_cost_report
+    from memstack.cost.sinks import NAMESPACE, powertools_sink
+    from memstack.settings import load_settings
 
 logger = Logger()
 # Only botocore: every AWS call the function makes goes through it. Patching every library X-Ray

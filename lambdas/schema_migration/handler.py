@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
-from memstack.settings import load_settings
-from memstack.workers.schema_migration import Respond, on_event, put_response
+from memstack.startup import cold_imports
+
+with cold_imports():
+    from aws_lambda_powertools import Logger
+    from memstack.settings import load_settings
+    from memstack.workers.schema_migration import Respond, on_event, put_response
 
 logger = Logger()
 
