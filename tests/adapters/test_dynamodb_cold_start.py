@@ -196,3 +196,35 @@ def test_the_restore_runbooks_meta_update_makes_every_container_read_the_partiti
     )
     for store in (warm, _store(aws)):
         assert copied.id in _answers(store)[0]
+
+
+def test_one_compaction_prunes_a_bounded_part_of_a_long_log(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memstack.adapters.dynamodb import store as store_module
+
+    monkeypatch.setattr(store_module, "PRUNE_MAX", 1)
+    store = _store(aws)
+    for i in range(6):
+        store.put([rec(f"tea {i}")])
+        if i in (2, 5):
+            assert store.compact_user("t1", "u1")
+    assert _logged(aws) == 5  # of writes 1-3 (covered by both snapshots) only the oldest went
+    for i in range(3):
+        store.put([rec(f"more tea {i}")])
+    assert store.compact_user("t1", "u1")
+    assert _logged(aws) == 7  # writes 3-9: one more of the old ones a compaction
+
+
+def test_a_failing_compaction_is_a_dependency_failure_not_a_botocore_error(
+    aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.exceptions import ClientError
+    from memstack.errors import DependencyFailed
+
+    def refuse(*_: Any, **__: Any) -> bool:
+        raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "UpdateItem")
+
+    store = _store(aws, compact_writes=1)
+    store.put([rec("tea")])
+    monkeypatch.setattr(writelog, "point_at_snapshot", refuse)
+    with pytest.raises(DependencyFailed):
+        store.compact_user("t1", "u1")

@@ -90,6 +90,8 @@ _TRANSIENT_CODES = frozenset(
 )
 #: writes after the stored snapshot that make a compaction due (``compact_user``)
 COMPACT_WRITES = 64
+#: log items one compaction deletes at most
+PRUNE_MAX = 2_000
 
 
 class DynamoDBMemoryStore:
@@ -487,6 +489,13 @@ class DynamoDBMemoryStore:
         """
         if self.snapshots is None:
             return False
+        try:
+            return self._compact(tenant, user_id)
+        except ClientError as exc:
+            raise DependencyFailed(f"DynamoDB: storing the user's snapshot failed: {exc}") from exc
+
+    def _compact(self, tenant: str, user_id: str) -> bool:
+        assert self.snapshots is not None
         head = writelog.read_head(self.client, self.table, tenant, user_id)
         if head.epoch is None or head.seq - head.snap_seq < self.compact_writes:
             return False
@@ -513,7 +522,9 @@ class DynamoDBMemoryStore:
         if head.snap_key is not None and head.snap_key != key:
             self.snapshots.delete(head.snap_key)
         # The log the replaced snapshot covered: a warm container further behind loads the new one.
-        stale = writelog.logged_keys(self.client, self.table, tenant, user_id, head.snap_seq)
+        # At most PRUNE_MAX items a time (a log from before snapshots were stored can be long: the
+        # rest goes at the next compactions, which keeps a worker's job short).
+        stale = writelog.logged_keys(self.client, self.table, tenant, user_id, head.snap_seq)[:PRUNE_MAX]
         for start in range(0, len(stale), _BATCH_WRITE):
             calls.batch_write(
                 self.client,
