@@ -198,7 +198,7 @@ def test_the_restore_runbooks_meta_update_makes_every_container_read_the_partiti
         assert copied.id in _answers(store)[0]
 
 
-def test_one_compaction_prunes_a_bounded_part_of_a_long_log(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_compaction_prunes_a_bounded_part_of_a_long_log(aws: Any, monkeypatch: Any) -> None:
     from memstack.adapters.dynamodb import store as store_module
 
     monkeypatch.setattr(store_module, "PRUNE_MAX", 1)
