@@ -35,7 +35,13 @@ def test_add_stores_every_message_before_answering(api: Api) -> None:
         },
     )
     assert status == 202
-    assert body == {"accepted": ["m1", "m2"], "stored": ["m1", "m2"], "queued": 0, "status": "stored"}
+    assert body == {
+        "accepted": ["m1", "m2"],
+        "stored": ["m1", "m2"],
+        "queued": 0,
+        "status": "stored",
+        "job_ids": [],  # nothing to extract: no job
+    }
     status, listed = api("GET", "/v1/memories", query={"user_id": "alice"})
     assert status == 200
     by_source = {m["source_ids"][0]: m for m in listed["memories"]}
@@ -222,6 +228,7 @@ def test_openapi_document_lists_every_route(api: Api) -> None:
         ("/v1/users", "get"),
         ("/v1/users/{user_id}", "delete"),
         ("/v1/jobs", "get"),
+        ("/v1/jobs/{job_id}", "get"),
         ("/v1/jobs/redrive", "post"),
         ("/v1/consolidations", "post"),
         ("/v1/health", "get"),
