@@ -11,7 +11,12 @@ runtime and architecture no matter what machine runs the build. Left out on purp
   they are the bulk of the layer otherwise.
 - typer, rich, waitress (the ``server`` extra): the command line and ``memstack
   serve`` use them; no handler imports them (``tests/infra`` checks the handlers
-  import without them), and the layer's extras do not ask for them.
+  import without them), and the layer's extras do not ask for them. With them
+  go memstack's own command-line packages (``memstack.cli``, which cannot
+  import without typer; ``memstack.bench`` and ``memstack.evaluation``, which
+  run from a checkout) and its caller side (``memstack.client`` and
+  ``memstack.integrations``: they run in the caller's agent, and the stack
+  serves no MCP): 0.5 MB of the zip.
 - opensearch-protobufs, grpcio, protobuf: opensearch-py 3 declares them for a
   gRPC transport it does not import; they were 22 MB of the layer. The same
   test imports the handlers and the OpenSearch adapter without them.
@@ -58,6 +63,15 @@ PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
 # The command line and the local server (the `server` extra): no Lambda handler imports them.
 CLI_ONLY = ("typer", "rich", "waitress")
+# memstack's packages that only the command line (the benchmarks, the evaluation harness) or
+# the caller's agent (the HTTP client, the framework integrations) runs.
+CLI_ONLY_MEMSTACK = (
+    "memstack.cli",
+    "memstack.bench",
+    "memstack.evaluation",
+    "memstack.client",
+    "memstack.integrations",
+)
 # In the lock as opensearch-py's dependencies, never imported by anything the layer runs: not installed.
 NEVER_IMPORTED = ("opensearch-protobufs", "grpcio", "protobuf")
 # dateparser's per-language modules; memstack parses dates in these languages only.
@@ -158,6 +172,12 @@ def strip_test_suites(site: Path) -> None:
     for stub in site.rglob("*.pyi"):
         stub.unlink()
     shutil.rmtree(site / "numpy" / "_core" / "include", ignore_errors=True)
+
+
+def strip_command_line(site: Path) -> None:
+    """memstack's command-line and caller-side packages (``CLI_ONLY_MEMSTACK``): no handler imports them."""
+    for package in CLI_ONLY_MEMSTACK:
+        shutil.rmtree(site.joinpath(*package.split(".")))
 
 
 def keep_date_languages(site: Path, kept: tuple[str, ...] = DATE_LANGUAGES_KEPT) -> None:
@@ -272,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         pip_install(site, ["--no-deps", str(wheel)])
     remove_runtime_provided(site)
     strip_test_suites(site)
+    strip_command_line(site)
     keep_date_languages(site)
     strip_caches(site)
     compiled = compile_bytecode(site)

@@ -13,6 +13,7 @@ from memstack.bench.coldstart import lambda_environment
 
 from scripts.build_layer import (
     CLI_ONLY,
+    CLI_ONLY_MEMSTACK,
     DATE_LANGUAGES_KEPT,
     DATE_TRANSLATIONS,
     NEVER_IMPORTED,
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HANDLERS = sorted(p.parent.name for p in (ROOT / "lambdas").glob("*/handler.py"))
 
 # What the layer leaves out, as import names: importing any of them raises, as in Lambda.
-LEFT_OUT = {*CLI_ONLY, "grpc", "google.protobuf", "opensearch"}
+LEFT_OUT = {*CLI_ONLY, *CLI_ONLY_MEMSTACK, "grpc", "google.protobuf", "opensearch"}
 _BLOCK = """
 import sys
 class Block:
