@@ -88,18 +88,11 @@ class Recorder:
         }
         self.calls.append((name, params, _canonical(summary)))
 
-    def sequence(self) -> list[tuple[str, str, str]]:
-        """The calls, with each run of parallel ranged GETs in a fixed order (threads interleave)."""
-        out: list[tuple[str, str, str]] = []
-        run: list[tuple[str, str, str]] = []
-        for call in [*self.calls, ("", "", "")]:
-            if call[0] == "GetObject":
-                run.append(call)
-                continue
-            out += sorted(run)
-            run = []
-            out.append(call)
-        return out[:-1]
+    def sequence(self) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+        """(every call but the ranged GETs, in order; the GETs, sorted): a load's GETs run on their
+        own threads, in any order and interleaved with the log reads made meanwhile."""
+        gets = sorted(c for c in self.calls if c[0] == "GetObject")
+        return [c for c in self.calls if c[0] != "GetObject"], gets
 
 
 def _canonical(value: Any) -> str:

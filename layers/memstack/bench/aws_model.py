@@ -358,6 +358,11 @@ class AwsModel:
         self.calls: list[Call] = []
         self._lock = threading.Lock()
 
+    def mark(self, name: str) -> None:
+        """A point in the record of calls (a harness's own, not a call: ``service`` "mark")."""
+        with self._lock:
+            self.calls.append(Call("mark", name, {}, threading.current_thread().name))
+
     def create_table(self, name: str, hash_key: str = "pk", range_key: str = "sk") -> None:
         self.tables[name] = _Table(hash_key, range_key)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -90,6 +91,11 @@ class SnapshotObjects:
     def load(self, key: str, size: int, *, spare: int = 0) -> np.ndarray | None:
         """The object's ``size`` bytes (then ``spare`` bytes of room, not zeroed), or None when it is
         gone (replaced or erased meanwhile)."""
+        return self.start_load(key, size, spare=spare)()
+
+    def start_load(self, key: str, size: int, *, spare: int = 0) -> Callable[[], np.ndarray | None]:
+        """``load``, begun: the ranged GETs run on the pool's connections while the caller goes on;
+        calling the result waits for them and answers as ``load`` does."""
         buffer = np.empty(size + spare, dtype=np.uint8)  # not zero-filled: every byte is written
         view = buffer.data
         client = self.client  # created before the threads share it
@@ -106,18 +112,20 @@ class SnapshotObjects:
             if at != end + 1:
                 raise DependencyFailed("S3 returned a snapshot part of the wrong size")
 
-        starts = list(range(0, size, self.part_bytes)) or [0]
-        try:
-            if len(starts) == 1:
-                fetch(0)
-            else:
-                for done in [self._executor().submit(fetch, s) for s in starts]:
-                    done.result()
-        except ClientError as exc:
-            if _missing(exc):
-                return None
-            raise DependencyFailed(f"S3 read of a snapshot failed: {exc}") from exc
-        return buffer
+        pool = self._executor()
+        parts = [pool.submit(fetch, start) for start in range(0, max(size, 1), self.part_bytes)]
+
+        def finish() -> np.ndarray | None:
+            try:
+                for part in parts:
+                    part.result()
+            except ClientError as exc:
+                if _missing(exc):
+                    return None
+                raise DependencyFailed(f"S3 read of a snapshot failed: {exc}") from exc
+            return buffer
+
+        return finish
 
     def save(self, key: str, data: bytes) -> None:
         try:

@@ -447,12 +447,18 @@ class DynamoDBMemoryStore:
         return snapshot
 
     def _loaded(self, head: writelog.Head, tenant: str, user_id: str) -> Snapshot | None:
-        """The stored snapshot ``META`` names, brought forward to ``head``; None without a usable one."""
+        """The stored snapshot ``META`` names, brought forward to ``head``; None without a usable one.
+
+        The log since the snapshot and the items it names are read while the object downloads
+        (their round trips and parsing hide behind the transfer), then applied to it.
+        """
         if self.snapshots is None or head.snap_key is None or head.epoch is None:
             return None
         # Room for an eighth more (the matrix is most of the object): the rows later writes
         # append go there instead of into a copy of the matrix.
-        buffer = self.snapshots.load(head.snap_key, head.snap_size, spare=head.snap_size // 8)
+        download = self.snapshots.start_load(head.snap_key, head.snap_size, spare=head.snap_size // 8)
+        changed = self._changed_rows(head.snap_seq, head, tenant, user_id) if head.token else None
+        buffer = download()
         if buffer is None:  # replaced or erased since META was read
             return None
         stored = packed.unpack(buffer, head.snap_size)
@@ -460,23 +466,30 @@ class DynamoDBMemoryStore:
             return None
         if stored.token == head.token:
             return stored
-        return self._caught_up(stored, head, tenant, user_id)
-
-    def _caught_up(self, snap: Snapshot, head: writelog.Head, tenant: str, user_id: str) -> Snapshot | None:
-        """``snap`` with the writes after it applied, or None when only a full read will do."""
-        if (
-            head.epoch is None
-            or snap.epoch != head.epoch
-            or not 0 < head.seq - snap.seq <= writelog.MAX_CATCH_UP
-        ):
+        if changed is None:
             return None
-        ids = writelog.changed_since(self.client, self.table, tenant, user_id, snap.seq, head.seq)
+        return stored.applied(changed, token=head.token, seq=head.seq, epoch=head.epoch)
+
+    def _changed_rows(
+        self, after: int, head: writelog.Head, tenant: str, user_id: str
+    ) -> builtins.list[dict[str, Any]] | None:
+        """The items writes ``after + 1 .. head.seq`` changed, or None when only a full read will do."""
+        if not 0 < head.seq - after <= writelog.MAX_CATCH_UP:
+            return None
+        ids = writelog.changed_since(self.client, self.table, tenant, user_id, after, head.seq)
         if ids is None:
             return None
         rows = calls.batch_get(self.client, self.table, tenant, user_id, ids, items.SEARCH_ATTRIBUTES)
         if len(rows) != len(ids):  # an item the log names is gone (a write taken back): read it all
             return None
-        return snap.applied(rows, token=head.token, seq=head.seq, epoch=head.epoch)
+        return rows
+
+    def _caught_up(self, snap: Snapshot, head: writelog.Head, tenant: str, user_id: str) -> Snapshot | None:
+        """``snap`` with the writes after it applied, or None when only a full read will do."""
+        if head.epoch is None or snap.epoch != head.epoch:
+            return None
+        rows = self._changed_rows(snap.seq, head, tenant, user_id)
+        return None if rows is None else snap.applied(rows, token=head.token, seq=head.seq, epoch=head.epoch)
 
     def compact_user(self, tenant: str, user_id: str) -> bool:
         """Store the user's snapshot in S3 when ``compact_writes`` writes passed since the last one.
