@@ -457,7 +457,7 @@ class DynamoDBMemoryStore:
         # Room for an eighth more (the matrix is most of the object): the rows later writes
         # append go there instead of into a copy of the matrix.
         download = self.snapshots.start_load(head.snap_key, head.snap_size, spare=head.snap_size // 8)
-        changed = self._changed_rows(head.snap_seq, head, tenant, user_id) if head.token else None
+        changed = self._changed_rows(head.snap_seq, head, tenant, user_id)
         buffer = download()
         if buffer is None:  # replaced or erased since META was read
             return None
