@@ -94,3 +94,11 @@ def test_bench_extraction_reports_turns_per_second_beside_the_floor() -> None:
     table = CliRunner().invoke(app, ["bench", "extraction", "--turns", "4", "--embedder", "hashing"])
     assert table.exit_code == 0, table.output
     assert "turns/s" in table.stdout and "floor" in table.stdout and "load average" in table.stdout
+
+
+def test_bench_coldstart_writes_the_bytecode_it_times_with() -> None:
+    from memstack.bench.coldstart import compiled_environment
+
+    shell = {"PATH": "/usr/bin", "PYTHONDONTWRITEBYTECODE": "1", "MEMSTACK_STORE_BACKEND": "embedded"}
+    # A shell that never writes bytecode would time the compile of every module changed since.
+    assert compiled_environment(shell) == {"PATH": "/usr/bin"}
