@@ -8,7 +8,7 @@ from typing import Any
 
 import boto3
 import pytest
-from memstack.adapters.dynamodb import writelog
+from memstack.adapters.dynamodb import packed, writelog
 from memstack.adapters.dynamodb.snapshot_objects import SnapshotObjects, user_prefix
 from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
 from memstack.domain.vectors import coarse_prefix
@@ -171,6 +171,25 @@ def test_a_stored_snapshot_that_is_gone_or_not_the_named_one_is_never_used(aws: 
     assert store.compact_user("t1", "u1")
     (key,) = _objects(aws)
     aws[1].delete_object(Bucket=BUCKET, Key=key)  # replaced meanwhile: the container reads the partition
+    assert _answers(_store(aws)) == _answers(DynamoDBMemoryStore(TABLE, aws[0]))
+
+
+def test_a_stored_snapshot_this_code_cannot_read_is_passed_over_and_replaced(aws: Any) -> None:
+    """One a newer release wrote (another format line) before a rollback: searches and the
+    workers' compaction read the partition instead of failing on it."""
+    store = _store(aws, compact_writes=1)
+    store.put([rec("green tea")])
+    assert store.compact_user("t1", "u1")
+    (key,) = _objects(aws)
+    body = aws[1].get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    newer = body.replace(packed.MAGIC, b"memstack-snapshot/9\n", 1)
+    assert len(newer) == len(body) and newer != body
+    aws[1].put_object(Bucket=BUCKET, Key=key, Body=newer)
+    store.put([rec("more tea")])
+    assert _answers(_store(aws)) == _answers(DynamoDBMemoryStore(TABLE, aws[0]))
+    assert _store(aws, compact_writes=1).compact_user("t1", "u1") is True  # a worker's container
+    (replaced,) = _objects(aws)
+    assert replaced != key
     assert _answers(_store(aws)) == _answers(DynamoDBMemoryStore(TABLE, aws[0]))
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memstack.adapters.dynamodb import items
-from memstack.adapters.dynamodb.packed import PackedFormatError, pack, unpack
+from memstack.adapters.dynamodb.packed import MAGIC, PackedFormatError, pack, unpack
 from memstack.adapters.dynamodb.snapshot import Snapshot
 from memstack.models import MemoryFilters, MemoryRecord, Scope, Tier
 
@@ -115,6 +115,10 @@ def test_bytes_that_are_not_a_snapshot_are_refused() -> None:
         unpack(b"not a snapshot at all")
     with pytest.raises(PackedFormatError):
         unpack(pack(SOURCE)[:-4096])
+    garbled = bytearray(pack(SOURCE))
+    garbled[len(MAGIC) + 8] ^= 0xFF  # the header's first byte: not JSON (nor UTF-8)
+    with pytest.raises(PackedFormatError):
+        unpack(bytes(garbled))
 
 
 def test_room_after_the_buffer_takes_the_rows_later_writes_append_without_copying_the_matrix() -> None:

@@ -121,7 +121,10 @@ def header_of(buffer: Buffer | memoryview) -> tuple[dict[str, Any], int]:
     begin = len(MAGIC) + _LENGTH.size
     if begin + length > len(view):
         raise PackedFormatError("the snapshot is cut short")
-    header = json.loads(bytes(view[begin : begin + length]))
+    try:
+        header = json.loads(bytes(view[begin : begin + length]))
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise PackedFormatError("the snapshot's header is not JSON") from exc
     return header, -(-(begin + length) // _ALIGN) * _ALIGN
 
 

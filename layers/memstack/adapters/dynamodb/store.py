@@ -46,6 +46,7 @@ current, so of two concurrent updates one wins and the other gets
 from __future__ import annotations
 
 import builtins
+import logging
 import random
 import threading
 import time
@@ -75,6 +76,8 @@ if TYPE_CHECKING:
 
     from memstack.ports.stm import ShortTermStore
     from memstack.settings import Settings
+
+logger = logging.getLogger(__name__)  # configured at the edges (memstack.logs)
 
 # DynamoDB limits: 100 actions and 4 MB per transaction, 100 keys per BatchGetItem,
 # 25 requests per BatchWriteItem. We stay under them with room for the META update.
@@ -461,7 +464,13 @@ class DynamoDBMemoryStore:
         buffer = download()
         if buffer is None:  # replaced or erased since META was read
             return None
-        stored = packed.unpack(buffer, head.snap_size)
+        try:
+            stored = packed.unpack(buffer, head.snap_size)
+        except packed.PackedFormatError:
+            # Not a snapshot this code reads (one a newer release wrote before a rollback, say): the
+            # partition is read instead, and the next compaction replaces the object.
+            logger.warning("the user's stored snapshot is unreadable; reading the partition", exc_info=True)
+            return None
         if stored.epoch != head.epoch or stored.seq != head.snap_seq:
             return None
         if stored.token == head.token:
