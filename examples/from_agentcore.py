@@ -57,4 +57,9 @@ airsick = next(m for m in long_term if "airsick" in m.content and m.metadata.get
 record = client.get(airsick.id, user_id=actor)
 client.delete(record.id, user_id=actor)
 client.delete_key("seat", user_id=actor)
+
+# ListEvents + ListMemoryRecords page by page, then BatchCreateMemoryRecords elsewhere: export and import
+lines = list(client.export_user(actor, page_size=100))
+assert client.import_user(f"{actor}-copy", lines).imported == len(lines) - 1
+client.erase_user(f"{actor}-copy")
 client.erase_user(actor)

@@ -48,6 +48,13 @@ new = client.update(peanuts.id, "Alice is allergic to peanuts and tree nuts.", u
 # m.history(memory_id)
 print([(m.version, m.content) for m in client.history(new.id, user_id="alice")])
 
+# client.create_memory_export(...) + get_memory_export(...): the whole history at once, as JSON lines,
+# which import_user loads as another user (or into another deployment); sent again, it skips it all
+lines = list(client.export_user("alice"))
+copied = client.import_user("alice-copy", lines)
+assert copied.imported == len(lines) - 1 and client.import_user("alice-copy", lines).imported == 0
+client.erase_user("alice-copy")
+
 # m.delete(memory_id), m.delete_all(user_id=)
 client.delete(new.id, user_id="alice")
 client.erase_user("alice")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memstack.domain import expiry, filter_expr, jobs, keyed, versions
+from memstack.domain import expiry, filter_expr, jobs, keyed, transfer, versions
 from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, housekeeping, schedule
@@ -160,6 +160,46 @@ class MemoryService:
         inner = self.cursors.verify(tenant, USERS_CURSOR, cursor)
         page, after = self.store.users(tenant, limit, inner)
         return page, self.cursors.sign(tenant, USERS_CURSOR, after)
+
+    def export_page(
+        self,
+        tenant: str,
+        user_id: str,
+        *,
+        limit: int,
+        cursor: str | None = None,
+        embeddings: bool = True,
+        max_bytes: int | None = None,
+        size: Callable[[str], int] = len,
+    ) -> tuple[builtins.list[str], str | None]:
+        """A page of the user's export (record lines, newest first) and the cursor of the next one."""
+        scope = f"{user_id}\x1fexport"
+        inner = self.cursors.verify(tenant, scope, cursor)
+        lines, after = transfer.export_page(
+            self.store,
+            tenant,
+            user_id,
+            limit=limit,
+            cursor=inner,
+            embeddings=embeddings,
+            max_bytes=max_bytes,
+            size=size,
+        )
+        return lines, self.cursors.sign(tenant, scope, after)
+
+    def import_records(
+        self, tenant: str, user_id: str, header: dict[str, Any], records: builtins.list[MemoryRecord]
+    ) -> transfer.ImportReport:
+        """Write an export's records as ``tenant``/``user_id``'s (what is there already is skipped)."""
+        return transfer.import_records(
+            self.store,
+            header,
+            records,
+            self.embedder,
+            self.settings.embedding.coarse_dim,
+            tenant=tenant,
+            user_id=user_id,
+        )
 
     def get(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord:
         record = versions.visible_or_404(self.store, tenant, user_id, memory_id)

@@ -126,6 +126,14 @@ class ApiLimits(Section):
         3600, ge=1, description="how long an Idempotency-Key is remembered"
     )
     max_json_depth: int = Field(32, ge=4, le=512, description="deepest nesting of a JSON request body")
+    # A Lambda answer is at most 6 MB with its envelope (API Gateway's own limit, 10 MB, is wider):
+    # a page is measured as it is escaped in that answer, and 5 MB leaves room for the rest.
+    max_export_page_bytes: int = Field(
+        5_000_000,
+        ge=65_536,
+        le=5_800_000,
+        description="largest page of GET /v1/users/{id}/export, as the API Lambda's answer counts it",
+    )
     earliest_time: datetime = Field(
         datetime(1900, 1, 1, tzinfo=UTC), description="earliest timestamp or date any request may carry"
     )

@@ -227,6 +227,8 @@ def test_openapi_document_lists_every_route(api: Api) -> None:
         ("/v1/memories/{memory_id}/restore", "post"),
         ("/v1/users", "get"),
         ("/v1/users/{user_id}", "delete"),
+        ("/v1/users/{user_id}/export", "get"),
+        ("/v1/users/{user_id}/import", "post"),
         ("/v1/jobs", "get"),
         ("/v1/jobs/{job_id}", "get"),
         ("/v1/jobs/redrive", "post"),

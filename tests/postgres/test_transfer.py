@@ -74,7 +74,7 @@ def test_a_user_round_trips_embedded_to_postgres_and_back(tmp_path: Path, make_s
     try:
         _fill(embedded)
         exported = list(export_lines(embedded, "t1", "u1", EMB))
-        assert json.loads(exported[0])["records"] == 6  # 4 records, a new version, a tombstone
+        assert len(exported) == 1 + 6  # the header; 4 records, a new version, a tombstone
         assert import_lines(postgres, exported, EMB, COARSE_DIM).as_dict() == {
             "imported": 6,
             "skipped_existing": 0,
@@ -137,8 +137,13 @@ class _Renamed:
         (['{"format": "memstack-export", "version": 9}'], "version 9 is not supported"),
         (
             ['{"format": "memstack-export", "version": 1}', '{"content": "no tenant"}'],
+            "line 2: the export names no tenant",
+        ),
+        (
+            ['{"format": "memstack-export", "version": 1, "tenant": "t1"}', '{"content": "no user"}'],
             "line 2 is not a memory",
         ),
+        (['{"format": "memstack-export", "version": 1}', '{"n": NaN}'], "line 2 is not JSON: NaN"),
     ],
 )
 def test_a_bad_export_is_refused_before_anything_is_written(

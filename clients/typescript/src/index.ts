@@ -76,6 +76,8 @@ function isIdempotent(request: Request): boolean {
   // A merge patch applied twice leaves the same configuration.
   if (request.method === "PATCH" && path.endsWith("/v1/config")) return true;
   if (request.method === "DELETE") return path.startsWith("/v1/users/");
+  // an import keeps the records' ids: sent again, it skips what it wrote.
+  if (request.method === "POST" && /^\/v1\/users\/[^/]+\/import$/.test(path)) return true;
   // search reads; an add whose messages carry ids stores nothing twice (this client sets them).
   return request.method === "POST" && (path.endsWith("/v1/memories/search") || path.endsWith("/v1/memories"));
 }
@@ -267,6 +269,113 @@ export class MemstackClient {
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(options.pollMs ?? 500, deadline - Date.now())));
     }
+  }
+
+  /**
+   * A user's export as lines (a header, then every record with its embedding), page after page:
+   * `memstack serve` streams it whole, behind API Gateway each answer is a page and this follows
+   * its `next_cursor`. Save the lines as a file for `memstack import`, or pass them to `importUser`.
+   */
+  async *exportUser(userId: string, options: { embeddings?: boolean; pageSize?: number } = {}): AsyncGenerator<string> {
+    let cursor: string | undefined;
+    let first = true;
+    do {
+      const query = { cursor, limit: options.pageSize, embeddings: options.embeddings };
+      const { data, error, response } = await this.api.GET("/v1/users/{user_id}/export", {
+        params: { path: { user_id: userId }, query },
+        headers: { Accept: NDJSON },
+        parseAs: "stream",
+      });
+      if (!response.ok || !data) await unwrap(Promise.resolve({ data: undefined, error: await errorOf(response, error), response }));
+      const lines = readLines(data as ReadableStream<Uint8Array>);
+      const head = await lines.next();
+      if (head.done) throw new MemstackApiError(0, "connection_error", "the export answer is empty");
+      const { next_cursor: next, ...header } = JSON.parse(head.value) as { next_cursor?: string | null };
+      cursor = next ?? undefined;
+      if (first) yield JSON.stringify(header);
+      first = false;
+      yield* lines;
+    } while (cursor);
+  }
+
+  /**
+   * Import an export's lines as `userId`, in requests of about `requestBytes` (each with the header
+   * line): every request is checked whole before anything is written, and what is there is skipped.
+   */
+  async importUser(userId: string, lines: Iterable<string> | AsyncIterable<string>, options: { requestBytes?: number } = {}) {
+    const limit = options.requestBytes ?? 512 * 1024;
+    const total = { user_id: userId, imported: 0, skipped_existing: 0, reembedded: 0 };
+    let header: string | undefined;
+    let batch: string[] = [];
+    let size = 0;
+    const send = async () => {
+      const answer = await unwrap(
+        this.api.POST("/v1/users/{user_id}/import", {
+          params: { path: { user_id: userId } },
+          body: [header, ...batch].join("\n") + "\n",
+          bodySerializer: (body: unknown) => body as string,
+          headers: { "Content-Type": NDJSON },
+        }),
+      );
+      total.imported += answer.imported;
+      total.skipped_existing += answer.skipped_existing;
+      total.reembedded += answer.reembedded;
+      batch = [];
+      size = 0;
+    };
+    for await (const raw of lines) {
+      const line = raw.trim();
+      if (!line) continue;
+      if (header === undefined) {
+        header = line;
+        continue;
+      }
+      const bytes = new TextEncoder().encode(line).length + 1;
+      if (batch.length && size + bytes > limit) await send();
+      batch.push(line);
+      size += bytes;
+    }
+    if (header === undefined) throw new Error("the export is empty (no header line)");
+    if (batch.length) await send();
+    return total;
+  }
+}
+
+const NDJSON = "application/x-ndjson";
+
+/** The error body of a failed answer (openapi-fetch leaves it unread when asked for a stream). */
+async function errorOf(response: Response, error: unknown): Promise<unknown> {
+  if (error !== undefined) return error;
+  try {
+    return await response.json();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The non-empty lines of a byte stream, as they arrive. */
+async function* readLines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let rest = "";
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        throw new MemstackApiError(0, "connection_error", `the export was cut off: ${error}`);
+      }
+      if (chunk.done) break;
+      rest += decoder.decode(chunk.value, { stream: true });
+      const lines = rest.split("\n");
+      rest = lines.pop() ?? "";
+      for (const line of lines) if (line.trim()) yield line;
+    }
+    rest += decoder.decode();
+    if (rest.trim()) yield rest;
+  } finally {
+    reader.releaseLock();
   }
 }
 

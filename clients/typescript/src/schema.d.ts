@@ -110,6 +110,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export a user's memories: every version, with embeddings, as JSON lines (a page at a time)
+         * @description JSON lines: a header (format, version, user_id, embedder, embedding_dim, next_cursor), then one record per line, newest first, every version and tombstone, with its embedding. A page holds at most `limit` versions and fits the API Lambda's 6 MB answer; follow `next_cursor` until it is null. `memstack serve` streams the whole export in one answer when neither cursor nor limit is given.
+         */
+        get: operations["export_user_v1_users__user_id__export_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Import an export (JSON lines) as this user: checked whole first, what is there is skipped */
+        post: operations["import_user_v1_users__user_id__import_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{job_id}": {
         parameters: {
             query?: never;
@@ -511,6 +548,26 @@ export interface components {
             backends: {
                 [key: string]: string;
             };
+        };
+        /** ImportUserResponse */
+        ImportUserResponse: {
+            /** User Id */
+            user_id: string;
+            /**
+             * Imported
+             * @description records written
+             */
+            imported: number;
+            /**
+             * Skipped Existing
+             * @description records already there (an import sent again skips them)
+             */
+            skipped_existing: number;
+            /**
+             * Reembedded
+             * @description records embedded again (another embedder, or exported without vectors)
+             */
+            reembedded: number;
         };
         /** JobEntry */
         JobEntry: {
@@ -1696,6 +1753,132 @@ export interface operations {
             };
             /** @description missing or unknown credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a field is invalid (details name it) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    export_user_v1_users__user_id__export_get: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number;
+                /** @description false: no vectors (an import embeds again) */
+                embeddings?: boolean;
+            };
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of the export */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description malformed JSON or a bad cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description missing or unknown credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description no such memory for this tenant and user */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description a field is invalid (details name it) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    import_user_v1_users__user_id__import_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description an export's lines: its header line, then records (at most MEMSTACK_MAX_BODY_BYTES) */
+        requestBody: {
+            content: {
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description what was written and what was already there */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportUserResponse"];
+                };
+            };
+            /** @description missing or unknown credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description request body too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

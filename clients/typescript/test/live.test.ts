@@ -124,6 +124,39 @@ test("a metadata edit keeps the text, ttl sets an expiry; deleteAll forgets one 
   assert.deepEqual((await memstack.list({ user_id: "dee" })).memories.map((m) => m.content), ["I bake."]);
 });
 
+test("exportUser streams or pages an export, importUser loads it as another user and skips it again", async () => {
+  const memstack = new MemstackClient({ baseUrl, apiKey: "ts-key" });
+  for (let n = 0; n < 12; n++) {
+    await memstack.add({ user_id: "eve", infer: false, messages: [{ role: "user", content: `note ${n}: "quoted" ünïcode 🎉` }] });
+  }
+  const whole: string[] = [];
+  for await (const line of memstack.exportUser("eve")) whole.push(line);
+  const paged: string[] = [];
+  for await (const line of memstack.exportUser("eve", { pageSize: 5 })) paged.push(line);
+  assert.equal(whole.length, 13);
+  assert.equal(whole[0], paged[0]);
+  assert.deepEqual([...paged.slice(1)].sort(), [...whole.slice(1)].sort());
+  const header = JSON.parse(whole[0]!);
+  assert.equal(header.format, "memstack-export");
+  assert.equal(header.user_id, "eve");
+  assert.ok(!("next_cursor" in header) && !("tenant" in header));
+
+  const report = await memstack.importUser("fay", paged, { requestBytes: 2048 });
+  assert.deepEqual(report, { user_id: "fay", imported: 12, skipped_existing: 0, reembedded: 0 });
+  const again = await memstack.importUser("fay", whole);
+  assert.deepEqual(again, { user_id: "fay", imported: 0, skipped_existing: 12, reembedded: 0 });
+  const copied = (await memstack.list({ user_id: "fay", limit: 50 })).memories.map((m) => m.content).sort();
+  assert.deepEqual(copied, whole.slice(1).map((l) => JSON.parse(l).content).sort());
+
+  await assert.rejects(
+    (async () => {
+      for await (const _ of memstack.exportUser("nobody")) void _;
+    })(),
+    { status: 404, code: "not_found" },
+  );
+  await assert.rejects(memstack.importUser("fay", [whole[0]!, '{"id": "bad id"}']), { status: 422, code: "validation_error" });
+});
+
 test("errors carry the API's code, and tenants stay apart", async () => {
   const ts = new MemstackClient({ baseUrl, apiKey: "ts-key" });
   const other = new MemstackClient({ baseUrl, apiKey: "other-key" });

@@ -28,6 +28,7 @@ from memstack.api import (
     routes_keyed,
     routes_memories,
     routes_search,
+    routes_transfer,
     ui,
 )
 from memstack.api.auth import Authenticator
@@ -229,6 +230,7 @@ def create_app(
     routes_memories.register(app, deps)
     routes_search.register(app, deps)
     routes_admin.register(app, deps)
+    routes_transfer.register(app, deps)
     routes_jobs.register(app, deps)
     routes_config.register(app, deps)
     ui.register(app, settings.api)

@@ -554,6 +554,15 @@ class UserList(BaseModel):
     next_cursor: str | None = None
 
 
+class ImportUserResponse(BaseModel):
+    user_id: str
+    imported: int = Field(description="records written")
+    skipped_existing: int = Field(description="records already there (an import sent again skips them)")
+    reembedded: int = Field(
+        description="records embedded again (another embedder, or exported without vectors)"
+    )
+
+
 class EraseUserResponse(BaseModel):
     user_id: str
     erased: dict[str, int]

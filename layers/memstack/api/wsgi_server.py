@@ -13,6 +13,7 @@ One structured log line per request (Powertools Logger, JSON on stdout).
 from __future__ import annotations
 
 import base64
+import json
 import threading
 import time
 import uuid
@@ -28,6 +29,7 @@ from memstack.api.app import UNMATCHED_ROUTE, MemstackResolver, close_app, creat
 from memstack.api.auth import ApiKeyAuthenticator, Authenticator
 from memstack.api.errors import error_body, http_status
 from memstack.api.idempotency import build_persistence
+from memstack.api.routes_transfer import EXPORT_ROUTE
 from memstack.errors import MemstackError
 from memstack.service import MemoryService
 from memstack.settings import Settings
@@ -105,6 +107,12 @@ def wsgi_to_event(environ: dict[str, Any], body: bytes) -> dict[str, Any]:
         "body": text,
         "isBase64Encoded": is_base64,
     }
+
+
+def export_streamed(route: str, event: dict[str, Any]) -> bool:
+    """An export asked for whole (no cursor, no limit): ``memstack serve`` streams every page of it."""
+    query = event.get("queryStringParameters") or {}
+    return route == EXPORT_ROUTE and "cursor" not in query and "limit" not in query
 
 
 class WsgiApi:
@@ -227,6 +235,13 @@ class WsgiApi:
                 status = 500
                 payload = error_body("internal_error", "the server failed to handle this request").encode()
                 headers = [("Content-Type", "application/json")]
+            if status == 200 and method == "GET" and export_streamed(route, event):
+                # No Content-Length: waitress sends the pages as they are read (chunked).
+                headers = [h for h in headers if h[0].lower() != "content-length"]
+                start_response(_status_line(status), [*headers, ("X-Request-Id", request_id)])
+                self._log_request(method, route, status, started, request_id, environ)
+                self.metrics.clear_metrics()
+                return self._export_pages(event, payload)
         # A HEAD answer declares the length its GET's content has (the resolver's); others their own.
         declared = [v for k, v in headers if k.lower() == "content-length"]
         headers = [h for h in headers if h[0].lower() != "content-length"]
@@ -238,6 +253,31 @@ class WsgiApi:
         # Metrics are flushed by the Lambda handler in AWS; locally the request log carries the timing.
         self.metrics.clear_metrics()
         return [payload] if method != "HEAD" else []
+
+    def _export_pages(self, event: dict[str, Any], first: bytes) -> Iterator[bytes]:
+        """A whole export as one answer: the first page, then each next page the same route answers.
+
+        A page that fails once the answer has begun raises: waitress then closes the
+        connection without the chunked ending, and the client sees the export cut off.
+        """
+        head, _, rest = first.partition(b"\n")
+        header = json.loads(head)
+        cursor = header.get("next_cursor")
+        yield json.dumps({**header, "next_cursor": None}, ensure_ascii=False).encode() + b"\n"
+        yield rest
+        while cursor:
+            query = {**(event.get("queryStringParameters") or {}), "cursor": cursor}
+            page = {
+                **event,
+                "queryStringParameters": query,
+                "multiValueQueryStringParameters": {k: [v] for k, v in query.items()},
+            }
+            status, payload, _ = self._from_proxy(self.resolver().resolve(page, None))
+            if status != 200:
+                raise RuntimeError(f"export page answered {status}: {payload[:200]!r}")
+            head, _, rest = payload.partition(b"\n")
+            cursor = json.loads(head).get("next_cursor")
+            yield rest
 
     @staticmethod
     def _log_request(

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import httpx
 
-from memstack.api.schemas import AddMemoriesResponse, JobStatusResponse, Memory, UserSummary
+from memstack.api.schemas import AddMemoriesResponse, ImportUserResponse, JobStatusResponse, Memory, UserSummary
 from memstack.client import calls
-from memstack.client.base import DEFAULT_TIMEOUT, ClientCore
+from memstack.client.base import DEFAULT_TIMEOUT, ClientCore, cut_off
 from memstack.client.binding import async_method
 from memstack.client.calls import ApiCall
 from memstack.client.job_wait import JobWait
@@ -135,6 +136,67 @@ class AsyncMemoryClient(ClientCore):
             if not page.next_cursor:
                 return
             cursor = page.next_cursor
+
+    async def export_user(
+        self, user_id: str, *, embeddings: bool = True, page_size: int | None = None
+    ) -> AsyncIterator[str]:
+        """The user's export as lines (a header, then every record), page after page (``MemoryClient``'s)."""
+        cursor: str | None = None
+        first = True
+        while True:
+            call = calls.export_user(user_id, cursor=cursor, limit=page_size, embeddings=embeddings)
+            async with self._streamed(call) as response:
+                lines = self._lines(response)
+                header, cursor = calls.export_header_line(await anext(lines))
+                if first:
+                    yield header
+                    first = False
+                async for line in lines:
+                    yield line
+            if not cursor:
+                return
+
+    async def import_user(
+        self, user_id: str, lines: Iterable[str], *, request_bytes: int = calls.IMPORT_REQUEST_BYTES
+    ) -> ImportUserResponse:
+        """Import an export's lines as ``user_id``, in requests of about ``request_bytes``; the totals."""
+        answers = [
+            await self.call(calls.import_user(user_id, body))
+            for body in calls.import_requests(lines, request_bytes)
+        ]
+        return calls.summed(user_id, answers)
+
+    @asynccontextmanager
+    async def _streamed(self, call: ApiCall[Any]) -> AsyncIterator[httpx.Response]:
+        """The answer of ``call`` before its body is read (retried as ``call`` is, until it begins)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                request = self._http.build_request(**self._request_args(call))
+                response = await self._http.send(request, stream=True)
+            except httpx.TransportError as exc:
+                delay = self._delay_or_raise(call, attempt, exc)
+            else:
+                if response.status_code < 400:
+                    try:
+                        yield response
+                    finally:
+                        await response.aclose()
+                    return
+                await response.aread()
+                await response.aclose()
+                delay = self._delay_after(call, attempt, response)
+            await self._sleep(delay)
+
+    @staticmethod
+    async def _lines(response: httpx.Response) -> AsyncIterator[str]:
+        try:
+            async for line in response.aiter_lines():
+                if line.strip():
+                    yield line
+        except httpx.TransportError as exc:
+            raise cut_off(response, exc) from exc
 
     async def aclose(self) -> None:
         await self._http.aclose()

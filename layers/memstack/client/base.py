@@ -63,8 +63,10 @@ class ClientCore:
 
     def _request_args(self, call: ApiCall[Any]) -> dict[str, Any]:
         headers = dict(call.headers or {})
-        content = None
-        if call.body is not None:
+        content = call.content
+        if content is not None:
+            headers["Content-Type"] = call.content_type
+        elif call.body is not None:
             content = json.dumps(jsonable(call.body)).encode()
             headers["Content-Type"] = "application/json"
         return {
@@ -88,9 +90,21 @@ class ClientCore:
             decode_answer(status, response.headers, response.content, response.reason_phrase, retry_after)
         return None, delay
 
+    def _delay_after(self, call: ApiCall[Any], attempt: int, response: httpx.Response) -> float:
+        """How long to wait before sending ``call`` again after an error answer; raises when not to."""
+        _, delay = self._answer_or_delay(call, attempt, response)
+        assert delay is not None  # an error answer either raised or is retried
+        return delay
+
     def _delay_or_raise(self, call: ApiCall[Any], attempt: int, error: httpx.TransportError) -> float:
         delay = self.retry.after_error(attempt, error, call.idempotent)
         if delay is None:
             code = "timeout" if isinstance(error, httpx.TimeoutException) else "connection_error"
             raise MemoryApiError(0, code, f"could not reach {self.base_url}: {error!r}") from error
         return delay
+
+
+def cut_off(response: httpx.Response, error: httpx.TransportError) -> MemoryApiError:
+    """An answer that broke off while it was being read (the server stopped a streamed export)."""
+    request_id = response.headers.get("x-request-id")
+    return MemoryApiError(0, "connection_error", f"the answer was cut off: {error!r}", request_id=request_id)

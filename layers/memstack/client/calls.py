@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -23,6 +23,7 @@ from memstack.api.schemas import (
     DeleteMemoryResponse,
     EraseUserResponse,
     HealthResponse,
+    ImportUserResponse,
     JobStatusResponse,
     Memory,
     MemoryHistory,
@@ -46,6 +47,9 @@ class ApiCall(Generic[T]):
     headers: Mapping[str, str] | None = None
     # Safe to send twice (a retry after a lost answer changes nothing).
     idempotent: bool = True
+    #: a body that is not JSON (an export's lines), sent as it is with ``content_type``
+    content: bytes | None = None
+    content_type: str = "application/json"
 
 
 class _Never:
@@ -355,6 +359,76 @@ def list_users(*, limit: int | None = None, cursor: str | None = None) -> ApiCal
 
 def erase_user(user_id: str) -> ApiCall[EraseUserResponse]:
     return ApiCall("DELETE", f"/v1/users/{_segment(user_id)}", _model(EraseUserResponse))
+
+
+NDJSON = "application/x-ndjson"
+#: what one import request carries at most (the API's default body limit is 1 MiB)
+IMPORT_REQUEST_BYTES = 512 * 1024
+
+
+def export_user(
+    user_id: str, *, cursor: str | None = None, limit: int | None = None, embeddings: bool | None = None
+) -> ApiCall[Any]:
+    """One request of an export (the clients' ``export_user`` reads its answer as lines)."""
+    query = {"cursor": cursor, "limit": limit, "embeddings": embeddings}
+    return ApiCall(
+        "GET", f"/v1/users/{_segment(user_id)}/export", lambda p: p, query=query, headers={"Accept": NDJSON}
+    )
+
+
+def import_user(user_id: str, lines: str) -> ApiCall[ImportUserResponse]:
+    """One request of an import: an export's header line and some of its records."""
+    # Idempotent: the records keep their ids, so a request sent again skips what it wrote.
+    return ApiCall(
+        "POST",
+        f"/v1/users/{_segment(user_id)}/import",
+        _model(ImportUserResponse),
+        content=lines.encode(),
+        content_type=NDJSON,
+    )
+
+
+def import_requests(lines: Iterable[str], max_bytes: int = IMPORT_REQUEST_BYTES) -> Iterator[str]:
+    """An export's lines as import request bodies of about ``max_bytes`` each, every one with the header.
+
+    A record longer than that goes alone (the API answers 413 if it is over its own limit).
+    """
+    header: str | None = None
+    batch: list[str] = []
+    size = 0
+    for raw in lines:
+        line = raw.strip("\r\n")
+        if not line.strip():
+            continue
+        if header is None:
+            header = line
+            continue
+        if batch and size + len(line) + 1 > max_bytes:
+            yield "\n".join([header, *batch]) + "\n"
+            batch, size = [], 0
+        batch.append(line)
+        size += len(line.encode()) + 1
+    if header is None:
+        raise ValueError("the export is empty (no header line)")
+    if batch:
+        yield "\n".join([header, *batch]) + "\n"
+
+
+def summed(user_id: str, answers: Iterable[ImportUserResponse]) -> ImportUserResponse:
+    """The answers of an import's requests, added up."""
+    total = ImportUserResponse(user_id=user_id, imported=0, skipped_existing=0, reembedded=0)
+    for answer in answers:
+        total.imported += answer.imported
+        total.skipped_existing += answer.skipped_existing
+        total.reembedded += answer.reembedded
+    return total
+
+
+def export_header_line(line: str) -> tuple[str, str | None]:
+    """An export page's header line without its ``next_cursor``, and that cursor."""
+    header = json.loads(line)
+    cursor = header.pop("next_cursor", None)
+    return json.dumps(header, ensure_ascii=False), cursor
 
 
 def consolidate(user_id: str, *, sync: bool = False) -> ApiCall[ConsolidationResponse]:

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import httpx
 
-from memstack.api.schemas import AddMemoriesResponse, JobStatusResponse, Memory, UserSummary
+from memstack.api.schemas import AddMemoriesResponse, ImportUserResponse, JobStatusResponse, Memory, UserSummary
 from memstack.client import calls
-from memstack.client.base import DEFAULT_TIMEOUT, ClientCore
+from memstack.client.base import DEFAULT_TIMEOUT, ClientCore, cut_off
 from memstack.client.binding import sync_method
 from memstack.client.calls import ApiCall
 from memstack.client.job_wait import JobWait
@@ -140,6 +141,68 @@ class MemoryClient(ClientCore):
             if not page.next_cursor:
                 return
             cursor = page.next_cursor
+
+    def export_user(
+        self, user_id: str, *, embeddings: bool = True, page_size: int | None = None
+    ) -> Iterator[str]:
+        """The user's export as lines (a header, then every record), page after page.
+
+        Write them to a file and ``memstack import`` or ``import_user`` reads it. ``memstack
+        serve`` streams the whole export in one answer; behind API Gateway each answer is a
+        page (``page_size`` versions at most) and this follows its cursor.
+        """
+        cursor: str | None = None
+        first = True
+        while True:
+            call = calls.export_user(user_id, cursor=cursor, limit=page_size, embeddings=embeddings)
+            with self._streamed(call) as response:
+                lines = self._lines(response)
+                header, cursor = calls.export_header_line(next(lines))
+                if first:
+                    yield header
+                    first = False
+                yield from lines
+            if not cursor:
+                return
+
+    def import_user(
+        self, user_id: str, lines: Iterable[str], *, request_bytes: int = calls.IMPORT_REQUEST_BYTES
+    ) -> ImportUserResponse:
+        """Import an export's lines as ``user_id``, in requests of about ``request_bytes``; the totals."""
+        answers = (
+            self.call(calls.import_user(user_id, body))
+            for body in calls.import_requests(lines, request_bytes)
+        )
+        return calls.summed(user_id, answers)
+
+    @contextmanager
+    def _streamed(self, call: ApiCall[Any]) -> Iterator[httpx.Response]:
+        """The answer of ``call`` before its body is read (retried as ``call`` is, until it begins)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = self._http.send(self._http.build_request(**self._request_args(call)), stream=True)
+            except httpx.TransportError as exc:
+                delay = self._delay_or_raise(call, attempt, exc)
+            else:
+                if response.status_code < 400:
+                    try:
+                        yield response
+                    finally:
+                        response.close()
+                    return
+                response.read()
+                response.close()
+                delay = self._delay_after(call, attempt, response)
+            self._sleep(delay)
+
+    @staticmethod
+    def _lines(response: httpx.Response) -> Iterator[str]:
+        try:
+            yield from (line for line in response.iter_lines() if line.strip())
+        except httpx.TransportError as exc:
+            raise cut_off(response, exc) from exc
 
     def close(self) -> None:
         self._http.close()
