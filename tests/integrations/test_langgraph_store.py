@@ -84,21 +84,50 @@ def test_search_with_a_query_ranks_by_meaning_and_finds_extracted_memories(
     music = store.search(ANN, query="violin", limit=5)
     extracted = next(i for i in music if "violin" in i.value["content"])
     assert extracted.namespace == ANN and extracted.value["kind"] in ("fact", "event", "preference")
+    # Plain strings, as a value LangGraph stored would hold (the category was an enum object).
+    assert type(extracted.value["category"]) is str and type(extracted.value["kind"]) is str
     # The extracted memory is addressable by its id, like any item, and can be deleted.
     assert store.get(ANN, extracted.key).value == extracted.value
     store.delete(ANN, extracted.key)
     assert store.get(ANN, extracted.key) is None
 
 
-def test_namespaces_must_name_the_user(store: MemstackStore) -> None:
-    with pytest.raises(InvalidNamespaceError):
-        store.put(("elsewhere", "ann"), "k", {"content": "x"})
-    with pytest.raises(InvalidNamespaceError):
+def test_a_namespace_must_name_a_memstack_user(store: MemstackStore) -> None:
+    with pytest.raises(InvalidNamespaceError, match="needs a user id after its first 1 label"):
         store.put(("memories",), "k", {"content": "x"})
-    with pytest.raises(InvalidNamespaceError):
-        store.put(("memories", "ann", "s1", "deeper"), "k", {"content": "x"})
+    with pytest.raises(InvalidNamespaceError, match="is not a memstack user id"):
+        store.put(("memories", "ann smith"), "k", {"content": "x"})
+    with pytest.raises(InvalidNamespaceError, match="at most 8 labels"):
+        store.put(("memories", "ann", *"abcdefg"), "k", {"content": "x"})
     with pytest.raises(NotImplementedError):
         store.put(ANN, "k", {"content": "x"}, ttl=5)  # memstack memories do not expire
+
+
+def test_items_an_earlier_version_wrote_are_still_read(
+    store: MemstackStore, local_client: MemoryClient
+) -> None:
+    """Before namespaces were kept, (prefix, user, session) was a CONTEXT memory of the session."""
+    for namespace, key, text in [(ANN, "diet", "Ann is vegan"), (ANN_S1, "mood", "Ann is tired")]:
+        session = namespace[2] if len(namespace) > 2 else None
+        local_client.put_key(
+            store._memstack_key(namespace, key),
+            text,
+            user_id="ann",
+            session_id=session,
+            scope="CONTEXT" if session else "USER",
+            metadata={
+                "lg_key": key,
+                "lg_value": "{}",
+                "lg_text": "content",
+                "lg_created": "2026-01-01T00:00:00+00:00",
+            },
+        )
+    assert store.get(ANN, "diet").value == {"content": "Ann is vegan"}
+    assert store.get(ANN_S1, "mood").value == {"content": "Ann is tired"}
+    assert [i.key for i in store.search(ANN)] == ["diet", "mood"]
+    assert store.list_namespaces() == [ANN, ANN_S1]
+    store.put(ANN_S1, "mood", {"content": "Ann is rested"})  # the same key: a new version
+    assert [i.key for i in store.search(ANN, query="rested")][:1] == ["mood"]
 
 
 def test_async_operations(store: MemstackStore) -> None:
