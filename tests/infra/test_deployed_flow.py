@@ -252,6 +252,16 @@ def _drive(deployment: Deployment, api: Api) -> None:
     assert api("GET", "/v1/health")[0] == 200
     status, users = api("GET", "/v1/users")
     assert status == 200 and "maya" in [u["user_id"] for u in users["users"]], users
+    # Maya's export, a page of it, imported as another user: the store calls both routes make.
+    page = api.raw("GET", "/v1/users/maya/export", query={"limit": "50"})
+    assert page["statusCode"] == 200, page
+    assert page["multiValueHeaders"]["Content-Type"] == ["application/x-ndjson"], page
+    lines = page["body"].splitlines()
+    event = api_event(api.stage, "POST", "/v1/users/maya-copy/import")
+    event["body"] = "\n".join(lines)
+    imported = deployment.invoke("api", event)
+    assert imported["statusCode"] == 200 and json.loads(imported["body"])["imported"] == len(lines) - 1
+    assert api("DELETE", "/v1/users/maya-copy")[0] == 200  # the rest of the flow is Maya's alone
 
     # Enough short-term turns (the default threshold is 10) make Maya due for consolidation.
     more = [{"role": "user", "content": f"Note {i}: I walk by the Tagus every morning."} for i in range(9)]
