@@ -24,7 +24,13 @@ from typing import Any, TypeVar
 
 import httpx
 
-from memstack.api.schemas import AddMemoriesResponse, ImportUserResponse, JobStatusResponse, Memory, UserSummary
+from memstack.api.schemas import (
+    AddMemoriesResponse,
+    ImportUserResponse,
+    JobStatusResponse,
+    Memory,
+    UserSummary,
+)
 from memstack.client import calls
 from memstack.client.base import DEFAULT_TIMEOUT, ClientCore, cut_off
 from memstack.client.binding import sync_method

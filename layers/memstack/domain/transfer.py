@@ -121,6 +121,17 @@ def _tombstones_after(
     return found
 
 
+def user_records(store: MemoryStore, tenant: str, user_id: str) -> list[MemoryRecord]:
+    """Every version of every record of the user (tombstones too), newest first, with full embeddings."""
+    records: list[MemoryRecord] = []
+    cursor = None
+    while True:
+        groups, cursor = _page(store, tenant, user_id, PAGE, cursor, True)
+        records += [r for group in groups for r in group]
+        if cursor is None:
+            return records
+
+
 def export_header(
     embedder: NamedEmbedder, user_id: str, tenant: str | None = None, **extra: Any
 ) -> dict[str, Any]:
