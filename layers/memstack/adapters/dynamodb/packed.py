@@ -189,5 +189,5 @@ def unpack(buffer: Buffer, size: int | None = None) -> Snapshot:
         columns=columns,
         bm25=Bm25Index.from_packed(postings),
         successors=dict(header["successors"]),
-        sources={source: tuple(rows) for source, rows in header["sources"].items()},
+        sources=header["sources"],  # lists as parsed: a row's entry is replaced, never changed
     )

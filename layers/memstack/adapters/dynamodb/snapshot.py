@@ -29,7 +29,7 @@ in the older snapshot too, which is then newer than its token, never older.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -98,7 +98,7 @@ class Snapshot:
     columns: FilterColumns
     bm25: Bm25Index
     #: rows by the message ids they were drawn from, and the row that replaced a memory id
-    _sources: dict[str, tuple[int, ...]]
+    _sources: dict[str, Sequence[int]]
     _successors: dict[str, int]
     _term_rows: dict[str, np.ndarray] | None
 
@@ -158,7 +158,7 @@ class Snapshot:
         columns: FilterColumns,
         bm25: Bm25Index,
         successors: dict[str, int],
-        sources: dict[str, tuple[int, ...]],
+        sources: dict[str, Sequence[int]],
     ) -> None:
         self.token, self.seq, self.epoch = token, seq, epoch
         self.ids, self._records, self._decode = ids, records, decode
@@ -172,7 +172,9 @@ class Snapshot:
     def _index_lineage(self, row: int, replaces: str | None, sources: list[str]) -> None:
         if replaces is not None:
             self._successors.setdefault(replaces, row)
-        for source in sources:  # tuples: the next snapshot copies the dict, not every entry
+        # A new tuple, never an entry changed in place: the next snapshot copies the dict, not every
+        # entry (a loaded snapshot's entries are the header's lists, shared the same way).
+        for source in sources:
             self._sources[source] = (*self._sources.get(source, ()), row)
 
     @property
@@ -205,7 +207,7 @@ class Snapshot:
         """What decodes the rows not held as objects (a loaded snapshot's stored rows)."""
         return self._decode
 
-    def lineage(self) -> tuple[dict[str, int], dict[str, tuple[int, ...]]]:
+    def lineage(self) -> tuple[dict[str, int], dict[str, Sequence[int]]]:
         """(the row replacing each superseded memory id, the rows drawn from each message id)."""
         return self._successors, self._sources
 
