@@ -42,7 +42,11 @@ def acknowledge_findings(stack: MemstackStack) -> None:
         _function(stack, stack.compute.schema_migration)
     # The STM table's sparse `pending` index is read by name; CDK's grant covers the table's indexes.
     stm_index = f"Resource::{_arn_token(stack, stack.storage.stm_table)}/index/*"
-    for fn in (*stack.compute.data_plane(), stack.compute.consolidation_scheduler):
+    for fn in (
+        *stack.compute.data_plane(),
+        stack.compute.consolidation_scheduler,
+        stack.compute.webhook_worker,
+    ):
         ack(
             _role(fn),
             f"IAM5[{stm_index}]",

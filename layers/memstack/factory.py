@@ -29,7 +29,7 @@ from memstack.ports.lease import Leases
 from memstack.ports.llm import Extractor, Summariser
 from memstack.ports.queue import JobQueue
 from memstack.ports.reranker import Reranker
-from memstack.ports.stm import ShortTermStore
+from memstack.ports.stm import ErasureLog, ShortTermStore
 from memstack.ports.store import MemoryStore
 from memstack.ports.tenant_config import TenantConfigHost
 from memstack.registry import Registry
@@ -319,6 +319,7 @@ def build_service(
         settings.consolidation,
         leases=build_leases(settings, db, clients),
     )
+    extract = extraction_handler(settings, store, stm, embedder, extractor)
     service = MemoryService(
         cursors=CursorSigner(lambda: cursor_key(settings, clients.get("secretsmanager"))),
         settings=settings,
@@ -328,7 +329,7 @@ def build_service(
         ingestor=ingestor,
         retriever=retriever,
         queue=queue,
-        job_handlers={"extract": extraction_handler(settings, store, stm, embedder, extractor)},
+        job_handlers={"extract": extract},
         closers=closers,
         consolidator=consolidator,
         profiles=ProfileBuilder(store, embedder, settings.profiles) if settings.profiles.enabled else None,
@@ -343,5 +344,26 @@ def build_service(
             service.close()
             raise
     if queue is not None:
+        wire_webhooks(service, settings, queue, extract)
         queue.set_handler(service.process_job)
     return service
+
+
+def wire_webhooks(
+    service: MemoryService, settings: Settings, queue: JobQueue, extract: ExtractionJobHandler
+) -> None:
+    """Events from where memories are written and jobs fail, and the ``webhook`` job that delivers them."""
+    from memstack.adapters.webhooks.http_sender import PinnedHttpSender
+    from memstack.domain.webhooks.delivery import WebhookDelivery
+    from memstack.domain.webhooks.publisher import WebhookPublisher
+
+    publisher = WebhookPublisher(service.tenant_configs, queue)
+    service.webhooks = publisher
+    extract.on_written = publisher.memories_written
+    if service.job_recorder is not None:
+        service.job_recorder.on_failed.append(publisher.job_failed)
+    hooks = settings.webhooks
+    sender = PinnedHttpSender(hooks.allowed_hosts(), hooks.webhook_timeout_seconds)
+    service.closers.append(sender.close)
+    erasures = service.stm if isinstance(service.stm, ErasureLog) else None
+    service.job_handlers["webhook"] = WebhookDelivery(service.tenant_configs, sender, erasures)

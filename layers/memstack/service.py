@@ -25,6 +25,7 @@ from memstack.domain.ingest import Ingestor, IngestResult, stm_memory_id
 from memstack.domain.retrieval import Retriever, SearchRequest, SearchResult
 from memstack.domain.tenant.configs import TenantConfigs
 from memstack.domain.time.bounds import TimeBounds
+from memstack.domain.webhooks.publisher import WebhookPublisher
 from memstack.errors import Conflict, DependencyFailed, NotFound, StorageFull
 from memstack.models import (
     Category,
@@ -80,6 +81,8 @@ class MemoryService:
     reserve: SpaceReserve | None = None
     #: where the queues and workers report each job's state (None: not recorded)
     job_recorder: jobs.JobRecorder | None = None
+    #: webhook events of the memories written here (None: none are sent)
+    webhooks: WebhookPublisher | None = None
 
     def __post_init__(self) -> None:
         # Consolidation is the service's own job (it refreshes profiles and sweeps expiry too);
@@ -255,6 +258,7 @@ class MemoryService:
             metadata={**labels, "edited": "manual"},
         )
         self.store.supersede(tenant, user_id, old.id, new)
+        self._written(tenant, new)
         return new
 
     def delete(self, tenant: str, user_id: str, memory_id: str, now: datetime | None = None) -> MemoryRecord:
@@ -268,7 +272,13 @@ class MemoryService:
             now=now,
         )
         self.store.supersede(tenant, user_id, old.id, tombstone)
+        self._written(tenant, tombstone)
         return tombstone
+
+    def _written(self, tenant: str, *records: MemoryRecord) -> None:
+        """Tell the tenant's webhook (when it asks) about versions written here."""
+        if self.webhooks is not None:
+            self.webhooks.memories_written(tenant, records)
 
     def delete_matching(
         self, tenant: str, user_id: str, filters: MemoryFilters, now: datetime | None = None
@@ -316,7 +326,7 @@ class MemoryService:
         TimeBounds(self.settings.api.earliest_time, self.settings.api.latest_time).check(
             [("event_time", event_time)]
         )
-        return keyed.put_key(
+        record, created = keyed.put_key(
             self.store,
             self.embedder,
             self.settings.embedding.coarse_dim,
@@ -327,6 +337,8 @@ class MemoryService:
             fields=keyed.record_fields(session_id, scope, kind, category, event_time),
             metadata=dict(metadata or {}),
         )
+        self._written(tenant, record)
+        return record, created
 
     def get_key(self, tenant: str, user_id: str, key: str) -> MemoryRecord:
         return keyed.get_key(self.store, tenant, user_id, key)
@@ -367,6 +379,7 @@ class MemoryService:
             metadata={**target.metadata, "edited": "restored", "restored_from": target.id},
         )
         self.store.supersede(tenant, user_id, latest.id, new)
+        self._written(tenant, new)
         return new
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
@@ -431,7 +444,8 @@ class MemoryService:
         if handler is None:
             raise RuntimeError(f"no handler for job type {job.type!r}")
         handler(job)
-        if isinstance(self.store, Compacting):
+        # (a webhook delivery writes no memory: nothing to keep up)
+        if job.type != "webhook" and isinstance(self.store, Compacting):
             # The store's upkeep for this user (the small tier's snapshot), after the job's writes.
             # It is redone after the next job if it fails: the job itself has succeeded.
             try:

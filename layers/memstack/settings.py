@@ -92,6 +92,27 @@ class QueueSettings(Section):
     )
 
 
+class WebhookSettings(Section):
+    """Webhook delivery: the outbound policy, and how the SQLite queue retries (SQS: its own policy)."""
+
+    webhook_allowed_hosts: str | None = Field(
+        None,
+        max_length=2000,
+        description="comma-separated hosts a webhook may reach over http and at private addresses "
+        "(unset: https to public addresses only)",
+    )
+    webhook_timeout_seconds: float = Field(10.0, gt=0, le=60, description="longest wait for a receiver")
+    webhook_max_attempts: int = Field(
+        8, ge=1, le=50, description="SQLite queue: deliveries tried before the dead-letter list"
+    )
+    webhook_backoff_seconds: float = Field(
+        30.0, ge=0, le=3600, description="SQLite queue: first wait before a retry, doubling each time"
+    )
+
+    def allowed_hosts(self) -> list[str]:
+        return [h.strip() for h in (self.webhook_allowed_hosts or "").split(",") if h.strip()]
+
+
 class SchedulerSettings(Section):
     """Which users are due for consolidation, and the outbox sweep of messages never extracted."""
 
@@ -240,6 +261,8 @@ class AwsResources(Section):
     # Dead-letter queues; unset means read from the source queue's RedrivePolicy.
     extraction_dlq_url: str | None = None
     consolidation_dlq_url: str | None = None
+    webhook_queue_url: str | None = None
+    webhook_dlq_url: str | None = None
     cursor_secret_arn: str | None = Field(
         None, description="Secrets Manager secret that keys list cursors (unset: <data dir>/cursor.key)"
     )
@@ -369,6 +392,7 @@ class Settings(BaseSettings):
     profiles: ProfileConfig = Field(default_factory=ProfileConfig)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
+    webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
     api: ApiLimits = Field(default_factory=ApiLimits)
     server: ServerSettings = Field(default_factory=ServerSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)

@@ -22,7 +22,12 @@ from stacks.constructs import bedrock
 from stacks.constructs.aurora import MemoryDatabase
 from stacks.constructs.environment import deployment_settings, function_environment, function_reads
 from stacks.constructs.functions import StandardFunction, memstack_layer
-from stacks.constructs.queues import CONSOLIDATION_WORKER_TIMEOUT, EXTRACTION_WORKER_TIMEOUT, Queues
+from stacks.constructs.queues import (
+    CONSOLIDATION_WORKER_TIMEOUT,
+    EXTRACTION_WORKER_TIMEOUT,
+    WEBHOOK_WORKER_TIMEOUT,
+    Queues,
+)
 from stacks.constructs.search import SearchBackend
 from stacks.constructs.storage import Storage
 
@@ -44,6 +49,7 @@ SERVICE_SUFFIX = {
     "extraction_worker": "extraction",
     "consolidation_scheduler": "scheduler",
     "consolidation_worker": "consolidation",
+    "webhook_worker": "webhooks",
     "cost_report": "cost",
     "schema_migration": "migrate",
 }
@@ -70,6 +76,8 @@ def stack_resources(
         "consolidation_queue_url": queues.consolidation.queue.queue_url,
         "extraction_dlq_url": queues.extraction.dlq.queue_url,
         "consolidation_dlq_url": queues.consolidation.dlq.queue_url,
+        "webhook_queue_url": queues.webhooks.queue.queue_url,
+        "webhook_dlq_url": queues.webhooks.dlq.queue_url,
         "alert_topic_arn": topic.topic_arn,
         "cursor_secret_arn": storage.cursor_secret.secret_arn,
         "sync_timeout_seconds": str(SYNC_BUDGET.to_seconds()),
@@ -150,6 +158,13 @@ class Compute(Construct):
             CONSOLIDATION_WORKER_TIMEOUT,
             "memstack consolidation: summarise and synthesise one user's STM",
         )
+        self.webhook_worker = make(
+            "WebhookWorker",
+            "webhook_worker",
+            config.worker_memory_mb,
+            WEBHOOK_WORKER_TIMEOUT,
+            "memstack webhooks: sign and deliver tenants' events to their receivers",
+        )
         self.cost_report = make(
             "CostReport",
             "cost_report",
@@ -199,6 +214,41 @@ class Compute(Construct):
                 queues.consolidation.queue,
                 batch_size=1,
                 max_concurrency=config.consolidation_max_concurrency,
+                report_batch_item_failures=True,
+            )
+        )
+        self._webhooks(storage, queues, search, database)
+
+    def _webhooks(
+        self,
+        storage: Storage,
+        queues: Queues,
+        search: SearchBackend | None,
+        database: MemoryDatabase | None,
+    ) -> None:
+        """Tenants' events: queued where memories are written and jobs fail, delivered by their worker.
+
+        The worker reads the tenant's configuration (beside the memories: the table, the search
+        backend or the database) and the erasure log (the STM table); its job records are the
+        idempotency table's. It sends a refused delivery back to its own queue with a delay.
+        """
+        fn = self.webhook_worker
+        for writer in (self.api, self.extraction_worker, self.consolidation_worker):
+            queues.webhooks.queue.grant_send_messages(writer)
+        queues.webhooks.queue.grant_send_messages(fn)
+        for table in storage.data_tables():
+            table.grant_read_data(fn)
+        storage.idempotency_table.grant_read_write_data(fn)
+        if search is not None:
+            search.grant_read_write(fn)
+        if database is not None:
+            database.grant_data_api(fn)
+        fn.add_event_source(
+            sources.SqsEventSource(
+                queues.webhooks.queue,
+                batch_size=10,
+                max_batching_window=Duration.seconds(1),
+                max_concurrency=2,
                 report_batch_item_failures=True,
             )
         )
@@ -253,6 +303,7 @@ class Compute(Construct):
             "extraction_worker": self.extraction_worker,
             "consolidation_scheduler": self.consolidation_scheduler,
             "consolidation_worker": self.consolidation_worker,
+            "webhook_worker": self.webhook_worker,
             "cost_report": self.cost_report,
         }
 

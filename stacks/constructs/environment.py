@@ -35,7 +35,7 @@ from stacks.config import ConfigError, StackConfig
 #: the sections ``build_service`` reads (Settings' fields): backends' models, embeddings, every
 #: pipeline and consolidation knob, the queue's leases and the resources the stack creates
 SERVICE_SECTIONS: tuple[str, ...] = ("embedding", "retrieval", "ingest", "extraction", "consolidation")
-SERVICE_SECTIONS += ("profiles", "queue", "bedrock", "aws")
+SERVICE_SECTIONS += ("profiles", "queue", "webhooks", "bedrock", "aws")
 #: each store's own section; the ``dynamodb`` store's table is in ``aws``
 STORE_SECTIONS = {"opensearch": ("opensearch",), "postgres": ("postgres",)}
 #: the sections each function reads on top of the root settings and ``SERVICE_SECTIONS``
@@ -44,6 +44,7 @@ FUNCTION_SECTIONS: dict[str, tuple[str, ...]] = {
     "extraction_worker": (),
     "consolidation_scheduler": ("scheduler",),
     "consolidation_worker": (),
+    "webhook_worker": (),
 }
 #: the API section's time bounds, which the service checks every timestamp against (service.py)
 SERVICE_NAMES = ("earliest_time", "latest_time")
@@ -51,7 +52,8 @@ SERVICE_NAMES = ("earliest_time", "latest_time")
 API_ONLY = ("cursor_secret_arn",)
 #: settings of the sections above that only a local process reads (the CLI's tenant, API keys,
 #: the local queue's attempts, a direct DSN): never written into a function's environment
-LOCAL_ONLY = ("default_tenant", "api_keys", "queue_max_attempts", "postgres_dsn", "postgres_pool_size")
+LOCAL_ONLY: tuple[str, ...] = ("default_tenant", "api_keys", "queue_max_attempts", "postgres_dsn")
+LOCAL_ONLY += ("postgres_pool_size", "webhook_max_attempts", "webhook_backoff_seconds")
 #: functions that build no service: the sections they read and the few other names
 #: (``Settings`` checks coarse_dim against embedding_dim and the retrieval weights on load)
 OWN_READS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {

@@ -33,7 +33,12 @@ MESSAGES_INGESTED = "MessagesIngested"
 EXTRACTION_OPERATIONS = "ExtractionOperations"
 WORKER_JOBS = ("JobsSucceeded", "JobsFailed")
 OPERATIONS = ("ADD", "UPDATE", "DELETE", "NONE")
-QUEUE_AGE_LIMITS = {"Extraction": Duration.minutes(15), "Consolidation": Duration.hours(2)}
+QUEUE_AGE_LIMITS = {
+    "Extraction": Duration.minutes(15),
+    "Consolidation": Duration.hours(2),
+    # A delivery a receiver refuses comes back as a new message (a backoff of up to 15 min each).
+    "Webhooks": Duration.hours(1),
+}
 OPENSEARCH_CPU_PERCENT = 80
 OPENSEARCH_JVM_PERCENT = 80
 OPENSEARCH_FREE_STORAGE_SHARE = 0.25
@@ -64,6 +69,7 @@ EMITTED_METRICS: dict[str, tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] 
     ),
     "consolidation_scheduler": (("ConsolidationJobsScheduled", ()), ("StmExpiredPurged", ())),
     "consolidation_worker": (*_JOBS, *_CONSOLIDATION),
+    "webhook_worker": _JOBS,
     "cost_report": (("DailyCost", ()),),
 }
 

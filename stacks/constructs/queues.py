@@ -1,4 +1,4 @@
-"""SQS work queues (extraction, per-user consolidation), each with a dead-letter queue.
+"""SQS work queues (extraction, per-user consolidation, webhook deliveries), each with a dead-letter queue.
 
 Visibility timeout is six times the consumer's timeout (AWS's guidance for
 Lambda event sources), so a message is never handed to a second worker
@@ -15,6 +15,8 @@ from constructs import Construct
 # Worker timeouts: the functions construct reads these so both sides agree.
 EXTRACTION_WORKER_TIMEOUT = Duration.minutes(2)
 CONSOLIDATION_WORKER_TIMEOUT = Duration.minutes(10)
+# A batch of up to 10 deliveries, each waiting at most MEMSTACK_WEBHOOK_TIMEOUT_SECONDS (10 s).
+WEBHOOK_WORKER_TIMEOUT = Duration.minutes(2)
 MAX_RECEIVE_COUNT = 3
 DLQ_RETENTION = Duration.days(14)
 
@@ -54,6 +56,8 @@ class Queues(Construct):
         super().__init__(scope, cid)
         self.extraction = WorkQueue(self, "Extraction", consumer_timeout=EXTRACTION_WORKER_TIMEOUT)
         self.consolidation = WorkQueue(self, "Consolidation", consumer_timeout=CONSOLIDATION_WORKER_TIMEOUT)
+        # Tenants' webhook events: a receiver that keeps failing dead-letters its deliveries here.
+        self.webhooks = WorkQueue(self, "Webhooks", consumer_timeout=WEBHOOK_WORKER_TIMEOUT)
 
     def all(self) -> list[WorkQueue]:
-        return [self.extraction, self.consolidation]
+        return [self.extraction, self.consolidation, self.webhooks]

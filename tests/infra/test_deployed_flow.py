@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
@@ -49,8 +50,12 @@ HANDLERS = {
     "extraction_worker": "extraction_worker",
     "consolidation_scheduler": "consolidation_scheduler",
     "consolidation_worker": "consolidation_worker",
+    "webhook_worker": "webhook_worker",
     "cost_report": "cost_report",
 }
+#: the tenant's webhook receiver: a public name (the outbound policy refuses private addresses)
+RECEIVER = "https://hooks.example.com/memstack"
+PUBLIC_ADDRESS = "93.184.215.14"
 
 
 @pytest.fixture(params=["small", "postgres_small"])
@@ -214,9 +219,62 @@ def _tenant_config(api: Api) -> None:
     assert got["config"]["categories"]["custom"] == [pets] and got["version"] == 2, got
 
 
+def _receiver(deployment: Deployment) -> list[httpx.Request]:
+    """The tenant's receiver, answered at the wire: the name resolves to a public address, and the
+    delivery's request (to that address, with the name as Host and SNI) is recorded and answered 200."""
+    from memstack.adapters.webhooks.http_sender import PinnedHttpSender
+
+    received: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        request.read()
+        received.append(request)
+        return httpx.Response(200)
+
+    wire = httpx.MockTransport(answer)
+    original = PinnedHttpSender.__init__
+
+    def wired(self: PinnedHttpSender, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)  # (each service closes its own sender's client)
+        self.resolver, self._client = (lambda host, port: [PUBLIC_ADDRESS]), httpx.Client(transport=wire)
+
+    deployment.monkeypatch.setattr(PinnedHttpSender, "__init__", wired)
+    return received
+
+
+def _webhooks(deployment: Deployment, api: Api) -> tuple[str, list[httpx.Request]]:
+    """The tenant asks for memory events at its receiver (a section of its configuration)."""
+    from memstack.domain.webhooks.signature import new_secret
+
+    secret = new_secret()
+    hooks = {"url": RECEIVER, "secret": secret, "events": ["memory.created", "memory.deleted"]}
+    status, config = api("PATCH", "/v1/config", {"webhooks": hooks})
+    assert status == 200 and config["config"]["webhooks"]["url"] == RECEIVER, config
+    return secret, _receiver(deployment)
+
+
+def _delivered(deployment: Deployment, secret: str, received: list[httpx.Request]) -> list[dict[str, Any]]:
+    """The webhook worker's deliveries of what is queued: each to the checked address, signed."""
+    from memstack.domain.webhooks.signature import verify
+
+    before = len(received)
+    delivered = deployment.deliver("webhook_worker")
+    assert delivered["received"] >= 1 and delivered["failed"] == [], delivered
+    assert len(received) - before == delivered["received"]
+    events = []
+    for request in received[before:]:
+        assert str(request.url) == f"https://{PUBLIC_ADDRESS}/memstack"
+        assert request.headers["host"] == "hooks.example.com"
+        assert request.extensions["sni_hostname"] == "hooks.example.com"
+        verify(secret, dict(request.headers), request.content)
+        events.append(json.loads(request.content))
+    return events
+
+
 def _drive(deployment: Deployment, api: Api) -> None:
     """Every route and job type, on two users: Maya (kept) and Ann (erased at the end)."""
     _tenant_config(api)
+    secret, received = _webhooks(deployment, api)
     turn = {"id": "turn-1", "role": "user", "speaker": "Maya", "content": "I moved to Lisbon in March."}
     status, added = api("POST", "/v1/memories", {"user_id": "maya", "messages": [turn]})
     assert (status, added["queued"]) == (202, 1), added
@@ -227,6 +285,9 @@ def _drive(deployment: Deployment, api: Api) -> None:
     status, job = api("GET", f"/v1/jobs/{job_id}")
     # (moto's own event source mapping receives the message first, so attempts may read 2 here)
     assert (status, job["status"], job["error"]) == (200, "done", None), job
+    # The memories it wrote are events the webhook worker signs and delivers.
+    events = _delivered(deployment, secret, received)
+    assert {(e["type"], e["user_id"]) for e in events} == {("memory.created", "maya")}, events
 
     status, found = api("POST", "/v1/memories/search", {"user_id": "maya", "query": "where does Maya live"})
     assert status == 200, found
@@ -249,6 +310,13 @@ def _drive(deployment: Deployment, api: Api) -> None:
     assert status == 200 and got["content"] == "Maya prefers tea.", got
     assert api("DELETE", "/v1/memories/keys/drink", query={"user_id": "maya"})[0] in (200, 204)
     assert api("DELETE", f"/v1/memories/{patched['id']}", query={"user_id": "maya"})[0] in (200, 204)
+    # Edits through the API are events too (the update was not asked for; the deletes were).
+    deleted = [
+        e["data"]["memory_id"]
+        for e in _delivered(deployment, secret, received)
+        if e["type"] == "memory.deleted"
+    ]
+    assert patched["id"] in deleted, deleted
     assert api("GET", "/v1/health")[0] == 200
     status, users = api("GET", "/v1/users")
     assert status == 200 and "maya" in [u["user_id"] for u in users["users"]], users
@@ -495,7 +563,8 @@ def test_every_call_of_every_handler_on_the_deployed_stack_is_allowed_by_its_rol
     # Every MEMSTACK_* setting a handler read is one the stack declares for that function, so a
     # value given at synth (context, -c settings) reaches it; the rest are their defaults.
     handlers = [*HANDLERS, "schema_migration"]
-    assert len(deployment.reads) == len(handlers)
+    unread = [h for h in handlers if deployment.stack.function_id(h) not in deployment.reads]
+    assert not unread and len(deployment.reads) == len(handlers), unread
     for handler_dir in handlers:
         lid = deployment.stack.function_id(handler_dir)
         declared_reads = {f"MEMSTACK_{n.upper()}" for n in function_reads(synth.stack.config, handler_dir)}

@@ -80,10 +80,15 @@ def test_data_plane_roles_are_mapped_into_fine_grained_access_control(medium: Sy
     [mapping] = medium.props("Custom::OpenSearchRoleMapping")
     app, maintenance = mapping["Roles"]
     roles = {r["Fn::GetAtt"][0] for r in app["BackendRoles"]}
-    assert len(roles) == 3
-    assert all(
-        r.startswith(("ComputeApi", "ComputeExtractionWorker", "ComputeConsolidationWorker")) for r in roles
+    assert len(roles) == 4
+    # The webhook worker reads tenants' webhook settings, kept beside the memories.
+    data_plane = (
+        "ComputeApi",
+        "ComputeExtractionWorker",
+        "ComputeConsolidationWorker",
+        "ComputeWebhookWorker",
     )
+    assert all(r.startswith(data_plane) for r in roles)
     # Item 1: exactly the permissions of the calls the store makes (permissions.CALLS), template included.
     expected = domain_role("runtime", "memstack-*")
     assert app["ClusterPermissions"] == expected["cluster_permissions"]

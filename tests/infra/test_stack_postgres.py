@@ -89,10 +89,10 @@ def test_functions_use_the_data_api_with_granted_access(aurora: Synth) -> None:
         if "secretsmanager:GetSecretValue" in _as_list(s["Action"])
         and "Cursor" not in json.dumps(s["Resource"])
     ]
-    # The functions that open the store: the API, both workers, and the deploy-time migration; not
-    # the scheduler (it never opens the store: item 6) nor the cost report. (The API also reads the
-    # cursor key: test_stack_small.py.)
-    assert len(data_api) == 4 and len(secret_reads) == 4
+    # The functions that open the store: the API, both workers, the webhook worker (tenants' webhook
+    # settings are beside the memories) and the deploy-time migration; not the scheduler (it never
+    # opens the store: item 6) nor the cost report. (The API also reads the cursor key: test_stack_small.py.)
+    assert len(data_api) == 5 and len(secret_reads) == 5
     assert len(aurora.resources("Custom::MemstackSchema")) == 1
     assert "MEMSTACK_STORE_BACKEND" not in _env(aurora, "memstack-cost")
 

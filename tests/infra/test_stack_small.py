@@ -81,19 +81,21 @@ def test_queues_have_dlq_redrive_and_visibility_matched_to_workers(small: Synth)
         if "Environment" in p
     }
     redriven = [q["Properties"] for q in queues.values() if "RedrivePolicy" in q["Properties"]]
-    assert len(redriven) == 2
+    assert len(redriven) == 3  # extraction, consolidation, webhook deliveries
     for q in redriven:
         assert q["RedrivePolicy"]["maxReceiveCount"] == 3
         dlq_id = q["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
         assert queues[dlq_id]["Properties"]["SqsManagedSseEnabled"] is True
         assert q["SqsManagedSseEnabled"] is True
     visibility = sorted(q["VisibilityTimeout"] for q in redriven)
-    assert visibility == [6 * workers["memstack-extraction"], 6 * workers["memstack-consolidation"]]
+    assert visibility == sorted(
+        6 * workers[f"memstack-{name}"] for name in ("extraction", "consolidation", "webhooks")
+    )
 
 
 def test_queue_consumers_limit_concurrency_and_report_failures(small: Synth) -> None:
     mappings = small.props("AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 2
+    assert len(mappings) == 3
     for m in mappings:
         assert m["ScalingConfig"]["MaximumConcurrency"] == 2
         assert m["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
@@ -101,7 +103,7 @@ def test_queue_consumers_limit_concurrency_and_report_failures(small: Synth) -> 
 
 def test_every_function_is_traced_arm64_python312_with_layer_and_retention(small: Synth) -> None:
     functions = small.props("AWS::Lambda::Function")
-    assert len(functions) == 6  # the five of every tier and the deploy-time directory backfill
+    assert len(functions) == 7  # the six of every tier and the deploy-time directory backfill
     for fn in functions:
         assert fn["TracingConfig"] == {"Mode": "Active"}
         assert fn["Architectures"] == ["arm64"]
@@ -237,11 +239,11 @@ def test_dlq_errors_throttles_and_token_alarms(small: Synth) -> None:
     for a in alarms:
         by_metric.setdefault(a.get("MetricName", "math"), []).append(a)
         assert a["AlarmActions"], a
-    assert len(by_metric["Errors"]) == 5 and len(by_metric["Throttles"]) == 5
+    assert len(by_metric["Errors"]) == 6 and len(by_metric["Throttles"]) == 6
     dlq = by_metric["ApproximateNumberOfMessagesVisible"]
-    assert len(dlq) == 2 and all(a["Threshold"] == 0 for a in dlq)
+    assert len(dlq) == 3 and all(a["Threshold"] == 0 for a in dlq)
     assert all(a["ComparisonOperator"] == "GreaterThanThreshold" for a in dlq)
-    assert len(by_metric["ApproximateAgeOfOldestMessage"]) == 2
+    assert len(by_metric["ApproximateAgeOfOldestMessage"]) == 3
     [tokens] = by_metric["math"]
     assert tokens["Threshold"] == 2_000_000
     math = [m for m in tokens["Metrics"] if "Expression" in m]

@@ -1047,6 +1047,7 @@ export interface components {
         TenantConfig: {
             categories?: components["schemas"]["CategoriesSection"];
             extraction?: components["schemas"]["ExtractionSection"];
+            webhooks?: components["schemas"]["WebhooksSection"];
         };
         /**
          * TenantConfigResponse
@@ -1152,6 +1153,24 @@ export interface components {
             loc: (string | number)[];
             /** Error Type */
             type: string;
+        };
+        /** WebhooksSection */
+        WebhooksSection: {
+            /**
+             * Url
+             * @description where events are POSTed (https; see the outbound policy in docs/api.md)
+             */
+            url?: string | null;
+            /**
+             * Secret
+             * @description the signing key, 'whsec_' and the base64 of 24-64 random bytes (shown masked; memstack.domain.webhooks.signature.new_secret() makes one)
+             */
+            secret?: string | null;
+            /**
+             * Events
+             * @description which events to send: memory.created, memory.updated, memory.deleted, job.failed
+             */
+            events?: ("memory.created" | "memory.updated" | "memory.deleted" | "job.failed")[];
         };
         /** ResponseValidationError */
         ResponseValidationError: {

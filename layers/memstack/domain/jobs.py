@@ -35,6 +35,9 @@ from memstack.ports.queue import Job
 
 logger = Logger(service="memstack", child=True)
 
+#: the jobs a caller follows; a webhook delivery is the tenant's own receiver's business (and a failed
+#: one must not make a "job failed" event of its own)
+RECORDED_TYPES = frozenset({"extract", "consolidate"})
 #: the code of a job whose worker died (a crash, a timeout) while running it, every attempt
 WORKER_LOST = "worker_lost"
 
@@ -97,6 +100,7 @@ class JobRecorder:
         Raises when the records cannot be written: the caller's add fails and its retry
         sends the same job ids again, so no job id is ever handed out unrecorded.
         """
+        jobs = [job for job in jobs if job.type in RECORDED_TYPES]
         if not jobs:
             return
         now = self.clock()
@@ -124,6 +128,8 @@ class JobRecorder:
 
     def failed(self, job: Job, attempt: int, error: str | BaseException, *, final: bool) -> None:
         """A failed attempt: ``final`` (dead-lettered) is ``failed``, otherwise ``queued`` for the retry."""
+        if job.type not in RECORDED_TYPES:
+            return
         why = failure(error, job.id, attempt, final=final)
         self._change(job, "failed" if final else "queued", attempt, why)
         if not final or not self.on_failed:
@@ -139,6 +145,8 @@ class JobRecorder:
 
     def _change(self, job: Job, state: JobState, attempt: int, error: JobError | None = None) -> None:
         """A worker's report: best effort, so a status write that fails never fails the job's own work."""
+        if job.type not in RECORDED_TYPES:
+            return
         now = self.clock()
         change = JobChange(
             state=state, attempts=attempt, error=error, updated_at=now, expires_at=now + self.ttl

@@ -1,4 +1,4 @@
-"""The queue port: background jobs (extraction, consolidation) with retries and a dead-letter queue."""
+"""The queue port: background jobs (extraction, consolidation, webhooks), retried, then dead-lettered."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from memstack.models import new_id
 
-JobType = Literal["extract", "consolidate"]
+JobType = Literal["extract", "consolidate", "webhook"]
 
 
 class Job(BaseModel):

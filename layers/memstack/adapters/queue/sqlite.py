@@ -50,12 +50,15 @@ class SqliteJobQueue:
         db: Database,
         max_attempts: int = 3,
         backoff_seconds: float = 0.5,
+        retries: dict[str, tuple[int, float]] | None = None,
         lease_seconds: float = 15.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.db = db
         self.max_attempts = max_attempts
         self.backoff_seconds = backoff_seconds
+        #: (attempts, first backoff) of a job type that retries otherwise (webhook deliveries wait longer)
+        self.retries = dict(retries or {})
         self.lease_seconds = lease_seconds
         self.clock = clock
         ensure_columns(db, "jobs", {"lease_token": "TEXT", "user_key": "TEXT"})
@@ -202,7 +205,7 @@ class SqliteJobQueue:
                 if row is None:
                     return None
                 attempts = int(row["attempts"])
-                if row["status"] == "running" and attempts >= self.max_attempts:
+                if row["status"] == "running" and attempts >= self._attempts_of(row["body"]):
                     # Its workers kept dying (or timing out) with it: stop handing it out.
                     conn.execute(
                         "UPDATE jobs SET status = 'dead', lease_token = NULL, last_error = ? WHERE id = ?",
@@ -223,6 +226,10 @@ class SqliteJobQueue:
                     self.recorder.running(job, attempts + 1)
                 return job, attempts + 1, token
 
+    def _attempts_of(self, body: str) -> int:
+        job_type = json.loads(body).get("type")
+        return self.retries.get(job_type, (self.max_attempts, 0.0))[0]
+
     def _renew(self, job_id: str, token: str) -> None:
         with self.db.write() as conn:
             conn.execute(
@@ -231,7 +238,8 @@ class SqliteJobQueue:
             )
 
     def _finish(self, job: Job, attempts: int, token: str, error: Exception | None) -> None:
-        dead = error is not None and attempts >= self.max_attempts
+        most, backoff = self.retries.get(job.type, (self.max_attempts, self.backoff_seconds))
+        dead = error is not None and attempts >= most
         with self.db.write() as conn:
             if error is None:
                 ours = conn.execute("DELETE FROM jobs WHERE id = ? AND lease_token = ?", (job.id, token))
@@ -241,7 +249,7 @@ class SqliteJobQueue:
                     "WHERE id = ? AND lease_token = ?",
                     (
                         "dead" if dead else "pending",
-                        self.clock() + self.backoff_seconds * (2 ** (attempts - 1)),
+                        self.clock() + backoff * (2 ** (attempts - 1)),
                         f"{type(error).__name__}: {error}"[:2000],
                         job.id,
                         token,
@@ -309,4 +317,10 @@ def _user_key(job: Job) -> str:
 def build(settings: Settings, clients: Mapping[str, Any], db: Database | None) -> SqliteJobQueue:
     """``MEMSTACK_QUEUE_BACKEND=local``: jobs in the SQLite file (``factory.QUEUES``)."""
     assert db is not None, "the SQLite queue needs the data file open"
-    return SqliteJobQueue(db, max_attempts=settings.queue.queue_max_attempts)
+    hooks = settings.webhooks
+    return SqliteJobQueue(
+        db,
+        max_attempts=settings.queue.queue_max_attempts,
+        # A receiver that is down for a while must not dead-letter its events in seconds.
+        retries={"webhook": (hooks.webhook_max_attempts, hooks.webhook_backoff_seconds)},
+    )

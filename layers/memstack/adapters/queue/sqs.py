@@ -71,8 +71,13 @@ class SqsJobQueue:
         urls = {
             "extract": settings.aws.extraction_queue_url,
             "consolidate": settings.aws.consolidation_queue_url,
+            "webhook": settings.aws.webhook_queue_url,
         }
-        dlqs = {"extract": settings.aws.extraction_dlq_url, "consolidate": settings.aws.consolidation_dlq_url}
+        dlqs = {
+            "extract": settings.aws.extraction_dlq_url,
+            "consolidate": settings.aws.consolidation_dlq_url,
+            "webhook": settings.aws.webhook_dlq_url,
+        }
         if not any(urls.values()):
             raise SettingsError(
                 "queue_backend=sqs needs MEMSTACK_EXTRACTION_QUEUE_URL or MEMSTACK_CONSOLIDATION_QUEUE_URL"

@@ -95,6 +95,8 @@ class ExtractionJobHandler:
         # Where the decided operations are counted (the worker Lambda emits them
         # as the ExtractionOperations metric); None locally.
         self.on_operations: Callable[[list[str]], None] | None = None
+        # Who hears of the memories a job wrote (tenant, the versions): webhook events.
+        self.on_written: Callable[[str, list[MemoryRecord]], None] | None = None
 
     def __call__(self, job: Job) -> None:
         self.run(job)
@@ -151,6 +153,8 @@ class ExtractionJobHandler:
         self.stm.mark_extracted(job.tenant, job.user_id, [message_id])
         if self.on_operations is not None:
             self.on_operations([op.op for op in ops])
+        if self.on_written is not None and written:
+            self.on_written(job.tenant, written)
         # Debug: one line per message is too chatty for the CLI; POWERTOOLS_LOG_LEVEL=DEBUG shows it.
         logger.debug(
             {

@@ -14,6 +14,8 @@ field of ``TenantConfig`` (and its model), with no store change.
   free text for the LLM providers' prompt; ``ignore`` / ``only`` are rules
   every extractor's result is held to (categories and keywords), the offline
   one included.
+- ``webhooks``: where the tenant's events go (``url``), the key that signs
+  them (``secret``) and which events (``events``); ``domain/webhooks``.
 
 Secrets (a section's ``Secret`` field) are masked in what the API shows and
 kept in what is stored: ``public()`` vs ``stored()``.
@@ -23,9 +25,12 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -37,6 +42,8 @@ from pydantic import (
     model_validator,
 )
 
+from memstack.domain.webhooks.events import EventType
+from memstack.domain.webhooks.signature import SECRET_PATTERN
 from memstack.errors import ValidationFailed
 from memstack.models import BUILT_IN_CATEGORIES, CATEGORY_PATTERN
 
@@ -142,11 +149,55 @@ class ExtractionSection(_Section):
     )
 
 
+def _receiver_url(url: str) -> str:
+    """An absolute http(s) URL with a host, without credentials or a fragment (the outbound policy,
+    https and public addresses, is the deployment's and is applied when a delivery is made)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ValueError("must be an absolute https:// URL")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("must not carry a user name or password (the signature authenticates memstack)")
+    if parts.fragment:
+        raise ValueError("must not have a #fragment")
+    return url
+
+
+class WebhooksSection(_Section):
+    url: Annotated[str, StringConstraints(max_length=2000), AfterValidator(_receiver_url)] | None = Field(
+        None, description="where events are POSTed (https; see the outbound policy in docs/api.md)"
+    )
+    secret: Secret | None = Field(
+        None,
+        description="the signing key, 'whsec_' and the base64 of 24-64 random bytes (shown masked; "
+        "memstack.domain.webhooks.signature.new_secret() makes one)",
+    )
+    events: list[EventType] = Field(
+        default_factory=list,
+        max_length=4,
+        description="which events to send: memory.created, memory.updated, memory.deleted, job.failed",
+    )
+
+    @model_validator(mode="after")
+    def _complete(self) -> WebhooksSection:
+        if self.secret is not None and not re.fullmatch(SECRET_PATTERN, self.secret.get_secret_value()):
+            raise ValueError(
+                "webhooks.secret must be 'whsec_' and the base64 of 24-64 random bytes (a masked "
+                f"{SECRET_MASK!r} read back is not the secret: send the secret itself, or PATCH the "
+                "other sections)"
+            )
+        if self.events and (self.url is None or self.secret is None):
+            raise ValueError("webhooks.events needs webhooks.url and webhooks.secret")
+        if len(set(self.events)) != len(self.events):
+            raise ValueError("webhooks.events names an event twice")
+        return self
+
+
 class TenantConfig(_Section):
     """The whole document; every section is optional (absent: its defaults)."""
 
     categories: CategoriesSection = Field(default_factory=CategoriesSection)
     extraction: ExtractionSection = Field(default_factory=ExtractionSection)
+    webhooks: WebhooksSection = Field(default_factory=WebhooksSection)
 
     @model_validator(mode="after")
     def _known_categories(self) -> TenantConfig:
