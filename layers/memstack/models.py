@@ -126,6 +126,9 @@ class MemoryRecord(BaseModel):
     replaces_id: str | None = None
     version: int = 1
     source_ids: list[str] = Field(default_factory=list)
+    #: current memories this one contradicts when nothing said which is right (both kept, each naming
+    #: the other): search shows such a pair together so the agent can ask instead of guessing
+    conflicts_with: list[str] = Field(default_factory=list)
     # Text indexed for BM25 when it should differ from ``content`` (for example
     # a turn indexed with the turn it answers); ``None`` means ``content``.
     search_text: str | None = None

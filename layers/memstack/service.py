@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memstack.domain import expiry, filter_expr, jobs, keyed, transfer, versions
+from memstack.domain import conflicts, expiry, filter_expr, jobs, keyed, transfer, versions
 from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, housekeeping, schedule
@@ -123,14 +123,17 @@ class MemoryService:
     def search(self, request: SearchRequest, now: datetime | None = None) -> SearchResult:
         now = now or datetime.now(UTC)
         result = self.retriever.search(request)
-        if not any(expiry.expired(h.record, now) for h in result.hits):
-            return result
-        # Some expired since the last sweep: search again without them, so top_k stays full.
-        alive = request.filters.model_copy(
-            update={"where": filter_expr.both(request.filters.where, expiry.alive(now))}
+        if any(expiry.expired(h.record, now) for h in result.hits):
+            # Some expired since the last sweep: search again without them, so top_k stays full.
+            alive = request.filters.model_copy(
+                update={"where": filter_expr.both(request.filters.where, expiry.alive(now))}
+            )
+            result = self.retriever.search(dataclasses.replace(request, filters=alive))
+            result.hits = [h for h in result.hits if not expiry.expired(h.record, now)]
+        # A hit that contradicts a current memory comes with it, both marked (domain/conflicts.py).
+        result.hits = conflicts.with_counterparts(
+            self.store, request.tenant, request.user_id, request.filters, result.hits, now
         )
-        result = self.retriever.search(dataclasses.replace(request, filters=alive))
-        result.hits = [h for h in result.hits if not expiry.expired(h.record, now)]
         return result
 
     # ------------------------------------------------------------------- reads

@@ -284,6 +284,18 @@ def test_mark_rewrites_metadata_as_a_new_revision(recorder: Recorder) -> None:
     assert write.lines[2] == {"delete": {"_index": INDEX, "_id": "aoss-1"}}
 
 
+def test_link_conflicts_writes_a_new_revision_with_the_longer_list(recorder: Recorder) -> None:
+    store, _ = make_store(recorder)
+    recorder.reply(200, hits(("aoss-1", source(record("m1"), 4))))
+    recorder.reply(200, bulk_items(("index", "aoss-2", 201), ("delete", "aoss-1", 200)))
+    assert store.link_conflicts("t1", "u1", {"m1": ["m2"]}) == 1
+    write = recorder.requests[-1]
+    assert write.lines[1]["conflicts_with"] == ["m2"] and write.lines[1]["revision"] == 1000
+    assert write.lines[1]["content"] == "Alex moved to Lisbon"  # the rest of the document as it was
+    assert write.lines[2] == {"delete": {"_index": INDEX, "_id": "aoss-1"}}
+    assert_serverless_safe(recorder.requests)
+
+
 def test_an_index_made_before_metadata_terms_gets_the_field_added(recorder: Recorder) -> None:
     store, _ = make_store(recorder, ready=False)
     recorder.reply(200, {})  # the index exists
@@ -292,7 +304,11 @@ def test_an_index_made_before_metadata_terms_gets_the_field_added(recorder: Reco
     _head, put_mapping = recorder.requests
     assert (put_mapping.method, put_mapping.path) == ("PUT", f"/{INDEX}/_mapping")
     assert put_mapping.body == {
-        "properties": {"metadata_terms": {"type": "keyword"}, "metadata_values": METADATA_VALUES_FIELD}
+        "properties": {
+            "metadata_terms": {"type": "keyword"},
+            "metadata_values": METADATA_VALUES_FIELD,
+            "conflicts_with": {"type": "keyword"},
+        }
     }
     assert_serverless_safe(recorder.requests)
 

@@ -123,6 +123,7 @@ def test_first_use_creates_the_template_and_the_aliased_index(recorder: Recorder
                     "speaker": keyword,
                     "replaces_id": keyword,
                     "source_ids": keyword,
+                    "conflicts_with": keyword,
                     "content": {"type": "text"},
                     "search_text": {"type": "text"},
                     "created_at": {"type": "date"},
@@ -245,6 +246,7 @@ def test_put_sends_one_bulk_of_create_actions_with_the_refresh_policy(
             "deleted": False,
             "version": 1,
             "source_ids": ["msg-1"],
+            "conflicts_with": [],
             "metadata": {"role": "user"},
             "metadata_terms": ["role=s:user"],
             "metadata_values": [{"key": "role", "s": "user"}],
@@ -369,6 +371,29 @@ def test_mark_updates_only_records_that_change(store: OpenSearchMemoryStore, rec
                 "metadata_values": [{"key": "consolidated", "b": True}, {"key": "role", "s": "user"}],
             }
         },
+    ]
+
+
+def test_link_conflicts_updates_only_the_lists_that_grow(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    recorder.reply(
+        200,
+        {
+            "docs": [
+                rec.get_doc(did("m1"), _stored("m1", conflicts_with=["m0"])),
+                rec.get_doc(did("m2"), _stored("m2", conflicts_with=["m1"])),
+                rec.not_found(did("m3")),
+            ]
+        },
+    )
+    recorder.reply(200, rec.bulk(rec.bulk_item("update", did("m1"), 200)))
+    assert store.link_conflicts("t1", "u1", {"m1": ["m2"], "m2": ["m1"], "m3": ["m1"]}) == 1
+    mget, bulk = recorder.requests
+    assert (mget.path, mget.body) == ("/memstack-memories/_mget", {"ids": [did("m1"), did("m2"), did("m3")]})
+    assert bulk.lines == [
+        {"update": {"_index": ALIAS, "_id": did("m1")}},
+        {"doc": {"conflicts_with": ["m0", "m2"]}},
     ]
 
 
@@ -610,7 +635,11 @@ def test_an_index_made_before_metadata_terms_gets_the_field_added(recorder: Reco
     assert (check_alias.method, check_alias.path) == ("HEAD", "/_alias/memstack-memories")
     assert (put_mapping.method, put_mapping.path) == ("PUT", "/memstack-memories/_mapping")
     assert put_mapping.body == {
-        "properties": {"metadata_terms": {"type": "keyword"}, "metadata_values": METADATA_VALUES_FIELD}
+        "properties": {
+            "metadata_terms": {"type": "keyword"},
+            "metadata_values": METADATA_VALUES_FIELD,
+            "conflicts_with": {"type": "keyword"},
+        }
     }
 
 

@@ -116,6 +116,49 @@ def test_valid_tool_answer_becomes_operations_and_counts_tokens(
     assert emf["ExtractionInputTokens"] == [120.0] and emf["ExtractionOutputTokens"] == [40.0]
 
 
+def test_a_contradiction_is_a_conflict_with_the_memory_it_contradicts(
+    client: Any, metrics: Metrics, sent: list[dict[str, Any]]
+) -> None:
+    never = MemoryRecord(
+        id="mem-never", tenant="t", user_id="u", content="Maya has never written a Flask route."
+    )
+    said = Message(id="m3", speaker="Maya", content="I implemented the login route in Flask last week.")
+    answer = {
+        "operations": [
+            {
+                "op": "CONFLICT",
+                "target_id": "mem-never",
+                "content": "Maya implemented the login route in Flask.",
+                "kind": "event",
+                "category": "technical_skills",
+            }
+        ]
+    }
+    with Stubber(client) as stub:
+        stub.add_response("converse", tool_answer(answer), EXPECTED)
+        ops = extractor(client, metrics).extract(said, [], [never])
+        stub.assert_no_pending_responses()
+    assert [(o.op, o.target_id, o.content, o.source_ids) for o in ops] == [
+        ("CONFLICT", "mem-never", "Maya implemented the login route in Flask.", ["m3"])
+    ]
+    # The tool offers the decision and the prompt says when to take it.
+    item = sent[0]["toolConfig"]["tools"][0]["toolSpec"]["inputSchema"]["json"]["properties"]["operations"][
+        "items"
+    ]
+    assert item["properties"]["op"]["enum"] == ["ADD", "UPDATE", "DELETE", "NONE", "CONFLICT"]
+    assert "CONFLICT" in sent[0]["system"][0]["text"]
+
+
+def test_a_conflict_without_its_target_is_malformed(client: Any, metrics: Metrics) -> None:
+    untargeted = {"operations": [{"op": "CONFLICT", "content": "Maya lives in Kyoto."}]}
+    with Stubber(client) as stub:
+        stub.add_response("converse", tool_answer(untargeted, use_id="bad1"), EXPECTED)
+        stub.add_response("converse", tool_answer({"operations": [{"op": "NONE"}]}, use_id="ok"), EXPECTED)
+        ops = extractor(client, metrics).extract(MESSAGE, [], [TOKYO])
+        stub.assert_no_pending_responses()
+    assert [o.op for o in ops] == ["NONE"]
+
+
 def test_malformed_answer_is_retried_once_with_the_validation_error(
     client: Any, metrics: Metrics, sent: list[dict[str, Any]]
 ) -> None:

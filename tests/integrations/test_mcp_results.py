@@ -15,8 +15,10 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client import Client
+from memstack.api.schemas import SearchResultItem
 from memstack.client.sync import MemoryClient
 from memstack.integrations.mcp_server import build_mcp_server
+from memstack.integrations.mcp_views import hit_view, tool_result
 from memstack.integrations.toolkit import MemoryToolkit
 
 from tests.integrations.mcp_scenario import TOOLS
@@ -40,6 +42,7 @@ MEMORY_FIELDS = {
     "replaces_id",
     "is_current",
     "deleted",
+    "conflicts_with",
 }
 NOT_FOR_A_MODEL = {"user_id", "stages", "source_ids", "scope", "tier", "superseded_at"}
 WHEN = datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
@@ -184,3 +187,12 @@ def test_failures_stay_readable_tool_errors(local_client: MemoryClient) -> None:
     result = call(server, "get_memory", {"memory_id": "no-such-memory"})
     assert result.is_error and "not_found" in result.content[0].text
     assert json.dumps(result.model_dump(mode="json")).count("user_id") == 0
+
+
+def test_a_contradicted_hit_names_its_counterpart_and_a_plain_one_says_nothing() -> None:
+    base = {"content": "Ann has never been to Japan.", "kind": "fact", "tier": "ltm", "scope": "USER"}
+    base |= {"user_id": "ann", "version": 1, "is_current": True, "created_at": WHEN, "score": 0.4}
+    flagged = tool_result(hit_view(SearchResultItem(id="m1", conflicts_with=["m2"], **base)))
+    plain = tool_result(hit_view(SearchResultItem(id="m3", **base)))
+    assert flagged.structured_content["conflicts_with"] == ["m2"]
+    assert "conflicts_with" not in plain.structured_content

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from memstack.adapters.postgres import schema as pg_schema
+from memstack.adapters.postgres import writes
 from memstack.adapters.postgres.records import INSERT_COLUMNS, INSERT_VALUES, RECORDSET_TYPES, records_json
 from memstack.adapters.postgres.schema import LATEST, Migration, applied_versions, migrate
 from memstack.domain.vectors import coarse_prefix
@@ -15,12 +16,17 @@ from memstack.models import MemoryFilters
 
 from .conftest import COARSE_DIM, EMB, record
 
+# The insert's columns before migration 8 (``conflicts_with``): every earlier schema lacks it.
+_OLD_COLUMNS = INSERT_COLUMNS.removesuffix(", conflicts_with")
+_OLD_VALUES = INSERT_VALUES.removesuffix(", COALESCE(r.conflicts_with, '[]')")
+assert (_OLD_COLUMNS, _OLD_VALUES) != (INSERT_COLUMNS, INSERT_VALUES)
+
 
 def _insert_before_v4(schema: str) -> str:
     """The insert of the store before migration 4 (no statistics), which names only v1 columns."""
     return f"""
 WITH r AS (SELECT * FROM jsonb_to_recordset(CAST(:records AS jsonb)) AS r({RECORDSET_TYPES})),
-ins AS (INSERT INTO {schema}.memories ({INSERT_COLUMNS}) SELECT {INSERT_VALUES} FROM r RETURNING id),
+ins AS (INSERT INTO {schema}.memories ({_OLD_COLUMNS}) SELECT {_OLD_VALUES} FROM r RETURNING id),
 src AS (
     INSERT INTO {schema}.memory_sources (tenant, user_id, source_id, memory_id)
     SELECT DISTINCT r.tenant, r.user_id, s.value, r.id FROM r, jsonb_array_elements_text(r.source_ids) s)
@@ -32,7 +38,7 @@ def _insert_before_v5(schema: str) -> str:
     return f"""
 WITH r AS (SELECT * FROM jsonb_to_recordset(CAST(:records AS jsonb)) AS r({RECORDSET_TYPES})),
 ins AS (
-    INSERT INTO {schema}.memories ({INSERT_COLUMNS}) SELECT {INSERT_VALUES} FROM r
+    INSERT INTO {schema}.memories ({_OLD_COLUMNS}) SELECT {_OLD_VALUES} FROM r
     RETURNING tenant, user_id, doc_len, is_current AND NOT deleted AS counted),
 src AS (
     INSERT INTO {schema}.memory_sources (tenant, user_id, source_id, memory_id)
@@ -43,8 +49,23 @@ stats AS (
 SELECT count(*) AS inserted FROM ins"""
 
 
+def _insert_before_v8(schema: str) -> str:
+    """The store's insert from migration 7 on (postings), before contradictions (8)."""
+    now = f"({INSERT_COLUMNS}) SELECT {INSERT_VALUES}"
+    sql = writes.insert_sql(schema)
+    assert now in sql
+    return sql.replace(now, f"({_OLD_COLUMNS}) SELECT {_OLD_VALUES}")
+
+
 def _insert_as_of(version: int, schema: str) -> str:
+    if version >= 7:
+        return _insert_before_v8(schema)
     return _insert_before_v4(schema) if version < 4 else _insert_before_v5(schema)
+
+
+def _insert_params(version: int, records: str) -> dict[str, Any]:
+    """The insert's parameters: from migration 7 on the store's own insert, with a fence that lets it by."""
+    return {"records": records, **({"fence_keys": "[]", "fence_began": 0.0} if version >= 7 else {})}
 
 
 def _executor(postgres_server: Any) -> Any:
@@ -90,7 +111,7 @@ def test_from_a_previous_schema_the_data_stays_and_becomes_searchable(
             record("the golden retriever is called Biscuit", source_ids=["m1"]),
             record("ramen with extra garlic", source_ids=["m1"]),
         ]
-        executor.query(_insert_as_of(previous, postgres_schema), {"records": records_json(kept)})
+        executor.query(_insert_as_of(previous, postgres_schema), _insert_params(previous, records_json(kept)))
         applied = migrate(executor, postgres_schema, COARSE_DIM)
         assert [m.version for m in applied] == list(range(previous + 1, LATEST + 1))
     finally:

@@ -700,6 +700,11 @@ export interface components {
             version: number;
             /** Source Ids */
             source_ids?: string[];
+            /**
+             * Conflicts With
+             * @description ids of current memories this one contradicts, nothing saying which is right: ask the user. In search results the counterpart follows the hit that brought it, at the same score
+             */
+            conflicts_with?: string[];
             /** Metadata */
             metadata?: {
                 [key: string]: unknown;
@@ -1000,6 +1005,11 @@ export interface components {
             version: number;
             /** Source Ids */
             source_ids?: string[];
+            /**
+             * Conflicts With
+             * @description ids of current memories this one contradicts, nothing saying which is right: ask the user. In search results the counterpart follows the hit that brought it, at the same score
+             */
+            conflicts_with?: string[];
             /** Metadata */
             metadata?: {
                 [key: string]: unknown;

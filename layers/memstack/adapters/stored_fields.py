@@ -33,6 +33,7 @@ FIELD_NAMES = (
     "replaces_id",
     "version",
     "source_ids",
+    "conflicts_with",
 )
 
 
@@ -61,6 +62,7 @@ def stored_fields(record: MemoryRecord) -> dict[str, Any]:
         "replaces_id": record.replaces_id,
         "version": record.version,
         "source_ids": list(record.source_ids),
+        "conflicts_with": list(record.conflicts_with),
     }
 
 
@@ -88,5 +90,6 @@ def record_from_fields(
         replaces_id=fields.get("replaces_id"),
         version=int(fields["version"]),
         source_ids=list(fields.get("source_ids") or []),
+        conflicts_with=list(fields.get("conflicts_with") or []),
         metadata=load_metadata(fields.get("metadata")),
     )

@@ -159,6 +159,7 @@ def record_problems(record: MemoryRecord) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     ids = [("id", record.id), ("replaces_id", record.replaces_id), ("session_id", record.session_id)]
     ids += [(f"source_ids[{i}]", s) for i, s in enumerate(record.source_ids)]
+    ids += [(f"conflicts_with[{i}]", c) for i, c in enumerate(record.conflicts_with)]
     for name, value in ids:
         if value is not None and not _valid(_ID, value):
             found.append((name, f"{value[:40]!r} is not an id (letters, digits and ._@:+=-, at most 128)"))

@@ -428,6 +428,13 @@ class Memory(BaseModel):
     replaces_id: str | None = None
     version: int
     source_ids: list[str] = Field(default_factory=list)
+    conflicts_with: list[str] = Field(
+        default_factory=list,
+        description=(
+            "ids of current memories this one contradicts, nothing saying which is right: ask the user."
+            " In search results the counterpart follows the hit that brought it, at the same score"
+        ),
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     agent_id: str | None = Field(None, description="the agent of the conversation it came from")
     expires_at: datetime | None = Field(None, description="when it expires (null: never)")

@@ -313,6 +313,9 @@ def rehomed(
     update: dict[str, Any] = {"tenant": tenant, "user_id": user_id, "id": moved_id(record, tenant, user_id)}
     if record.replaces_id:
         update["replaces_id"] = _moved_ref(record.replaces_id, record, chain, tenant, user_id)
+    if record.conflicts_with:
+        links = record.conflicts_with
+        update["conflicts_with"] = [_moved_ref(i, record, chain, tenant, user_id) for i in links]
     into = record.metadata.get("consolidated_into")
     if isinstance(into, str) and into:
         moved = _moved_ref(into, record, chain, tenant, user_id)

@@ -100,6 +100,8 @@ def new_version(
             "deleted": deleted,
             "replaces_id": old.id,
             "version": old.version + 1,
+            # A link names the versions that disagreed: a new version of either settles the pair.
+            "conflicts_with": [],
             "embedding_full": None,
             "embedding_coarse": None,
             **changes,

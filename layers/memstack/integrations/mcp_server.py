@@ -56,7 +56,8 @@ memstack is the user's long-term memory. Before answering something that depends
 what the user told you before (preferences, facts about their life, past events), call
 search_memories. When the user tells you something worth keeping, call add_memory with
 their words. Memories are versioned: update_memory writes a new version and
-memory_history shows how a memory changed."""
+memory_history shows how a memory changed. Two results that name each other in
+conflicts_with contradict each other and nothing said which is right: ask the user."""
 
 UserArg = Annotated[
     str | None,

@@ -37,6 +37,9 @@ class MemoryView(BaseModel):
     replaces_id: str | None = Field(None, description="the version this one replaced")
     is_current: bool | None = Field(None, description="false: an older version, kept in the history")
     deleted: bool | None = Field(None, description="true: this version records that the memory was deleted")
+    conflicts_with: list[str] | None = Field(
+        None, description="ids of current memories this one contradicts: ask the user which is right"
+    )
 
 
 class HitView(MemoryView):
@@ -81,6 +84,7 @@ def _view_fields(memory: Memory) -> dict[str, Any]:
         "replaces_id": memory.replaces_id,
         "is_current": None if memory.is_current else False,
         "deleted": True if memory.deleted else None,
+        "conflicts_with": memory.conflicts_with or None,
     }
 
 

@@ -9,11 +9,15 @@ from pydantic import BaseModel, Field
 
 from memstack.models import Category, Kind, MemoryRecord, Message
 
-OpName = Literal["ADD", "UPDATE", "DELETE", "NONE"]
+OpName = Literal["ADD", "UPDATE", "DELETE", "NONE", "CONFLICT"]
 
 
 class ExtractionOp(BaseModel):
-    """One decision of context-aware extraction."""
+    """One decision of context-aware extraction.
+
+    ``CONFLICT``: ``content`` contradicts the current memory ``target_id`` and nothing says which
+    is right; both are kept and linked (``MemoryRecord.conflicts_with``) so the agent can ask.
+    """
 
     op: OpName
     target_id: str | None = None

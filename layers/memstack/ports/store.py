@@ -117,6 +117,14 @@ class MemoryStore(Protocol):
         """Set plain metadata fields (``metadata`` keys) on records; returns how many changed."""
         ...
 
+    def link_conflicts(self, tenant: str, user_id: str, links: dict[str, builtins.list[str]]) -> int:
+        """Add the ids of ``links[memory_id]`` to that record's ``conflicts_with`` (those not there yet).
+
+        Returns how many records changed; an unknown id changes nothing. Like ``mark``, it
+        changes no version: the link says two current statements disagree, not which is right.
+        """
+        ...
+
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
         """Delete every record of the user in this tenant, and fence later writes of earlier work.
 

@@ -52,7 +52,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -325,42 +325,68 @@ class DynamoDBMemoryStore:
             raise Conflict(f"memory {new.id} already exists")
 
     def mark(self, tenant: str, user_id: str, ids: list[str], **fields: object) -> int:
+        def marked(record: MemoryRecord) -> MemoryRecord | None:
+            if all(record.metadata.get(k) == v for k, v in fields.items()):
+                return None
+            return record.model_copy(update={"metadata": {**record.metadata, **fields}})
+
+        return self._set_field(tenant, user_id, ids, "metadata", marked)
+
+    def link_conflicts(self, tenant: str, user_id: str, links: dict[str, list[str]]) -> int:
+        def linked(record: MemoryRecord) -> MemoryRecord | None:
+            new = list(dict.fromkeys([*record.conflicts_with, *links[record.id]]))
+            return None if new == record.conflicts_with else record.model_copy(update={"conflicts_with": new})
+
+        return self._set_field(tenant, user_id, list(links), "conflicts_with", linked)
+
+    def _set_field(
+        self,
+        tenant: str,
+        user_id: str,
+        ids: list[str],
+        name: str,
+        change: Callable[[MemoryRecord], MemoryRecord | None],
+    ) -> int:
+        """Set attribute ``name`` of each record ``change`` returns a changed copy of (None: as it is).
+
+        Each update is conditioned on the value read (or its absence: an item written before the
+        field was): a concurrent writer makes us re-read, not overwrite. Returns how many changed.
+        """
         changed = 0
         for start in range(0, len(ids), _TX_MAX_ITEMS):
             chunk = ids[start : start + _TX_MAX_ITEMS]
             for _attempt in range(5):
                 current = self.get_many(tenant, user_id, chunk)
                 actions = []
-                marked: list[str] = []
+                touched: list[str] = []
                 for memory_id in chunk:
                     record = current.get(memory_id)
-                    if record is None or all(record.metadata.get(k) == v for k, v in fields.items()):
+                    new = change(record) if record is not None else None
+                    if record is None or new is None:
                         continue
-                    marked.append(memory_id)
-                    old_meta = items.to_item(record)["metadata"]
-                    new_meta = items.to_item(
-                        record.model_copy(update={"metadata": {**record.metadata, **fields}})
-                    )
-                    # Conditioned on the metadata we read: a concurrent mark makes us re-read, not overwrite.
+                    touched.append(memory_id)
                     actions.append(
                         {
                             "Update": {
                                 "TableName": self.table,
                                 "Key": items.memory_key(tenant, user_id, memory_id),
-                                "UpdateExpression": "SET #m = :new",
-                                "ConditionExpression": "#m = :old",
-                                "ExpressionAttributeNames": {"#m": "metadata"},
-                                "ExpressionAttributeValues": {":new": new_meta["metadata"], ":old": old_meta},
+                                "UpdateExpression": "SET #f = :new",
+                                "ConditionExpression": "attribute_not_exists(#f) OR #f = :old",
+                                "ExpressionAttributeNames": {"#f": name},
+                                "ExpressionAttributeValues": {
+                                    ":new": items.to_item(new)[name],
+                                    ":old": items.to_item(record)[name],
+                                },
                             }
                         }
                     )
                 if not actions:
                     break
-                if not self._write(tenant, user_id, actions, marked, None):
+                if not self._write(tenant, user_id, actions, touched, None):
                     changed += len(actions)
                     break
             else:
-                raise Conflict("memory metadata kept changing under a concurrent writer; try again")
+                raise Conflict(f"memory {name} kept changing under a concurrent writer; try again")
         return changed
 
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:

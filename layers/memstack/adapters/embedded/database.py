@@ -45,6 +45,8 @@ CREATE TABLE IF NOT EXISTS memories (
     version INTEGER NOT NULL,
     source_ids TEXT NOT NULL,
     metadata TEXT NOT NULL,
+    -- ids of the current memories this one contradicts (JSON list; issue 21: contradictions)
+    conflicts_with TEXT NOT NULL DEFAULT '[]',
     emb_full BLOB,
     emb_coarse BLOB,
     -- the user's generation (store_users) of the last write that changed this row's
@@ -122,6 +124,13 @@ def _add_round_one_columns(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE memories ADD COLUMN row_gen INTEGER NOT NULL DEFAULT 0")
 
 
+def _add_conflicts_column(conn: sqlite3.Connection) -> None:
+    """A file from before contradictions were linked: its memories gain ``conflicts_with``."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+    if columns and "conflicts_with" not in columns:
+        conn.execute("ALTER TABLE memories ADD COLUMN conflicts_with TEXT NOT NULL DEFAULT '[]'")
+
+
 def _number_round_one_users(conn: sqlite3.Connection) -> None:
     """A file written by round one: its users get a ``uid`` (its ``user_generations`` goes)."""
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'user_generations'").fetchone() is None:
@@ -168,8 +177,9 @@ def create_or_upgrade(conn: sqlite3.Connection) -> None:
             _number_round_one_users(conn)
             _fill_fts(conn)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        # Its own check (not the version): added beside the layout above without renumbering it.
+        # Their own checks (not the version): added beside the layout above without renumbering it.
         metadata_terms.ensure_table(conn)
+        _add_conflicts_column(conn)
     except BaseException:
         conn.execute("ROLLBACK")
         raise

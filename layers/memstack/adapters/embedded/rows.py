@@ -15,7 +15,8 @@ from memstack.models import MemoryFilters, MemoryRecord
 #: the record columns every read selects, in this order
 COLUMNS = (
     "id, tenant, user_id, session_id, scope, tier, kind, category, content, search_text, speaker, "
-    "event_time, created_at, is_current, superseded_at, deleted, replaces_id, version, source_ids, metadata"
+    "event_time, created_at, is_current, superseded_at, deleted, replaces_id, version, source_ids, metadata, "
+    "conflicts_with"
 )
 #: the same, on alias ``m``
 M_COLUMNS = ", ".join("m." + c.strip() for c in COLUMNS.split(","))
@@ -56,6 +57,7 @@ def insert_values(r: MemoryRecord, row_gen: int) -> tuple[Any, ...]:
         r.version,
         json.dumps(r.source_ids),
         json.dumps(r.metadata),
+        json.dumps(r.conflicts_with),
         to_blob(r.embedding_full),
         to_blob(r.embedding_coarse),
         row_gen,
@@ -86,6 +88,7 @@ def to_record(row: sqlite3.Row) -> MemoryRecord:
         version=int(row["version"]),
         source_ids=json.loads(row["source_ids"]),
         metadata=json.loads(row["metadata"]),
+        conflicts_with=json.loads(row["conflicts_with"]),
     )
 
 

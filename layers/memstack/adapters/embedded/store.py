@@ -183,6 +183,33 @@ class EmbeddedMemoryStore:
                         metadata_terms.replace(conn, uid, rid, old, new)
         return len(changes)
 
+    def link_conflicts(self, tenant: str, user_id: str, links: dict[str, list[str]]) -> int:
+        changed = 0
+        with self.db.write() as conn:
+            rows = []
+            for chunk in _chunks(list(links)):
+                marks = ",".join("?" * len(chunk))
+                rows += conn.execute(
+                    f"SELECT rid, id, conflicts_with FROM memories WHERE id IN ({marks}) "
+                    "AND +tenant = ? AND +user_id = ?",
+                    (*chunk, tenant, user_id),
+                ).fetchall()
+            updates = []
+            for row in rows:
+                old = json.loads(row["conflicts_with"])
+                new = list(dict.fromkeys([*old, *links[row["id"]]]))
+                if new != old:
+                    updates.append((json.dumps(new), row["rid"]))
+            if updates:
+                # row_gen moves: a cached index re-reads the rows, and with them the link.
+                _uid, generation = self._bump(conn, tenant, user_id)
+                conn.executemany(
+                    "UPDATE memories SET conflicts_with = ?, row_gen = ? WHERE rid = ?",
+                    [(text, generation, rid) for text, rid in updates],
+                )
+                changed = len(updates)
+        return changed
+
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
         now = time.time()
         with self.db.write() as conn:

@@ -60,6 +60,10 @@ class Documents(Protocol):
 
     def mark(self, tenant: str, user_id: str, ids: builtins.list[str], fields: dict[str, object]) -> int: ...
 
+    def link_conflicts(self, tenant: str, user_id: str, links: dict[str, builtins.list[str]]) -> int:
+        """Add ids to each memory's ``conflicts_with``; returns how many documents changed."""
+        ...
+
     def erase(self, tenant: str, user_id: str) -> int:
         """Delete every document of the user; returns how many."""
         ...

@@ -223,6 +223,24 @@ class ManagedDocuments:
         results = self.index.bulk(ops)
         return sum(1 for res in results if res.get("status") in OK and res.get("result") == "updated")
 
+    def link_conflicts(self, tenant: str, user_id: str, links: dict[str, builtins.list[str]]) -> int:
+        ops: builtins.list[Op] = []
+        for memory_id, source in self.sources(tenant, user_id, list(links), embedding=False).items():
+            have = list(source.get("conflicts_with") or [])
+            new = list(dict.fromkeys([*have, *links[memory_id]]))
+            if new == have:
+                continue
+            ops.append(
+                (
+                    {"update": {"_index": self.alias, "_id": mapping.doc_id(tenant, user_id, memory_id)}},
+                    {"doc": {"conflicts_with": new}},
+                )
+            )
+        if not ops:
+            return 0
+        results = self.index.bulk(ops)
+        return sum(1 for res in results if res.get("status") in OK and res.get("result") == "updated")
+
     def erase(self, tenant: str, user_id: str) -> int:
         # Writes sent without a refresh are not searchable yet; delete-by-query only finds what is.
         self.index.call("refresh", self.client.indices.refresh, index=self.alias)

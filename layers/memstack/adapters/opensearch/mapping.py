@@ -45,6 +45,7 @@ _KEYWORDS = (
     "speaker",
     "replaces_id",
     "source_ids",
+    "conflicts_with",
 )
 
 
@@ -105,7 +106,13 @@ def mappings(
 
 def added_fields() -> dict[str, Any]:
     """Fields this mapping has that an index made from an older template may lack (``PUT _mapping``)."""
-    return {"properties": {METADATA_TERMS: {"type": "keyword"}, METADATA_VALUES: _METADATA_VALUES_FIELD}}
+    return {
+        "properties": {
+            METADATA_TERMS: {"type": "keyword"},
+            METADATA_VALUES: _METADATA_VALUES_FIELD,
+            "conflicts_with": {"type": "keyword"},
+        }
+    }
 
 
 def metadata_values(metadata: dict[str, Any]) -> list[dict[str, Any]] | None:

@@ -246,6 +246,23 @@ class ServerlessDocuments:
         results = self._write(sources, retire)
         return sum(1 for res in results[: len(sources)] if res.get("status") in OK)
 
+    def link_conflicts(self, tenant: str, user_id: str, links: dict[str, builtins.list[str]]) -> int:
+        # No in-place update here: a new revision of each document, the old copy retired (as mark).
+        latest = self._latest(tenant, user_id, list(links), vectors=True)
+        sources, retire = [], []
+        for memory_id, (copy_id, source) in latest.items():
+            have = list(source.get("conflicts_with") or [])
+            new = list(dict.fromkeys([*have, *links[memory_id]]))
+            if new == have:
+                continue
+            revision = self._revision(int(source.get("revision", 0)))
+            sources.append({**source, "conflicts_with": new, "revision": revision})
+            retire.append(copy_id)
+        if not sources:
+            return 0
+        results = self._write(sources, retire)
+        return sum(1 for res in results[: len(sources)] if res.get("status") in OK)
+
     def erase(self, tenant: str, user_id: str) -> int:
         """Delete by ``_id`` until nothing is found, then look again once the collection has refreshed."""
         deleted: set[str] = set()

@@ -180,6 +180,12 @@ class OpenSearchMemoryStore:
         self._ensure()
         return self.documents.mark(tenant, user_id, ids, fields)
 
+    def link_conflicts(self, tenant: str, user_id: str, links: dict[str, builtins.list[str]]) -> int:
+        if not links:
+            return 0
+        self._ensure()
+        return self.documents.link_conflicts(tenant, user_id, links)
+
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
         self._ensure()
         # The erasure record first: from now on a write of work begun before it is refused or taken back.

@@ -64,6 +64,7 @@ RECORD_COLUMNS = ", ".join(
         "m.version",
         "m.source_ids::text AS source_ids",
         "m.metadata::text AS metadata",
+        "m.conflicts_with::text AS conflicts_with",
         "m.seq",
     ]
 )
@@ -76,6 +77,7 @@ TIME_FIELDS = ("event_time", "created_at", "superseded_at")
 def record_from_row(row: Row) -> MemoryRecord:
     fields = {**row, **{name: from_micros(row[name]) for name in TIME_FIELDS}}
     fields["source_ids"] = json.loads(row["source_ids"])
+    fields["conflicts_with"] = json.loads(row["conflicts_with"])
     return record_from_fields(fields, id_key="id", load_metadata=json.loads)
 
 
@@ -118,14 +120,15 @@ RECORDSET_TYPES = (
     "tenant text, user_id text, id text, session_id text, scope text, tier text, kind text, "
     "category text, content text, search_text text, speaker text, event_time bigint, "
     "created_at bigint, is_current boolean, superseded_at bigint, deleted boolean, replaces_id text, "
-    "version integer, source_ids jsonb, metadata jsonb, embedding_full text, embedding_coarse text"
+    "version integer, source_ids jsonb, metadata jsonb, embedding_full text, embedding_coarse text, "
+    "conflicts_with jsonb"
 )
 
 #: target columns of an insert, and the matching select list over recordset alias ``r``
 INSERT_COLUMNS = (
     "tenant, user_id, id, session_id, scope, tier, kind, category, content, search_text, speaker, "
     "event_time, created_at, is_current, superseded_at, deleted, replaces_id, version, source_ids, "
-    "metadata, embedding_full, embedding_coarse"
+    "metadata, embedding_full, embedding_coarse, conflicts_with"
 )
 INSERT_VALUES = ", ".join(
     [
@@ -151,5 +154,6 @@ INSERT_VALUES = ", ".join(
         "r.metadata",
         "CAST(r.embedding_full AS vector)",
         "CAST(r.embedding_coarse AS vector)",
+        "COALESCE(r.conflicts_with, '[]')",
     ]
 )

@@ -219,6 +219,11 @@ MIGRATIONS: tuple[Migration, ...] = (
                 FROM {schema}.memories m, unnest(m.tsv) t WHERE NOT m.deleted""",
         ),
     ),
+    Migration(
+        8,
+        "contradictions: the ids of the current memories each memory contradicts",
+        ("""ALTER TABLE {schema}.memories ADD COLUMN conflicts_with jsonb NOT NULL DEFAULT '[]'""",),
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -145,6 +145,15 @@ class PostgresMemoryStore:
         )
         return len(rows)
 
+    def link_conflicts(self, tenant: str, user_id: str, links: dict[str, builtins.list[str]]) -> int:
+        if not links:
+            return 0
+        rows = self.executor.query(
+            writes.link_conflicts_sql(self.schema),
+            {"tenant": tenant, "user_id": user_id, "links": json_text(links)},
+        )
+        return len(rows)
+
     def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
         """Marker and rows in one transaction, behind the user's erase lock (see ``writes``)."""
         key = erasure_key(tenant, user_id)

@@ -109,6 +109,18 @@ WHERE {OWNER} AND m.id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb))
 RETURNING m.id"""
 
 
+def link_conflicts_sql(schema: str) -> str:
+    """Append to each row of ``:links`` the ids its ``conflicts_with`` lacks (changed rows only)."""
+    return f"""
+UPDATE {schema}.memories m SET conflicts_with = m.conflicts_with || COALESCE((
+    SELECT jsonb_agg(DISTINCT other) FROM jsonb_array_elements_text(CAST(:links AS jsonb) -> m.id) other
+    WHERE NOT m.conflicts_with @> jsonb_build_array(other)), '[]')
+WHERE {OWNER} AND m.id IN (SELECT jsonb_object_keys(CAST(:links AS jsonb)))
+  AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(CAST(:links AS jsonb) -> m.id) other
+              WHERE NOT m.conflicts_with @> jsonb_build_array(other))
+RETURNING m.id"""
+
+
 def erase_lock_sql(schema: str) -> str:
     """The user's erase lock (exclusive; see ``erased_since``), first statement of the erase."""
     lock = f"hashtextextended('{schema}.' || CAST(:key AS text), 0)"

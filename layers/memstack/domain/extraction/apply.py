@@ -2,7 +2,10 @@
 
 ADD puts a new record; UPDATE writes version + 1 that replaces the target
 (``store.supersede``: the old one becomes not current in the same atomic
-step); DELETE writes a tombstone version; NONE writes nothing.
+step); DELETE writes a tombstone version; NONE writes nothing. CONFLICT puts
+a new record that names the current target in ``conflicts_with``, then adds
+the new record's id to the target's (``store.link_conflicts``): both stay
+current, each pointing at the other.
 
 Idempotent: every written record carries an ``op_key`` (a hash of the
 operation's source ids, type and text) in its metadata, and an operation whose
@@ -119,7 +122,7 @@ class _Applier:
         return record
 
     # -------------------------------------------------------------- operations
-    def add(self, op: ExtractionOp, key: str) -> MemoryRecord | None:
+    def add(self, op: ExtractionOp, key: str, conflicts_with: list[str] | None = None) -> MemoryRecord | None:
         if not op.content or not op.content.strip():
             return None
         content = op.content.strip()
@@ -138,11 +141,20 @@ class _Applier:
             event_time=op.event_time,
             created_at=self.now,
             source_ids=list(op.source_ids),
+            conflicts_with=list(conflicts_with or []),
             metadata={**self.metadata, "op_key": key},
             embedding_full=vector.tolist(),
             embedding_coarse=coarse_prefix(vector, self.coarse_dim).tolist(),
         )
         self.store.put([record], fence=self.fence)
+        return record
+
+    def conflict(self, op: ExtractionOp, key: str) -> MemoryRecord | None:
+        """Keep the contradicting statement beside the current memory it contradicts, linked both ways."""
+        target = self._head(op.target_id)
+        record = self.add(op, key, [target.id] if target is not None else None)
+        if record is not None and target is not None:
+            self.store.link_conflicts(self.tenant, self.user_id, {target.id: [record.id]})
         return record
 
     def replace(self, op: ExtractionOp, key: str, *, deleted: bool) -> MemoryRecord | None:
@@ -216,7 +228,7 @@ def apply_operations(
     """
     # Every text the operations may write, embedded in one call (a batch costs the model far
     # less per text than one call each); the writes below read their vectors from it.
-    texts = [(op.content or "").strip() for op in ops if op.op in ("ADD", "UPDATE")]
+    texts = [(op.content or "").strip() for op in ops if op.op in ("ADD", "UPDATE", "CONFLICT")]
     texts = [t for t in dict.fromkeys(texts) if t]
     if texts:
         embedder = EmbeddingMemo(embedder, len(texts))
@@ -236,6 +248,8 @@ def apply_operations(
         seen.add(key)
         if op.op == "ADD":
             record = applier.add(op, key)
+        elif op.op == "CONFLICT":
+            record = applier.conflict(op, key)
         else:
             record = applier.replace(op, key, deleted=op.op == "DELETE")
         if record is not None:

@@ -188,7 +188,7 @@ class ExtractionJobHandler:
         # said in June 2024 is true as of then, and a date filter or a time in the query can
         # only weigh a memory that has a time.
         missing = update.get("event_time", op.event_time) is None
-        if op.op in ("ADD", "UPDATE") and missing:
+        if op.op in ("ADD", "UPDATE", "CONFLICT") and missing:
             update["event_time"] = bounds.keep(resolution.event_time) or message.timestamp
         return op.model_copy(update=update) if update else op
 

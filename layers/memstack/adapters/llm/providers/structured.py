@@ -3,7 +3,7 @@
 Extraction: the model answers through a tool (``record_memory_operations``)
 whose input schema is the operation list, so nothing is parsed out of prose.
 The answer is validated with pydantic (ops, kinds, categories, and that
-UPDATE/DELETE name a memory that was shown). A malformed answer is sent back
+UPDATE/DELETE/CONFLICT name a memory that was shown). A malformed answer is sent back
 once with the validation error; if the retry is malformed too, the fact is
 kept anyway as an ADD of the raw message (categorised by the lexicon), so
 nothing the user said is dropped.
@@ -59,9 +59,13 @@ Decide what the new message changes, and answer only by calling the tool:
   that was reached). Give its target_id and the full new text.
 - DELETE: the message says an existing memory is no longer true ("I don't have a dog anymore",
   "forget that ...").
+- CONFLICT: the message contradicts an existing memory and nothing says which is right (no "now",
+  "anymore", "actually", no correction, no change over time): "I have never written a Flask route"
+  and "I implemented the login route in Flask". Give its target_id and the new statement as
+  content; both are kept, linked, so the assistant can ask the user.
 - NONE: the message restates what a memory already says, or holds nothing worth remembering
   (greetings, thanks, questions, requests to the assistant, hypotheticals).
-Each ADD/UPDATE has a kind (fact, event, preference), one category, and an event_time
+Each ADD/UPDATE/CONFLICT has a kind (fact, event, preference), one category, and an event_time
 (ISO 8601) when it is about something that happens at a particular time.
 Return an empty list when nothing should change.
 
@@ -91,7 +95,14 @@ Examples (memories shown as id: text; the speaker is Kim):
 14. "If I were rich I would buy a boat."  -> [] (a hypothetical, not a fact)
 15. "My friend Jake moved to Denver." with m1: Kim lives in Osaka.
    -> ADD "Kim's friend Jake moved to Denver." (event, relationships); m1 is about Kim, not Jake
+16. "I've never been to Japan." with m10: Kim ate takoyaki in Osaka in 2019.
+   -> CONFLICT m10 "Kim has never been to Japan." (fact, travel); nothing says which is right
 Never UPDATE or DELETE a memory the message is not about, and never invent an id."""
+
+#: the decisions the model may take (``ports.llm.OpName``)
+OPS = ("ADD", "UPDATE", "DELETE", "NONE", "CONFLICT")
+_WRITES = ("ADD", "UPDATE", "CONFLICT")
+_TARGETED = ("UPDATE", "DELETE", "CONFLICT")
 
 EXTRACTION_TOOL = Tool(
     name="record_memory_operations",
@@ -104,12 +115,12 @@ EXTRACTION_TOOL = Tool(
                 "items": {
                     "type": "object",
                     "properties": {
-                        "op": {"type": "string", "enum": ["ADD", "UPDATE", "DELETE", "NONE"]},
+                        "op": {"type": "string", "enum": list(OPS)},
                         "target_id": {
                             "type": "string",
-                            "description": "id of the memory UPDATE/DELETE act on",
+                            "description": "id of the memory UPDATE/DELETE/CONFLICT act on",
                         },
-                        "content": {"type": "string", "description": "memory text for ADD/UPDATE"},
+                        "content": {"type": "string", "description": "memory text for ADD/UPDATE/CONFLICT"},
                         "kind": {"type": "string", "enum": [k.value for k in Kind]},
                         "category": {"type": "string", "enum": [c.value for c in Category]},
                         "event_time": {"type": "string", "description": "ISO 8601 date or time, if any"},
@@ -158,7 +169,7 @@ class _Op(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    op: Literal["ADD", "UPDATE", "DELETE", "NONE"]
+    op: Literal["ADD", "UPDATE", "DELETE", "NONE", "CONFLICT"]
     target_id: str | None = None
     content: str | None = Field(default=None, max_length=2000)
     kind: Kind = Kind.FACT
@@ -177,9 +188,9 @@ class _Op(BaseModel):
 
     @model_validator(mode="after")
     def _complete(self) -> _Op:
-        if self.op in ("ADD", "UPDATE") and not (self.content or "").strip():
+        if self.op in _WRITES and not (self.content or "").strip():
             raise ValueError(f"{self.op} needs a non-empty content")
-        if self.op in ("UPDATE", "DELETE") and not self.target_id:
+        if self.op in _TARGETED and not self.target_id:
             raise ValueError(f"{self.op} needs the target_id of an existing memory")
         return self
 
@@ -229,7 +240,7 @@ def validate_operations(
     parsed = _Answer.model_validate(answer.input, context={"timezone": timezone})
     ops = []
     for i, op in enumerate(parsed.operations):
-        if op.op in ("UPDATE", "DELETE") and op.target_id not in known:
+        if op.op in _TARGETED and op.target_id not in known:
             raise ValueError(
                 f"operations[{i}].target_id {op.target_id!r} is not one of the existing memories"
             )
