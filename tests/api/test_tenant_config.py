@@ -6,6 +6,8 @@ import asyncio
 
 import pytest
 from memstack.client import AsyncMemoryClient, MemoryApiError, MemoryClient
+from memstack.domain.tenant.config import SECRET_MASK
+from memstack.domain.webhooks.signature import new_secret
 
 from tests.api.conftest import Api, rest_event
 
@@ -134,3 +136,26 @@ def test_both_python_clients(live_server: str) -> None:
     asyncio.run(run())
     with MemoryClient(live_server, api_key="acme-key") as client:
         assert client.get_config().config.extraction.instructions == ""
+
+
+def test_the_clients_read_back_a_configuration_with_webhooks(live_server: str) -> None:
+    secret = new_secret()
+    hooks = {"url": "https://hooks.example.com/m", "secret": secret, "events": ["memory.created"]}
+    with MemoryClient(live_server, api_key="acme-key") as client:
+        put = client.put_config({"webhooks": hooks})
+        # The answer's secret is the mask, which the client reads (a caller could not send it).
+        assert put.config.webhooks.secret is not None
+        assert put.config.webhooks.secret.get_secret_value() == SECRET_MASK
+        assert client.get_config().config.webhooks.events == ["memory.created"]
+        patched = client.patch_config({"extraction": {"instructions": "work topics only"}})
+        assert patched.version == 2 and patched.config.webhooks.url == hooks["url"]
+        with pytest.raises(MemoryApiError) as caught:
+            client.put_config(client.get_config().config)  # the mask is not a secret
+        assert caught.value.status == 422
+
+    async def run() -> None:
+        async with AsyncMemoryClient(live_server, api_key="acme-key") as client:
+            read = await client.get_config()
+            assert read.version == 2 and read.config.webhooks.events == ["memory.created"]
+
+    asyncio.run(run())

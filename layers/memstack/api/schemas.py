@@ -33,7 +33,7 @@ from pydantic import (
 
 from memstack.api.json_body import OversizedInteger
 from memstack.domain import filter_expr
-from memstack.domain.tenant.config import TenantConfig
+from memstack.domain.tenant.config import READ_BACK, TenantConfig
 from memstack.models import SYSTEM_METADATA_KEYS, Category, Kind, Role, Scope, Tier
 
 # Any C0 control character or DEL. Free text may keep tab, newline and carriage return.
@@ -609,3 +609,8 @@ class TenantConfigResponse(BaseModel):
     config: TenantConfig
     version: int = Field(description="0 until the first write; each write adds one (send it as If-Match)")
     updated_at: datetime | None = None
+
+    @classmethod
+    def read_back(cls, answer: Any) -> TenantConfigResponse:
+        """An answer as a client reads it: the webhook secret in it is the mask, not a secret."""
+        return cls.model_validate(answer, context=READ_BACK)

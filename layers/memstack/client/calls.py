@@ -441,8 +441,8 @@ def _version_header(if_version: int | None) -> dict[str, str] | None:
 
 
 def get_config() -> ApiCall[TenantConfigResponse]:
-    """This tenant's configuration (custom categories, extraction instructions) and its version."""
-    return ApiCall("GET", "/v1/config", _model(TenantConfigResponse))
+    """This tenant's configuration (custom categories, extraction instructions, webhooks) and its version."""
+    return ApiCall("GET", "/v1/config", TenantConfigResponse.read_back)
 
 
 def put_config(
@@ -454,7 +454,7 @@ def put_config(
     """
     body = config.model_dump(mode="json") if isinstance(config, BaseModel) else Verbatim(config)
     return ApiCall(
-        "PUT", "/v1/config", _model(TenantConfigResponse), body=body, headers=_version_header(if_version)
+        "PUT", "/v1/config", TenantConfigResponse.read_back, body=body, headers=_version_header(if_version)
     )
 
 
@@ -463,7 +463,7 @@ def patch_config(patch: Mapping[str, Any], *, if_version: int | None = None) -> 
     return ApiCall(
         "PATCH",
         "/v1/config",
-        _model(TenantConfigResponse),
+        TenantConfigResponse.read_back,
         body=Verbatim(patch),
         headers=_version_header(if_version),
         # Merging the same patch twice leaves the same configuration.

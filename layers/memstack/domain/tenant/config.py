@@ -39,6 +39,7 @@ from pydantic import (
     SerializationInfo,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
     model_validator,
 )
 
@@ -58,6 +59,8 @@ Term = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max
 MAX_DOCUMENT_BYTES = 65_536
 MAX_CUSTOM_CATEGORIES = 50
 SECRET_MASK = "**********"
+#: validation context of a document read back from the API (a client): its secrets are the mask
+READ_BACK = {"masked_secrets": True}
 
 
 def _secret_value(value: SecretStr, info: SerializationInfo) -> str:
@@ -178,8 +181,12 @@ class WebhooksSection(_Section):
     )
 
     @model_validator(mode="after")
-    def _complete(self) -> WebhooksSection:
-        if self.secret is not None and not re.fullmatch(SECRET_PATTERN, self.secret.get_secret_value()):
+    def _complete(self, info: ValidationInfo) -> WebhooksSection:
+        read_back = isinstance(info.context, dict) and info.context.get("masked_secrets")
+        secret = None if self.secret is None else self.secret.get_secret_value()
+        if secret is not None and not (
+            re.fullmatch(SECRET_PATTERN, secret) or (read_back and secret == SECRET_MASK)
+        ):
             raise ValueError(
                 "webhooks.secret must be 'whsec_' and the base64 of 24-64 random bytes (a masked "
                 f"{SECRET_MASK!r} read back is not the secret: send the secret itself, or PATCH the "
