@@ -165,15 +165,21 @@ def time_bounds(settings: Settings) -> TimeBounds:
 
 
 def extraction_handler(
-    settings: Settings, store: MemoryStore, stm: ShortTermStore, embedder: Embedder, extractor: Extractor
+    settings: Settings,
+    store: MemoryStore,
+    stm: ShortTermStore,
+    embedder: Embedder,
+    extractor: Extractor,
+    configs: TenantConfigs | None = None,
 ) -> ExtractionJobHandler:
+    """The "extract" job; ``configs`` gives each tenant's categories and instructions (built-in without)."""
     config = settings.extraction.model_copy(
         update={
             "time_bounds": time_bounds(settings),
             "turn_vector_reusable": not settings.ingest.indexing.context_in_embedding,
         }
     )
-    return ExtractionJobHandler(store, stm, embedder, extractor, config)
+    return ExtractionJobHandler(store, stm, embedder, extractor, config, configs.current if configs else None)
 
 
 def build_summariser(
@@ -305,6 +311,7 @@ def build_service(
         unit=shared_transaction(store, stm),
     )
     retriever = Retriever(store, embedder, settings.retrieval, reranker)
+    tenant_configs = build_tenant_configs(store, db)
     extractor = clients.get("extractor") or build_extractor(
         settings, clients.get("bedrock_runtime"), clients.get("openai_http"), embedder
     )
@@ -318,8 +325,9 @@ def build_service(
         summariser,
         settings.consolidation,
         leases=build_leases(settings, db, clients),
+        configs=tenant_configs.current,
     )
-    extract = extraction_handler(settings, store, stm, embedder, extractor)
+    extract = extraction_handler(settings, store, stm, embedder, extractor, tenant_configs)
     service = MemoryService(
         cursors=CursorSigner(lambda: cursor_key(settings, clients.get("secretsmanager"))),
         settings=settings,
@@ -334,7 +342,7 @@ def build_service(
         consolidator=consolidator,
         profiles=ProfileBuilder(store, embedder, settings.profiles) if settings.profiles.enabled else None,
         reserve=reserve,
-        tenant_configs=build_tenant_configs(store, db),
+        tenant_configs=tenant_configs,
         job_recorder=recorder,
     )
     if embedder_check:

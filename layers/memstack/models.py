@@ -115,7 +115,8 @@ class MemoryRecord(BaseModel):
     scope: Scope = Scope.USER
     tier: Tier = Tier.LTM
     kind: Kind = Kind.FACT
-    category: Category | None = None
+    # A built-in ``Category`` or one of the tenant's own (domain.tenant.config): a plain name.
+    category: str | None = None
     content: str
     speaker: str | None = None
     event_time: datetime | None = None
@@ -159,7 +160,7 @@ class MemoryFilters(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     kind: Kind | None = None
-    category: Category | None = None
+    category: str | None = None
     scope: Scope | None = None
     tier: Tier | None = None
     after: datetime | None = None

@@ -23,12 +23,12 @@ from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, hous
 from memstack.domain.cursors import CursorSigner
 from memstack.domain.ingest import Ingestor, IngestResult, stm_memory_id
 from memstack.domain.retrieval import Retriever, SearchRequest, SearchResult
+from memstack.domain.tenant import guidance
 from memstack.domain.tenant.configs import TenantConfigs
 from memstack.domain.time.bounds import TimeBounds
 from memstack.domain.webhooks.publisher import WebhookPublisher
 from memstack.errors import Conflict, DependencyFailed, NotFound, StorageFull
 from memstack.models import (
-    Category,
     Kind,
     ListOrder,
     MemoryFilters,
@@ -121,7 +121,11 @@ class MemoryService:
 
     # ------------------------------------------------------------------ search
     def search(self, request: SearchRequest, now: datetime | None = None) -> SearchResult:
+        """``request.filters`` may name only the tenant's categories (else ``ValidationFailed``)."""
         now = now or datetime.now(UTC)
+        config = self.tenant_configs.current(request.tenant)
+        guidance.check_filters(config, request.filters)
+        request = dataclasses.replace(request, categories=guidance.category_descriptions(config))
         result = self.retriever.search(request)
         if any(expiry.expired(h.record, now) for h in result.hits):
             # Some expired since the last sweep: search again without them, so top_k stays full.
@@ -151,6 +155,7 @@ class MemoryService:
         scope = user_id if order == "created_at" else f"{user_id}\x1forder={order}"
         inner = self.cursors.verify(tenant, scope, cursor)
         filters = filters or MemoryFilters()
+        guidance.check_filters(self.tenant_configs.current(tenant), filters)
         now = datetime.now(UTC)
         records, after = self.store.list(tenant, user_id, filters, limit, inner, order)
         if any(expiry.expired(r, now) for r in records):
@@ -319,11 +324,16 @@ class MemoryService:
         session_id: str | None = None,
         scope: Scope | None = None,
         kind: Kind | None = None,
-        category: Category | None = None,
+        category: str | None = None,
         event_time: datetime | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> tuple[MemoryRecord, bool]:
-        """Write the memory named ``key`` directly (no extraction); returns (record, created)."""
+        """Write the memory named ``key`` directly (no extraction); returns (record, created).
+
+        ``category``: one of the tenant's categories (else ``ValidationFailed``).
+        """
+        if category is not None:
+            guidance.check_categories(self.tenant_configs.current(tenant), [category], "category")
         # The one bound every time entering the system goes through: year 10000 stored here
         # broke every later read and job of the user.
         TimeBounds(self.settings.api.earliest_time, self.settings.api.latest_time).check(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from memstack.factory import build_service
 from memstack.models import Message
 from memstack.ports.llm import ExtractionOp
@@ -20,7 +22,9 @@ class Reading:
     def __init__(self) -> None:
         self.seen: list[str] = []
 
-    def extract(self, message: Message, context: list[Message], neighbours: list) -> list[ExtractionOp]:
+    def extract(
+        self, message: Message, context: list[Message], neighbours: list, guidance: Any = None
+    ) -> list[ExtractionOp]:
         self.seen.append(message.content)
         return []
 

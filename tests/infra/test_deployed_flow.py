@@ -207,8 +207,9 @@ def _backfill_as_cloudformation_does(deployment: Deployment, api: Api) -> None:
     assert api("GET", "/v1/users")[1] == before
 
 
-def _tenant_config(api: Api) -> None:
-    """The tenant's configuration: stored beside the memories (the API role's own table or schema)."""
+def _tenant_config(deployment: Deployment, api: Api) -> None:
+    """The tenant's configuration: stored beside the memories (the API role's own table or schema),
+    read by the extraction worker (its own role) to file a memory under the tenant's category."""
     assert api("GET", "/v1/config")[1]["version"] == 0
     pets = {"name": "pets", "description": "the user's pets and their care", "keywords": ["dog", "vet"]}
     status, put = api("PUT", "/v1/config", {"categories": {"custom": [pets]}})
@@ -217,6 +218,13 @@ def _tenant_config(api: Api) -> None:
     assert (status, patched["version"]) == (200, 2), patched
     status, got = api("GET", "/v1/config")
     assert got["config"]["categories"]["custom"] == [pets] and got["version"] == 2, got
+    turn = {"id": "pet-1", "role": "user", "speaker": "Pat", "content": "I took my dog Biscuit to the vet."}
+    assert api("POST", "/v1/memories", {"user_id": "pat", "messages": [turn]})[0] == 202
+    assert deployment.deliver("extraction_worker") == {"received": 1, "failed": []}
+    status, listed = api("GET", "/v1/memories", query={"user_id": "pat", "category": "pets"})
+    assert status == 200 and [m["source_ids"] for m in listed["memories"]] == [["pet-1"]], listed
+    status, error = api("GET", "/v1/memories", query={"user_id": "pat", "category": "cars"})
+    assert status == 422, error
 
 
 def _receiver(deployment: Deployment) -> list[httpx.Request]:
@@ -273,7 +281,7 @@ def _delivered(deployment: Deployment, secret: str, received: list[httpx.Request
 
 def _drive(deployment: Deployment, api: Api) -> None:
     """Every route and job type, on two users: Maya (kept) and Ann (erased at the end)."""
-    _tenant_config(api)
+    _tenant_config(deployment, api)
     secret, received = _webhooks(deployment, api)
     turn = {"id": "turn-1", "role": "user", "speaker": "Maya", "content": "I moved to Lisbon in March."}
     status, added = api("POST", "/v1/memories", {"user_id": "maya", "messages": [turn]})

@@ -187,7 +187,9 @@ def test_an_extraction_job_running_when_the_erase_came_writes_nothing(
     class SlowModel:
         name = "slow"
 
-        def extract(self, message: Any, context: list[Any], neighbours: list[Any]) -> list[Any]:
+        def extract(
+            self, message: Any, context: list[Any], neighbours: list[Any], guidance: Any = None
+        ) -> list[Any]:
             inside.set()
             assert erased.wait(60)
             return real.extract(message, context, neighbours)

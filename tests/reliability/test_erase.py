@@ -115,7 +115,7 @@ def test_a_job_running_when_the_erase_came_cannot_bring_the_user_back(tmp_path: 
     class SlowModel:
         name = "slow"
 
-        def extract(self, message: Message, context: list, neighbours: list) -> list:
+        def extract(self, message: Message, context: list, neighbours: list, guidance: Any = None) -> list:
             inside.set()  # the job has read the message and is waiting for the model
             assert erased.wait(60)
             return real.extract(message, context, neighbours)

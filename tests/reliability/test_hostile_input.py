@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from memstack.errors import SettingsError
@@ -118,7 +119,9 @@ def test_event_time_a_model_proposes_out_of_range_is_dropped(service) -> None:
     class WildExtractor:
         name = "wild"
 
-        def extract(self, message: Message, context: list, neighbours: list[MemoryRecord]) -> list:
+        def extract(
+            self, message: Message, context: list, neighbours: list[MemoryRecord], guidance: Any = None
+        ) -> list:
             far = datetime(9999, 12, 31, 23, 0, tzinfo=timezone(timedelta(hours=-14)))
             return [ExtractionOp(op="ADD", content="Ann went to the moon", kind=Kind.EVENT, event_time=far)]
 

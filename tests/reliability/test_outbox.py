@@ -94,7 +94,7 @@ def test_a_job_delivered_twice_extracts_once(faulty_service: ServiceFactory) -> 
     class Counting:
         name = "counting"
 
-        def extract(self, message: Message, context: list, neighbours: list) -> list:
+        def extract(self, message: Message, context: list, neighbours: list, guidance: Any = None) -> list:
             calls.append(message.id)
             return real.extract(message, context, neighbours)
 

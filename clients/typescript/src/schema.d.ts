@@ -401,12 +401,6 @@ export interface components {
             /** Custom */
             custom?: components["schemas"]["CustomCategory"][];
         };
-        /**
-         * Category
-         * @description The 15 semantic categories of the Cognis design.
-         * @enum {string}
-         */
-        Category: "personal_details" | "professional" | "health" | "relationships" | "preferences" | "hobbies" | "goals" | "financial" | "educational" | "travel" | "emotional" | "technical_skills" | "dietary" | "behavioral_patterns" | "communication_style";
         /** ConsolidationRequest */
         ConsolidationRequest: {
             /** User Id */
@@ -673,7 +667,8 @@ export interface components {
             scope: components["schemas"]["Scope"];
             tier: components["schemas"]["Tier"];
             kind: components["schemas"]["Kind"];
-            category?: components["schemas"]["Category"] | null;
+            /** Category */
+            category?: string | null;
             /** Content */
             content: string;
             /** Speaker */
@@ -790,7 +785,8 @@ export interface components {
             scope?: components["schemas"]["Scope"] | null;
             /** @description fact (default) | event | preference */
             kind?: components["schemas"]["Kind"] | null;
-            category?: components["schemas"]["Category"] | null;
+            /** Category */
+            category?: string | null;
             /**
              * Event Time
              * @description when it happened (ISO 8601)
@@ -862,7 +858,8 @@ export interface components {
          */
         SearchFilters: {
             kind?: components["schemas"]["Kind"] | null;
-            category?: components["schemas"]["Category"] | null;
+            /** Category */
+            category?: string | null;
             scope?: components["schemas"]["Scope"] | null;
             tier?: components["schemas"]["Tier"] | null;
             /** After */
@@ -978,7 +975,8 @@ export interface components {
             scope: components["schemas"]["Scope"];
             tier: components["schemas"]["Tier"];
             kind: components["schemas"]["Kind"];
-            category?: components["schemas"]["Category"] | null;
+            /** Category */
+            category?: string | null;
             /** Content */
             content: string;
             /** Speaker */
@@ -1983,7 +1981,7 @@ export interface operations {
                 cursor?: string | null;
                 limit?: number;
                 kind?: components["schemas"]["Kind"] | null;
-                category?: components["schemas"]["Category"] | null;
+                category?: string | null;
                 scope?: components["schemas"]["Scope"] | null;
                 tier?: components["schemas"]["Tier"] | null;
                 after?: string | null;

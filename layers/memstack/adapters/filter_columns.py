@@ -17,6 +17,7 @@ metadata pays anything for it.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -31,6 +32,31 @@ KINDS: tuple[str, ...] = tuple(str(k) for k in Kind)
 CATEGORIES: tuple[str, ...] = tuple(str(c) for c in Category)
 #: the code of an absent category or session
 NONE = -1
+#: the code of a category no row of this process has (a filter on it matches nothing)
+UNSEEN = -2
+
+# Category codes: the built-in ones first (their positions in CATEGORIES), then every tenant's
+# own categories (domain.tenant.config) in the order this process first met them. One mapping
+# for the process: a code only has to mean the same name in every column it is compared with.
+_category_codes: dict[str, int] = {name: code for code, name in enumerate(CATEGORIES)}
+_category_lock = threading.Lock()
+
+
+def category_code(name: str | None) -> int:
+    """The code of a category a row holds (a new name gets the next code)."""
+    if name is None:
+        return NONE
+    code = _category_codes.get(name)
+    if code is None:
+        with _category_lock:
+            code = _category_codes.setdefault(name, len(_category_codes))
+    return code
+
+
+def category_filter_code(name: str) -> int:
+    """The code a filter on ``name`` compares with (``UNSEEN`` when no row of this process has it)."""
+    return _category_codes.get(name, UNSEEN)
+
 
 #: the rows (positions) holding any of the given metadata terms
 RowsWithTerms = Callable[[list[str]], np.ndarray]
@@ -60,7 +86,7 @@ class FilterColumns:
     user_scope: np.ndarray  # bool: scope USER (else CONTEXT)
     tier: np.ndarray  # int8 code in TIERS
     kind: np.ndarray  # int8 code in KINDS
-    category: np.ndarray  # int8 code in CATEGORIES, NONE when absent
+    category: np.ndarray  # int32 ``category_code``, NONE when absent
     session: np.ndarray  # int32 code in ``sessions``, NONE when absent
     when: np.ndarray  # float64: epoch seconds of event_time, else created_at
     sessions: dict[str, int] = field(default_factory=dict, compare=False)
@@ -95,7 +121,7 @@ class FilterColumns:
             user_scope=np.array([s == Scope.USER.value for s in scope], dtype=bool).reshape(n),
             tier=_codes(tier, TIERS),
             kind=_codes(kind, KINDS),
-            category=_codes(category, CATEGORIES),
+            category=np.fromiter(map(category_code, category), dtype=np.int32, count=n),
             session=session_codes,
             when=np.fromiter(when, dtype=np.float64, count=n),
             sessions=known,
@@ -143,7 +169,7 @@ class FilterColumns:
         if filters.kind is not None:
             keep &= self.kind == KINDS.index(str(filters.kind))
         if filters.category is not None:
-            keep &= self.category == CATEGORIES.index(str(filters.category))
+            keep &= self.category == category_filter_code(str(filters.category))
         if filters.scope is not None:
             keep &= self.user_scope if filters.scope == Scope.USER else ~self.user_scope
         if filters.after is not None:

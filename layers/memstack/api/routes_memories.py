@@ -38,7 +38,16 @@ from memstack.api.schemas import (
 )
 from memstack.domain import expiry, filter_expr
 from memstack.errors import ValidationFailed
-from memstack.models import Category, Kind, ListOrder, MemoryFilters, MemoryRecord, Message, Scope, Tier
+from memstack.models import (
+    CATEGORY_PATTERN,
+    Kind,
+    ListOrder,
+    MemoryFilters,
+    MemoryRecord,
+    Message,
+    Scope,
+    Tier,
+)
 from memstack.service import Expiry
 from memstack.settings import Settings
 
@@ -228,7 +237,7 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
         cursor: Annotated[str | None, Query(max_length=512)] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
         kind: Annotated[Kind | None, Query()] = None,
-        category: Annotated[Category | None, Query()] = None,
+        category: Annotated[str | None, Query(max_length=40, pattern=CATEGORY_PATTERN)] = None,
         scope: Annotated[Scope | None, Query()] = None,
         tier: Annotated[Tier | None, Query()] = None,
         after: Annotated[datetime | None, Query()] = None,

@@ -34,7 +34,7 @@ from pydantic import (
 from memstack.api.json_body import OversizedInteger
 from memstack.domain import filter_expr
 from memstack.domain.tenant.config import READ_BACK, TenantConfig
-from memstack.models import SYSTEM_METADATA_KEYS, Category, Kind, Role, Scope, Tier
+from memstack.models import CATEGORY_PATTERN, SYSTEM_METADATA_KEYS, Kind, Role, Scope, Tier
 
 # Any C0 control character or DEL. Free text may keep tab, newline and carriage return.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -84,6 +84,12 @@ def _metadata_value(value: Any) -> str | int | float | bool | None:
 # escaping anywhere and cannot forge a key separator.
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@:+=\-]*$"
 IdStr = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=128, pattern=ID_PATTERN)]
+#: a built-in category or one of the tenant's own (``GET /v1/config``); the service checks which
+CategoryStr = Annotated[
+    str,
+    StringConstraints(strict=True, min_length=1, max_length=40, pattern=CATEGORY_PATTERN),
+    Field(description="one of the tenant's categories: the 15 built-in ones and/or its own (GET /v1/config)"),
+]
 Text = Annotated[str, StringConstraints(strict=True, min_length=1), AfterValidator(_clean_text)]
 ShortText = Annotated[
     str, StringConstraints(strict=True, min_length=1, max_length=200), AfterValidator(_no_control)
@@ -289,7 +295,7 @@ class SearchFilters(Strict):
     """Every given filter must hold; ``AND`` / ``OR`` / ``NOT`` at this level are ``where`` (Mem0's shape)."""
 
     kind: Kind | None = None
-    category: Category | None = None
+    category: CategoryStr | None = None
     scope: Scope | None = None
     tier: Tier | None = None
     after: datetime | None = None
@@ -356,7 +362,7 @@ class PutKeyedMemoryRequest(Strict):
     session_id: IdStr | None = Field(None, description="with scope CONTEXT: seen only in this session")
     scope: Scope | None = None
     kind: Kind | None = Field(None, description="fact (default) | event | preference")
-    category: Category | None = None
+    category: CategoryStr | None = None
     event_time: datetime | None = Field(None, description="when it happened (ISO 8601)")
     metadata: Annotated[dict[MetadataKey, MetadataValue] | None, AfterValidator(_no_reserved_keys)] = Field(
         None, max_length=50, description="replaces the previous version's metadata"
@@ -417,7 +423,7 @@ class Memory(BaseModel):
     scope: Scope
     tier: Tier
     kind: Kind
-    category: Category | None = None
+    category: str | None = None
     content: str
     speaker: str | None = None
     event_time: datetime | None = None

@@ -4,14 +4,21 @@ Each category lists single words (matched with common inflections: "hike"
 matches "hiking", "hikes", "hiked") and multi-word phrases (matched literally,
 weighted double because they are more specific). The best-scoring category
 wins; ties go to the category listed first in ``PRIORITY``.
+
+A tenant's own categories (``domain.tenant``) are matched the same way, by
+their keywords and the words of their name (``Lexicon``): beside the built-in
+ones (a tie goes to the tenant's own, in the order it lists them) or instead
+of them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-from memstack.models import Category
+from memstack.models import Category, Kind
+from memstack.ports.llm import DEFAULT_GUIDANCE, CategoryChoice, Guidance
 
 
 def _terms(words: str, *phrases: str) -> tuple[str, ...]:
@@ -143,6 +150,29 @@ LEXICON: dict[Category, tuple[str, ...]] = {
     ),
 }
 
+#: how each category is named in a profile (plain words a question about it would use)
+CATEGORY_LABELS: dict[str, str] = {
+    Category.PERSONAL_DETAILS: "personal details and background",
+    Category.PROFESSIONAL: "work and career",
+    Category.HEALTH: "health and wellbeing",
+    Category.RELATIONSHIPS: "family, friends and relationships",
+    Category.PREFERENCES: "likes and preferences",
+    Category.HOBBIES: "hobbies and activities",
+    Category.GOALS: "goals and plans",
+    Category.FINANCIAL: "money and finances",
+    Category.EDUCATIONAL: "education and learning",
+    Category.TRAVEL: "travel and trips",
+    Category.EMOTIONAL: "feelings and emotions",
+    Category.TECHNICAL_SKILLS: "technical skills",
+    Category.DIETARY: "food and diet",
+    Category.BEHAVIORAL_PATTERNS: "habits and routines",
+    Category.COMMUNICATION_STYLE: "communication style",
+}
+#: what category affinity embeds for each built-in category (its label, then its name's words)
+DESCRIPTIONS: tuple[str, ...] = tuple(
+    f"{label} ({c.replace('_', ' ')})" for c, label in CATEGORY_LABELS.items()
+)
+
 # Tie-break order: the more specific categories before the broad ones.
 PRIORITY: tuple[Category, ...] = (
     Category.COMMUNICATION_STYLE,
@@ -163,7 +193,7 @@ PRIORITY: tuple[Category, ...] = (
 )
 
 
-def _term_pattern(term: str) -> str:
+def term_pattern(term: str) -> str:
     escaped = re.escape(term)
     if " " in term or not term.isalpha():
         return rf"(?<!\w){escaped}(?!\w)"
@@ -172,12 +202,14 @@ def _term_pattern(term: str) -> str:
     return rf"\b(?:{escaped}(?:s|es|ed|ing|ies)?|{stem})\b"
 
 
+def _patterns(terms: Sequence[str]) -> list[tuple[re.Pattern[str], float]]:
+    """Each term's pattern and weight (a phrase counts double: it is more specific)."""
+    return [(re.compile(term_pattern(t), re.IGNORECASE), 2.0 if " " in t else 1.0) for t in terms]
+
+
 @lru_cache(maxsize=1)
 def _compiled() -> dict[Category, list[tuple[re.Pattern[str], float]]]:
-    return {
-        cat: [(re.compile(_term_pattern(t), re.IGNORECASE), 2.0 if " " in t else 1.0) for t in terms]
-        for cat, terms in LEXICON.items()
-    }
+    return {cat: _patterns(terms) for cat, terms in LEXICON.items()}
 
 
 def category_scores(text: str) -> dict[Category, float]:
@@ -192,3 +224,59 @@ def categorise(text: str, bonus: dict[Category, float] | None = None) -> Categor
         scores[cat] = scores.get(cat, 0.0) + extra
     best = max(PRIORITY, key=lambda c: (scores.get(c, 0.0), -PRIORITY.index(c)))
     return best if scores.get(best, 0.0) > 0 else None
+
+
+def _own_terms(choice: CategoryChoice) -> tuple[str, ...]:
+    """A tenant category's keywords, and its name's words of three letters or more ("pets")."""
+    named = tuple(w for w in choice.name.split("_") if len(w) >= 3)
+    return tuple(dict.fromkeys(t.lower() for t in (*choice.keywords, *named)))
+
+
+class Lexicon:
+    """The categories one tenant files memories under, matched in text like the built-in lexicon.
+
+    ``built_in``: the 15 built-in categories are candidates too (after the tenant's own in a tie).
+    """
+
+    def __init__(self, custom: Sequence[CategoryChoice] = (), *, built_in: bool = True) -> None:
+        self.built_in = built_in
+        self.own: dict[str, list[tuple[re.Pattern[str], float]]] = {
+            c.name: _patterns(_own_terms(c)) for c in custom
+        }
+        self.priority: tuple[str, ...] = (*self.own, *(PRIORITY if built_in else ()))
+
+    def scores(self, text: str) -> dict[str, float]:
+        """How strongly ``text`` speaks to each of the tenant's categories (0: no keyword matches)."""
+        out: dict[str, float] = {str(c): v for c, v in category_scores(text).items()} if self.built_in else {}
+        for name, pats in self.own.items():
+            out[name] = sum(w for p, w in pats if p.search(text))
+        return out
+
+    def topicality(self, text: str) -> float:
+        """How clearly ``text`` is about some topic: the built-in lexicon's best score, or a tenant
+        category's (the built-in words judge topics even where the tenant replaced the categories)."""
+        own = (sum(w for p, w in pats if p.search(text)) for pats in self.own.values())
+        return max([*category_scores(text).values(), *own])
+
+    def categorise(self, text: str, bonus: Mapping[str, float] | None = None) -> str | None:
+        """The best of the tenant's categories for ``text``; ``None`` when none of their words match."""
+        scores = self.scores(text)
+        for name, extra in (bonus or {}).items():
+            if name in scores:
+                scores[name] += extra
+        if not self.priority:
+            return None
+        best = max(self.priority, key=lambda c: (scores.get(c, 0.0), -self.priority.index(c)))
+        return best if scores.get(best, 0.0) > 0 else None
+
+    def fallback(self, kind: Kind) -> str | None:
+        """Where a memory no word files goes: the built-in default for its kind, or nowhere (replace)."""
+        if not self.built_in:
+            return None
+        return str(Category.PREFERENCES if kind == Kind.PREFERENCE else Category.PERSONAL_DETAILS)
+
+
+@lru_cache(maxsize=256)
+def lexicon_for(guidance: Guidance = DEFAULT_GUIDANCE) -> Lexicon:
+    """The lexicon of a tenant's guidance (one per distinct configuration, kept for reuse)."""
+    return Lexicon(guidance.custom, built_in=guidance.built_in)

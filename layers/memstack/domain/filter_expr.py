@@ -206,12 +206,30 @@ def _time(value: Any, where: str) -> datetime:
 
 
 def _enum_value(field: str, value: Any, where: str) -> str:
-    from memstack.models import Category, Kind
+    """A kind, or the form of a category name: which categories a tenant has is its configuration's
+    (``domain.tenant.guidance.check_filters`` holds a filter to them)."""
+    from memstack.models import CATEGORY_PATTERN, Kind
 
-    allowed = [str(v) for v in (Kind if field == "kind" else Category)]
+    if field == "category":
+        if not isinstance(value, str) or not re.fullmatch(CATEGORY_PATTERN, value):
+            raise FilterError(f"{where}: {value!r} is not a category name (lower-case words joined by '_')")
+        return value
+    allowed = [str(v) for v in Kind]
     if value not in allowed:
         raise FilterError(f"{where}: {value!r} is not a {field} (one of {', '.join(allowed)})")
     return str(value)
+
+
+def categories_named(node: Node) -> set[str]:
+    """The category names an expression compares with (``eq`` / ``in``; ``contains`` names none)."""
+    if isinstance(node, Cond):
+        if node.field != "category" or node.op not in ("eq", "in"):
+            return set()
+        return {str(v) for v in node.value} if isinstance(node.value, tuple) else {str(node.value)}
+    if isinstance(node, Not):
+        return categories_named(node.item)
+    items = node.items if isinstance(node, AllOf | AnyOf) else ()
+    return set().union(*(categories_named(i) for i in items))
 
 
 def _leaf_of(field: str, op: str, value: Any, where: str) -> Node:

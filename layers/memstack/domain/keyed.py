@@ -18,7 +18,7 @@ from typing import Any
 from memstack.domain import versions
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import Conflict, NotFound
-from memstack.models import Category, Kind, MemoryRecord, Scope, Tier
+from memstack.models import Kind, MemoryRecord, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.store import MemoryStore
 
@@ -122,7 +122,7 @@ def record_fields(
     session_id: str | None,
     scope: Scope | None,
     kind: Kind | None,
-    category: Category | None,
+    category: str | None,
     event_time: datetime | None,
 ) -> dict[str, Any]:
     """The record fields a keyed write sets (``None`` values keep the previous version's)."""

@@ -25,7 +25,7 @@ from memstack.evaluation.scenarios import TAGS, Check, Scenario, check_state
 from memstack.factory import build_embedder, build_extractor, build_service
 from memstack.models import MemoryFilters, MemoryRecord, Message, Tier
 from memstack.ports.embedder import Embedder
-from memstack.ports.llm import ExtractionOp, Extractor
+from memstack.ports.llm import DEFAULT_GUIDANCE, ExtractionOp, Extractor, Guidance
 from memstack.service import MemoryService
 from memstack.settings import Settings
 
@@ -47,10 +47,14 @@ class CountingExtractor:
         return int(getattr(self.inner, "model_calls", 0))
 
     def extract(
-        self, message: Message, context: list[Message], neighbours: list[MemoryRecord]
+        self,
+        message: Message,
+        context: list[Message],
+        neighbours: list[MemoryRecord],
+        guidance: Guidance = DEFAULT_GUIDANCE,
     ) -> list[ExtractionOp]:
         self.calls += 1
-        return self.inner.extract(message, context, neighbours)
+        return self.inner.extract(message, context, neighbours, guidance)
 
 
 @dataclass

@@ -46,7 +46,7 @@ from memstack.integrations.mcp_views import (
 )
 from memstack.integrations.toolkit import MemoryToolkit, ToolFailure
 from memstack.logs import keep_out_of_root_handlers
-from memstack.models import Category, Kind, ListOrder, Tier
+from memstack.models import CATEGORY_PATTERN, Kind, ListOrder, Tier
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -204,7 +204,14 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         top_k: Annotated[int, Field(ge=1, le=100, description="how many memories to return")] = 10,
         session_id: SessionArg = None,
         kind: Annotated[Kind | None, Field(description="only facts, events or preferences")] = None,
-        category: Annotated[Category | None, Field(description="only one semantic category")] = None,
+        category: Annotated[
+            str | None,
+            Field(
+                max_length=40,
+                pattern=CATEGORY_PATTERN,
+                description="only one category: a built-in one or one of the tenant's own",
+            ),
+        ] = None,
         after: Annotated[
             datetime | None, Field(description="only memories of events after this time")
         ] = None,

@@ -91,6 +91,14 @@ def _session_tag(session_id: str) -> str:
     return "x" + _letters(int.from_bytes(digest, "little"), 10)
 
 
+def _category_tag(category: str) -> str:
+    """A built-in category by its position; a tenant's own by a hash of its name (letters only)."""
+    if category in CATEGORIES:
+        return f"c{CATEGORIES.index(category)}"
+    digest = hashlib.blake2b(category.encode(), digest_size=5).digest()
+    return "cx" + _letters(int.from_bytes(digest, "little"), 10)
+
+
 def row_tags(
     prefix: str, *, tier: str, kind: str, category: str | None, scope: str, session_id: str | None
 ) -> str:
@@ -98,7 +106,7 @@ def row_tags(
     tokens = [
         f"t{TIERS.index(tier)}",
         f"k{KINDS.index(kind)}",
-        f"c{CATEGORIES.index(category)}" if category else "cn",
+        _category_tag(category) if category else "cn",
         "su" if scope == Scope.USER.value else "sc",
     ]
     if session_id is not None:
@@ -125,7 +133,7 @@ def filter_expression(prefix: str, filters: MemoryFilters) -> str:
     if filters.kind is not None:
         clauses.append(f'"{prefix}k{KINDS.index(str(filters.kind))}"')
     if filters.category is not None:
-        clauses.append(f'"{prefix}c{CATEGORIES.index(str(filters.category))}"')
+        clauses.append(f'"{prefix}{_category_tag(str(filters.category))}"')
     if filters.scope == Scope.CONTEXT:
         clauses.append(f'"{prefix}sc"')
     if not clauses:  # otherwise the row index applies the scope rule

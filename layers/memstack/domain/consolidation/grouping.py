@@ -79,7 +79,7 @@ _EVENT_CUES = _cues(
 )
 
 
-def classify(text: str) -> tuple[Kind, Category | None]:
+def classify(text: str) -> tuple[Kind, str | None]:
     """Kind and category of one turn by keyword cues (``None``: no topic stood out)."""
     toks = set(words(text))
     if toks & _PREFERENCE_CUES:
@@ -88,7 +88,8 @@ def classify(text: str) -> tuple[Kind, Category | None]:
         kind = Kind.EVENT
     else:
         kind = Kind.FACT
-    best, best_hits = None, 0
+    best: str | None = None
+    best_hits = 0
     for category, cues in _CATEGORY_CUES.items():
         hits = len(toks & cues)
         if hits > best_hits:
@@ -101,7 +102,7 @@ def classify(text: str) -> tuple[Kind, Category | None]:
 @dataclass
 class Group:
     kind: Kind
-    category: Category | None
+    category: str | None
     scope: Scope
     session_id: str | None
     entries: list[StmEntry] = field(default_factory=list)
@@ -127,7 +128,7 @@ def entry_time(entry: StmEntry) -> datetime:
 
 def group_entries(
     entries: list[StmEntry],
-    labels: dict[str, tuple[Kind, Category | None]],
+    labels: dict[str, tuple[Kind, str | None]],
     *,
     window: timedelta,
     max_size: int,

@@ -43,8 +43,10 @@ from memstack.domain.erasure import Fence
 from memstack.domain.heartbeat import LeaseKeeper
 from memstack.domain.indexing import turn_text
 from memstack.domain.ingest import turn_record_ids
+from memstack.domain.tenant import rules
+from memstack.domain.tenant.config import TenantConfig
 from memstack.domain.vectors import Matryoshka
-from memstack.models import Category, Kind, MemoryRecord, Role, Scope, Tier, new_id
+from memstack.models import Kind, MemoryRecord, Role, Scope, Tier, new_id
 from memstack.ports.embedder import Embedder
 from memstack.ports.lease import Leases
 from memstack.ports.llm import ExtractionOp, Summariser
@@ -149,9 +151,12 @@ class Consolidator:
         apply: ApplyOperations | None = None,
         leases: Leases | None = None,
         fence: Fence | None = None,
+        configs: Callable[[str], TenantConfig] | None = None,
     ) -> None:
         #: when this run began: the store refuses its writes if the user is erased meanwhile
         self.fence = fence
+        #: a tenant's configuration: what it writes is filed and held back as extraction's is
+        self.configs = configs or (lambda _tenant: TenantConfig())
         self.store = store
         self.stm = stm
         self.embedder = embedder
@@ -187,6 +192,7 @@ class Consolidator:
             self.config,
             self.apply,
             fence=fence or Fence.at(datetime.now(UTC)),
+            configs=self.configs,
         )
         return self._leased(job, tenant, user_id, now)
 
@@ -262,7 +268,7 @@ class Consolidator:
     # ----------------------------------------------------------------- phase 2
     def _provenance(
         self, tenant: str, user_id: str, pending: list[StmEntry]
-    ) -> tuple[dict[str, MemoryRecord], dict[str, tuple[Kind, Category | None]], dict[str, MemoryRecord]]:
+    ) -> tuple[dict[str, MemoryRecord], dict[str, tuple[Kind, str | None]], dict[str, MemoryRecord]]:
         """One provenance lookup per turn gives every answer phases 2 and 3 need.
 
         * the summary that already covers the turn (an interrupted run wrote it), if any;
@@ -270,7 +276,7 @@ class Consolidator:
         * the current memory extraction made of the turn, if any.
         """
         covering: dict[str, MemoryRecord] = {}
-        labels: dict[str, tuple[Kind, Category | None]] = {}
+        labels: dict[str, tuple[Kind, str | None]] = {}
         known: dict[str, MemoryRecord] = {}
         for e in pending:
             derived = [
@@ -464,6 +470,7 @@ class Consolidator:
         report: ConsolidationReport,
         tags: dict[str, Any] | None = None,
     ) -> list[MemoryRecord]:
+        ops = rules.screen(self.configs(tenant), ops)
         if not ops:
             return []
         written = self.apply(

@@ -28,33 +28,16 @@ from typing import Any
 from pydantic import Field
 
 from memstack.domain import versions
+from memstack.domain.categories import CATEGORY_LABELS
 from memstack.domain.ingest import stm_memory_id
 from memstack.domain.vectors import Matryoshka
 from memstack.errors import Conflict
-from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
+from memstack.models import Kind, MemoryFilters, MemoryRecord, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp
 from memstack.ports.store import Fence, MemoryStore
 
 PROFILE = "profile"
-#: how each category is named in a profile (plain words a question about it would use)
-CATEGORY_LABELS = {
-    Category.PERSONAL_DETAILS: "personal details and background",
-    Category.PROFESSIONAL: "work and career",
-    Category.HEALTH: "health and wellbeing",
-    Category.RELATIONSHIPS: "family, friends and relationships",
-    Category.PREFERENCES: "likes and preferences",
-    Category.HOBBIES: "hobbies and activities",
-    Category.GOALS: "goals and plans",
-    Category.FINANCIAL: "money and finances",
-    Category.EDUCATIONAL: "education and learning",
-    Category.TRAVEL: "travel and trips",
-    Category.EMOTIONAL: "feelings and emotions",
-    Category.TECHNICAL_SKILLS: "technical skills",
-    Category.DIETARY: "food and diet",
-    Category.BEHAVIORAL_PATTERNS: "habits and routines",
-    Category.COMMUNICATION_STYLE: "communication style",
-}
 ApplyOperations = Callable[..., list[MemoryRecord]]
 
 
@@ -90,7 +73,12 @@ class ProfileReport:
         return {"written": self.written, "updated": self.updated, "unchanged": self.unchanged}
 
 
-def profile_text(person: str, category: Category, items: list[MemoryRecord]) -> str:
+def category_label(category: str) -> str:
+    """How a category is named in a profile: its plain words (a tenant's own: its name's words)."""
+    return CATEGORY_LABELS.get(category, category.replace("_", " "))
+
+
+def profile_text(person: str, category: str, items: list[MemoryRecord]) -> str:
     """``Person — label: item; item; ...`` with the person's name taken off the front of each item."""
     lead = re.compile(rf"^{re.escape(person)}(?:'s)?\s+", re.IGNORECASE)
     parts = []
@@ -98,7 +86,7 @@ def profile_text(person: str, category: Category, items: list[MemoryRecord]) -> 
         text = lead.sub("", item.content.strip()).rstrip(".!")
         if text and text not in parts:
             parts.append(text)
-    return f"{person} — {CATEGORY_LABELS[category]}: " + "; ".join(parts) + "."
+    return f"{person} — {category_label(category)}: " + "; ".join(parts) + "."
 
 
 class ProfileBuilder:
@@ -131,12 +119,12 @@ class ProfileBuilder:
             return report
         memories, profiles = self._current(tenant, user_id)
         groups = self._groups(tenant, user_id, memories)
-        for (person, category), items in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
+        for (person, category), items in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
             if len(items) < self.config.min_items:
                 continue
             items = sorted(items, key=lambda r: (r.event_time or r.created_at, r.id), reverse=True)
             items = items[: self.config.max_items]
-            key = f"{person.casefold()}|{category.value}"
+            key = f"{person.casefold()}|{category}"
             self._write(tenant, user_id, key, person, category, items, profiles.get(key), now, report, fence)
         return report
 
@@ -162,11 +150,11 @@ class ProfileBuilder:
 
     def _groups(
         self, tenant: str, user_id: str, memories: list[MemoryRecord]
-    ) -> dict[tuple[str, Category], list[MemoryRecord]]:
+    ) -> dict[tuple[str, str], list[MemoryRecord]]:
         """Memories by (the speaker of the turn each came from, its category)."""
         turn_ids = {stm_memory_id(tenant, user_id, r.source_ids[0]): r for r in memories}
         turns = self.store.get_many(tenant, user_id, list(turn_ids))
-        groups: dict[tuple[str, Category], list[MemoryRecord]] = {}
+        groups: dict[tuple[str, str], list[MemoryRecord]] = {}
         for turn_id, memory in turn_ids.items():
             turn = turns.get(turn_id)
             person = (turn.speaker if turn else None) or memory.speaker
@@ -180,7 +168,7 @@ class ProfileBuilder:
         user_id: str,
         key: str,
         person: str,
-        category: Category,
+        category: str,
         items: list[MemoryRecord],
         existing: MemoryRecord | None,
         now: datetime,

@@ -27,6 +27,9 @@ from memstack.domain.extraction.apply import apply_operations
 from memstack.domain.indexing import turn_text
 from memstack.domain.ingest import stm_memory_id
 from memstack.domain.scoring import RrfWeights, weighted_rrf
+from memstack.domain.tenant import rules
+from memstack.domain.tenant.config import TenantConfig
+from memstack.domain.tenant.guidance import guidance_of
 from memstack.domain.time.bounds import TimeBounds
 from memstack.domain.time.relative import Resolution, resolve_relative_dates
 from memstack.domain.vectors import Matryoshka, coarse_prefix
@@ -86,12 +89,15 @@ class ExtractionJobHandler:
         embedder: Embedder,
         extractor: Extractor,
         config: ExtractionConfig,
+        configs: Callable[[str], TenantConfig] | None = None,
     ) -> None:
         self.store = store
         self.stm = stm
         self.embedder = embedder
         self.extractor = extractor
         self.config = config
+        #: a tenant's configuration (its categories, instructions and rules), read where extraction acts
+        self.configs = configs or (lambda _tenant: TenantConfig())
         # Where the decided operations are counted (the worker Lambda emits them
         # as the ExtractionOperations metric); None locally.
         self.on_operations: Callable[[list[str]], None] | None = None
@@ -132,9 +138,12 @@ class ExtractionJobHandler:
         stored = entry.message.content == message.content  # no relative date was rewritten
         neighbours = self.neighbours(job.tenant, job.user_id, message, session_id, stored_vector=stored)
         context = self.context(job.tenant, job.user_id, message, session_id)
+        tenant_config = self.configs(job.tenant)
+        decided = self.extractor.extract(message, context, neighbours, guidance_of(tenant_config))
+        # Held to the tenant's rules whatever the extractor (a model may not follow its instructions).
         ops = [
             self._complete(op, message, resolution, self.config.time_bounds)
-            for op in self.extractor.extract(message, context, neighbours)
+            for op in rules.screen(tenant_config, decided)
         ]
         written = apply_operations(
             self.store,
@@ -163,6 +172,7 @@ class ExtractionJobHandler:
                 "extractor": self.extractor.name,
                 "neighbours": len(neighbours),
                 "ops": [op.op for op in ops],
+                "held_back": len(decided) - len(ops),
                 "written": len(written),
             }
         )

@@ -58,7 +58,7 @@ class Retriever:
             req=req,
             store=pinned(self.store, req.tenant, req.user_id),
             config=self.config,
-            models=Models(self.embedder, self.categories, self.reranker),
+            models=Models(self.embedder, self.categories.of(req.categories), self.reranker),
         )
         status: dict[str, str] = {}
         durations: dict[str, float] = {}

@@ -107,6 +107,8 @@ class SearchRequest:
     include_history: bool = False
     #: only results scoring at least this (the calibrated score, or the reranker's when one ran)
     min_score: float | None = None
+    #: what category affinity embeds for the tenant's categories (``None``: the built-in ones)
+    categories: tuple[str, ...] | None = None
 
 
 @dataclass

@@ -18,13 +18,19 @@ still folds the turns in (``ConsolidationFallbacks`` counts it).
 
 The system prompts and tool schemas are fixed strings, first in every
 request, so a provider with prompt caching (Bedrock cache points, OpenAI's
-automatic prefix cache) reads them from cache after the first call.
+automatic prefix cache) reads them from cache after the first call. A
+tenant's guidance (``ports.llm.Guidance``: its own categories, its
+instructions) changes them for that tenant only: the categories' names are
+the tool schema's ``category`` enum, their descriptions and the instructions
+follow the fixed prompt (``extraction_system``), so each tenant's prefix is
+as fixed as the default one.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics
@@ -41,9 +47,9 @@ from pydantic import (
 
 from memstack.adapters.llm.providers.tools import Tool, ToolAnswer, ToolChat, default_metrics
 from memstack.adapters.llm.rules.extractive_summariser import ExtractiveSummariser, estimate_tokens, truncate
-from memstack.domain.categories import categorise
-from memstack.models import Category, Kind, MemoryRecord, Message, Role
-from memstack.ports.llm import ExtractionOp
+from memstack.domain.categories import lexicon_for
+from memstack.models import BUILT_IN_CATEGORIES, Kind, MemoryRecord, Message, Role
+from memstack.ports.llm import DEFAULT_GUIDANCE, ExtractionOp, Guidance
 
 logger = Logger(service="memstack", child=True)
 
@@ -104,34 +110,69 @@ OPS = ("ADD", "UPDATE", "DELETE", "NONE", "CONFLICT")
 _WRITES = ("ADD", "UPDATE", "CONFLICT")
 _TARGETED = ("UPDATE", "DELETE", "CONFLICT")
 
-EXTRACTION_TOOL = Tool(
-    name="record_memory_operations",
-    description="Record the memory operations the new message implies.",
-    schema={
-        "type": "object",
-        "properties": {
-            "operations": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "op": {"type": "string", "enum": list(OPS)},
-                        "target_id": {
-                            "type": "string",
-                            "description": "id of the memory UPDATE/DELETE/CONFLICT act on",
+
+@lru_cache(maxsize=256)
+def extraction_tool(categories: tuple[str, ...] = BUILT_IN_CATEGORIES) -> Tool:
+    """The operations tool, its ``category`` one of ``categories`` (the built-in 15, or a tenant's)."""
+    return Tool(
+        name="record_memory_operations",
+        description="Record the memory operations the new message implies.",
+        schema={
+            "type": "object",
+            "properties": {
+                "operations": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "op": {"type": "string", "enum": list(OPS)},
+                            "target_id": {
+                                "type": "string",
+                                "description": "id of the memory UPDATE/DELETE/CONFLICT act on",
+                            },
+                            "content": {
+                                "type": "string",
+                                "description": "memory text for ADD/UPDATE/CONFLICT",
+                            },
+                            "kind": {"type": "string", "enum": [k.value for k in Kind]},
+                            "category": {"type": "string", "enum": list(categories)},
+                            "event_time": {"type": "string", "description": "ISO 8601 date or time, if any"},
                         },
-                        "content": {"type": "string", "description": "memory text for ADD/UPDATE/CONFLICT"},
-                        "kind": {"type": "string", "enum": [k.value for k in Kind]},
-                        "category": {"type": "string", "enum": [c.value for c in Category]},
-                        "event_time": {"type": "string", "description": "ISO 8601 date or time, if any"},
+                        "required": ["op"],
                     },
-                    "required": ["op"],
-                },
-            }
+                }
+            },
+            "required": ["operations"],
         },
-        "required": ["operations"],
-    },
-)
+    )
+
+
+EXTRACTION_TOOL = extraction_tool()
+
+
+def extraction_system(guidance: Guidance = DEFAULT_GUIDANCE) -> str:
+    """The system prompt for a tenant: the fixed prompt, then its categories and instructions."""
+    parts = [EXTRACTION_PROMPT]
+    if guidance.custom:
+        own = "\n".join(f"- {c.name}: {c.description}" for c in guidance.custom)
+        if guidance.built_in:
+            parts.append(
+                "Besides the categories above, this deployment has its own; file a memory under one of "
+                f"them when it fits:\n{own}"
+            )
+        else:
+            parts.append(
+                "This deployment does not use the categories of the examples: file every memory under "
+                f"exactly one of these:\n{own}"
+            )
+    if guidance.instructions.strip():
+        parts.append(
+            "Instructions from the operator of this assistant about what to remember and what to leave "
+            "out. Follow them; where they differ from the rules above, they win:\n"
+            + guidance.instructions.strip()
+        )
+    return "\n\n".join(parts)
+
 
 SUMMARY_PROMPT = (
     "You maintain long-term memory about one user of an AI assistant. Use only what the input says; "
@@ -173,8 +214,13 @@ class _Op(BaseModel):
     target_id: str | None = None
     content: str | None = Field(default=None, max_length=2000)
     kind: Kind = Kind.FACT
-    category: Category | None = None
+    category: str | None = None
     event_time: datetime | None = None
+
+    @field_validator("category", mode="before")
+    @classmethod
+    def _no_category(cls, value: Any) -> Any:
+        return None if value == "" else value
 
     @field_validator("event_time", mode="before")
     @classmethod
@@ -229,11 +275,16 @@ def render_request(message: Message, context: list[Message], neighbours: list[Me
 
 
 def validate_operations(
-    answer: ToolAnswer, message: Message, known: set[str], timezone: str = "UTC"
+    answer: ToolAnswer,
+    message: Message,
+    known: set[str],
+    timezone: str = "UTC",
+    categories: tuple[str, ...] = BUILT_IN_CATEGORIES,
 ) -> list[ExtractionOp]:
     """The answer as operations, or ``ValueError``/``ValidationError`` saying what is wrong with it.
 
-    ``timezone``: the zone of times the model wrote without one (``Settings.timezone``).
+    ``timezone``: the zone of times the model wrote without one (``Settings.timezone``);
+    ``categories``: the tenant's, one of which each memory must be filed under.
     """
     if answer.input is None:
         raise ValueError(answer.problem or f"the answer must be a call of the {EXTRACTION_TOOL.name} tool")
@@ -243,6 +294,10 @@ def validate_operations(
         if op.op in _TARGETED and op.target_id not in known:
             raise ValueError(
                 f"operations[{i}].target_id {op.target_id!r} is not one of the existing memories"
+            )
+        if op.category is not None and op.category not in categories:
+            raise ValueError(
+                f"operations[{i}].category {op.category!r} is not one of: {', '.join(categories)}"
             )
         ops.append(
             ExtractionOp(
@@ -283,35 +338,40 @@ class StructuredExtractor:
         return self.chat.calls
 
     def extract(
-        self, message: Message, context: list[Message], neighbours: list[MemoryRecord]
+        self,
+        message: Message,
+        context: list[Message],
+        neighbours: list[MemoryRecord],
+        guidance: Guidance = DEFAULT_GUIDANCE,
     ) -> list[ExtractionOp]:
         if message.role != Role.USER:
             return []  # memories are about the user; assistant turns are context only
         known = {n.id for n in neighbours}
+        categories = guidance.names
+        system, tool = extraction_system(guidance), extraction_tool(categories)
         prompt = render_request(message, context, neighbours)
-        answer = self.chat.ask(EXTRACTION_PROMPT, prompt, EXTRACTION_TOOL, self.max_tokens, "Extraction")
+        answer = self.chat.ask(system, prompt, tool, self.max_tokens, "Extraction")
         try:
-            return validate_operations(answer, message, known, self.timezone)
+            return validate_operations(answer, message, known, self.timezone, categories)
         except (ValidationError, ValueError) as exc:
             error = str(exc)
         # One retry, telling the model exactly what was wrong.
-        feedback = f"Invalid input: {error}\nCall {EXTRACTION_TOOL.name} again with corrected input."
-        retry = self.chat.correct(
-            EXTRACTION_PROMPT, answer, feedback, EXTRACTION_TOOL, self.max_tokens, "Extraction"
-        )
+        feedback = f"Invalid input: {error}\nCall {tool.name} again with corrected input."
+        retry = self.chat.correct(system, answer, feedback, tool, self.max_tokens, "Extraction")
         try:
-            return validate_operations(retry, message, known, self.timezone)
+            return validate_operations(retry, message, known, self.timezone, categories)
         except (ValidationError, ValueError) as exc:
             logger.warning(
                 {"event": "extraction_fallback", "message_id": message.id, "error": type(exc).__name__}
             )
             self.metrics.add_metric(name="ExtractionFallbacks", unit=MetricUnit.Count, value=1)
+        lexicon = lexicon_for(guidance)
         return [
             ExtractionOp(
                 op="ADD",
                 content=message.content,
                 kind=Kind.FACT,
-                category=categorise(message.content) or Category.PERSONAL_DETAILS,
+                category=lexicon.categorise(message.content) or lexicon.fallback(Kind.FACT),
                 source_ids=[message.id],
             )
         ]

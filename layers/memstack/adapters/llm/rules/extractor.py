@@ -53,12 +53,12 @@ from memstack.adapters.llm.rules.targets import (
     same_category_preference,
     topic,
 )
-from memstack.domain.categories import categorise, category_scores
+from memstack.domain.categories import Lexicon, categorise, lexicon_for
 from memstack.domain.text import STOPWORDS, words
 from memstack.domain.time.relative import is_future, resolve_relative_dates
 from memstack.models import Category, Kind, MemoryRecord, Message, Role
 from memstack.ports.embedder import Embedder
-from memstack.ports.llm import ExtractionOp, OpName
+from memstack.ports.llm import DEFAULT_GUIDANCE, ExtractionOp, Guidance, OpName
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -180,6 +180,8 @@ class _Turn:
     subject: str
     listener: str | None
     neighbours: list[MemoryRecord]
+    #: the tenant's categories, which memories are filed under (the built-in lexicon still judges topics)
+    lexicon: Lexicon = field(default_factory=lexicon_for)
     #: what was said before, newest first: this message's earlier sentences, then the earlier turns
     before: list[str] = field(default_factory=list)
     decisions: list[_Decision] = field(default_factory=list)
@@ -199,7 +201,7 @@ class _Said:
     original: str
     text: str
     kind: Kind
-    category: Category
+    category: str | None
     event_time: datetime | None
 
 
@@ -214,13 +216,19 @@ class RuleExtractor:
         self.link_similarity = link_similarity
 
     def extract(
-        self, message: Message, context: list[Message], neighbours: list[MemoryRecord]
+        self,
+        message: Message,
+        context: list[Message],
+        neighbours: list[MemoryRecord],
+        guidance: Guidance = DEFAULT_GUIDANCE,
     ) -> list[ExtractionOp]:
+        """``guidance``: its categories file the memories (its instructions are for models: the
+        tenant's ignore / only rules hold every extractor's result, ``domain.tenant.rules``)."""
         if message.role != Role.USER:
             return []
         subject = subject_name(message.speaker)
         own = [n for n in neighbours if about_speaker(n, subject)]
-        turn = _Turn(message, subject, self.listener(message, context), own)
+        turn = _Turn(message, subject, self.listener(message, context), own, lexicon_for(guidance))
         turn.before = [m.content for m in reversed(context)]
         previous = ""
         for sentence in split_sentences(message.content):
@@ -274,7 +282,7 @@ class RuleExtractor:
         first_person = is_first_person(clause)
         instruction = bool(_INSTRUCTION.match(clause))  # "Please keep your answers short": a preference
         about_listener = bool(_SECOND_PERSON.search(clause))
-        topical = max(category_scores(clause).values()) >= _MIN_TOPIC_SCORE
+        topical = turn.lexicon.topicality(clause) >= _MIN_TOPIC_SCORE
         said = self._rewrite(clause, turn)
         if not (first_person or instruction):
             if about_listener:
@@ -317,10 +325,8 @@ class RuleExtractor:
         if kind == Kind.EVENT and event_time is None:
             event_time = when
         # Categorise the words the user said: the rewrite adds words ("and family") of its own.
-        category = categorise(said, {Category.PREFERENCES: 1.5} if kind == Kind.PREFERENCE else None)
-        category = category or (
-            Category.PREFERENCES if kind == Kind.PREFERENCE else Category.PERSONAL_DETAILS
-        )
+        bonus = {str(Category.PREFERENCES): 1.5} if kind == Kind.PREFERENCE else None
+        category = turn.lexicon.categorise(said, bonus) or turn.lexicon.fallback(kind)
         return _Said(clause, text, kind, category, event_time)
 
     # ------------------------------------------------------------------ decisions
@@ -493,7 +499,8 @@ class RuleExtractor:
         if fragment and _mentions(target.content, old):
             value = fragment.group("value").strip()
             content = _replace_phrase(target.content, old, value)
-            said = _Said(main, content, target.kind, target.category or Category.PERSONAL_DETAILS, None)
+            filed = target.category or turn.lexicon.fallback(Kind.FACT)
+            said = _Said(main, content, target.kind, filed, None)
         else:
             said = self._rewrite(main, turn)
         self._update(turn, target, said, _CORRECTION)
@@ -569,9 +576,9 @@ def _attribute_op(
             head = head[: old.verb[0]] + present(n.content[old.verb[0] : old.verb[1]]) + head[old.verb[1] :]
         content = head + new.value + drop_duration(n.content[end:])
         category = n.category
-        if category is None or not category_scores(content).get(category):
+        if category is None or not turn.lexicon.scores(content).get(category):
             # "lives in Edinburgh" is no longer educational because the old text said "since university".
-            category = categorise(content) or said.category
+            category = turn.lexicon.categorise(content) or said.category
         kept = _Said(said.original, content, n.kind, category, said.event_time)
         return _op("UPDATE", turn, target=n, said=kept)
     # "got promoted to analyst" replaces a state ("is a junior analyst"): the new version is that state.
