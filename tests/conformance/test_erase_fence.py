@@ -24,61 +24,9 @@ import pytest
 from memstack.domain import versions
 from memstack.domain.erasure import Erased, Fence
 
-from .conftest import BACKENDS, COARSE_DIM, FULL_DIM, open_backend
+from .conftest import BACKENDS, COARSE_DIM, open_backend
+from .opensearch_wire_stores import opensearch_serverless_wire, opensearch_wire
 from .test_store_conformance import EMB, rec
-
-
-def _opensearch_wire(tmp_path: Path) -> Iterator[Any]:
-    from memstack.adapters.opensearch.store import OpenSearchMemoryStore
-
-    from tests.infra.opensearch_wire import Wire
-
-    store = OpenSearchMemoryStore.managed(
-        Wire().client(), alias="memstack-erase", embedding_dim=FULL_DIM, coarse_dim=COARSE_DIM
-    )
-    yield store
-    store.close()
-
-
-class _StmFirst:
-    """The serverless store as the service erases it: the STM (which writes the erasure marker)
-    first, then the store (``MemoryService._erase``)."""
-
-    def __init__(self, store: Any, stm: Any) -> None:
-        self._store, self._stm = store, stm
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def erase_user(self, tenant: str, user_id: str) -> dict[str, int]:
-        self._stm.erase_user(tenant, user_id)
-        return self._store.erase_user(tenant, user_id)
-
-
-def _opensearch_serverless_wire(tmp_path: Path) -> Iterator[Any]:
-    import boto3
-    from memstack.adapters.dynamodb.stm import DynamoDbShortTermStore, create_stm_table
-    from memstack.adapters.opensearch.store import OpenSearchMemoryStore
-    from moto import mock_aws
-
-    from tests.infra.opensearch_wire import Wire
-
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        create_stm_table(client, "stm")
-        stm = DynamoDbShortTermStore("stm", client=client)
-        store = OpenSearchMemoryStore.serverless(
-            Wire().client(),
-            alias="memstack-erase",
-            embedding_dim=FULL_DIM,
-            coarse_dim=COARSE_DIM,
-            visibility_seconds=0.0,
-            erasure_log=stm,
-            sleep=lambda _: None,
-        )
-        yield _StmFirst(store, stm)
-        store.close()
-
 
 #: the cases that need a cluster at OPENSEARCH_URL (conftest.py)
 LIVE_ONLY = ("opensearch",)
@@ -86,8 +34,8 @@ LIVE_ONLY = ("opensearch",)
 #: collection's fence is that log: its erase cases are the wire case's, which is wired as the service is
 FENCED = {
     **{name: open_ for name, open_ in BACKENDS.items() if name != "opensearch-serverless"},
-    "opensearch-wire": _opensearch_wire,
-    "opensearch-serverless-wire": _opensearch_serverless_wire,
+    "opensearch-wire": opensearch_wire,
+    "opensearch-serverless-wire": opensearch_serverless_wire,
 }
 
 
