@@ -4,7 +4,7 @@ The real store (``OpenSearchMemoryStore.from_settings``) is built from each
 data-plane function's environment as the template sets it (endpoint,
 engine, index) and run through everything the handlers ask of it: first
 use (template or index creation), writes, reads, searches, listings,
-supersede, mark, erase. Its requests, recorded at the HTTP connection
+supersede, mark, erase, the tenant's configuration. Its requests, recorded at the HTTP connection
 (``opensearch_wire``), are evaluated as AWS evaluates SigV4 requests:
 
 - managed domain (medium, large): ``es:ESHttp<Method>`` on
@@ -110,6 +110,12 @@ def _drive(env: dict[str, str], wire: Wire) -> None:
     store.hybrid_candidates("t1", "u1", "where does Alex live", coarse, 20, 20, MemoryFilters())
     store.mark("t1", "u1", ["a"], is_current=False)
     store.supersede("t1", "u1", "a", _record("b", "Alex moved to Porto", dim))
+    # The tenant's configuration (its own index beside the memories): the API writes and reads it,
+    # the workers read it to file and screen what they extract and consolidate.
+    configs = store.tenant_config_store()
+    configs.get("t1")
+    configs.put("t1", {"extraction": {"ignore": {"categories": ["health"]}}}, 0, T0)
+    configs.put("t1", {}, 1, T0)
     store.erase_user("t1", "u1")
     store.close()
 
