@@ -41,6 +41,16 @@ def test_ignore_drops_by_category_by_what_the_words_are_about_and_by_keyword() -
     assert contents(kept) == [CELLO.content, DOG.content]
 
 
+def test_a_contradiction_is_a_write_held_to_the_same_rules() -> None:
+    rules = config(ignore={"categories": ["health"]}, only={"categories": ["pets", "health", "hobbies"]})
+    never_ill = add("Maya has never had asthma.", "health", op="CONFLICT")
+    no_dog = add("Maya has never had a dog.", "relationships", op="CONFLICT")
+    moved = add("Maya never lived in Porto.", "personal_details", op="CONFLICT")
+    kept = screen(rules, [never_ill, no_dog, moved])
+    # ignored (health); kept, its words being about the tenant's pets; named by neither rule
+    assert [(o.op, o.content) for o in kept] == [("CONFLICT", no_dog.content)]
+
+
 def test_only_keeps_what_it_names_and_forgetting_always_passes() -> None:
     rules = config(only={"categories": ["pets"], "keywords": ["cello"]})
     delete = ExtractionOp(op="DELETE", target_id="m1")

@@ -8,12 +8,13 @@ written:
   not have (a model's slip, consolidation's built-in grouping under
   ``mode: replace``), or none where the tenant has categories of its own, is
   filed by the tenant's lexicon;
-- ``extraction.ignore``: an ADD or UPDATE whose category is ignored, whose
-  text the lexicon files under an ignored category, or whose text holds an
-  ignored keyword, is dropped (for an UPDATE the memory keeps its old text);
-- ``extraction.only``: when it names anything, an ADD or UPDATE is kept only
-  if its category or its text's category is one of them, or its text holds
-  one of its keywords.
+- ``extraction.ignore``: a write (ADD, UPDATE, CONFLICT) whose category is
+  ignored, whose text the lexicon files under an ignored category, or whose
+  text holds an ignored keyword, is dropped (for an UPDATE the memory keeps
+  its old text; for a CONFLICT the contradicted memory stays unflagged);
+- ``extraction.only``: when it names anything, a write is kept only if its
+  category or its text's category is one of them, or its text holds one of
+  its keywords.
 
 DELETE and NONE pass: forgetting is never held back. Keywords match as
 category keywords do (a word with its inflections, a phrase literally,
@@ -30,7 +31,10 @@ from functools import lru_cache
 from memstack.domain.categories import Lexicon, lexicon_for, term_pattern
 from memstack.domain.tenant.config import TenantConfig, TopicRules
 from memstack.domain.tenant.guidance import guidance_of
-from memstack.ports.llm import ExtractionOp
+from memstack.ports.llm import ExtractionOp, OpName
+
+#: the operations that write a memory's text (a CONFLICT writes the contradicting statement)
+_WRITES: frozenset[OpName] = frozenset({"ADD", "UPDATE", "CONFLICT"})
 
 
 @lru_cache(maxsize=512)
@@ -58,7 +62,7 @@ def screen(config: TenantConfig, ops: list[ExtractionOp]) -> list[ExtractionOp]:
     ignore, only = config.extraction.ignore, config.extraction.only
     kept = []
     for op in ops:
-        if op.op not in ("ADD", "UPDATE"):
+        if op.op not in _WRITES:
             kept.append(op)
             continue
         # A tenant with categories of its own has every memory filed (a model may leave it out);
