@@ -55,6 +55,23 @@ copied = client.import_user("alice-copy", lines)
 assert copied.imported == len(lines) - 1 and client.import_user("alice-copy", lines).imported == 0
 client.erase_user("alice-copy")
 
+# client.project.update(custom_categories=[{"pets": "..."}], custom_instructions="...")
+# per tenant, at run time; ignore / only rules hold the offline extractor too (mode "replace": only yours)
+client.patch_config(
+    {
+        "categories": {
+            "custom": [{"name": "pets", "description": "the user's pets", "keywords": ["dog", "vet"]}]
+        },
+        "extraction": {"instructions": "Never store passwords.", "ignore": {"keywords": ["password"]}},
+    }
+)
+said = ["My dog Biscuit saw the vet today.", "My wifi password is hunter2."]
+client.add([{"role": "user", "content": t} for t in said], user_id="alice", sync=True)
+pets = client.list(user_id="alice", category="pets").memories
+assert [m.category for m in pets] == ["pets"] and "Biscuit" in pets[0].content, pets
+assert not any("hunter2" in m.content for m in client.iter_memories(user_id="alice", tier="ltm"))
+client.put_config({})  # back to the defaults
+
 # m.delete(memory_id), m.delete_all(user_id=)
 client.delete(new.id, user_id="alice")
 client.erase_user("alice")

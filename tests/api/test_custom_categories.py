@@ -3,6 +3,11 @@ extraction, by filters and by keyed writes, per tenant."""
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+from memstack.client import AsyncMemoryClient, MemoryApiError, MemoryClient
+
 from tests.api.conftest import Api
 
 CONFIG = {
@@ -109,3 +114,38 @@ def test_consolidation_is_held_to_the_same_rules(api: Api) -> None:
 
     assert "cello" in summaries("acme-key") and "asthma" not in summaries("acme-key")
     assert "asthma" in summaries("globex-key")  # no rules there: the health summary is written
+
+
+def test_both_python_clients_configure_use_and_filter_on_the_tenants_categories(live_server: str) -> None:
+    with MemoryClient(live_server, api_key="acme-key") as client:
+        assert client.put_config(CONFIG).version == 1
+        added = client.add([{"role": "user", "content": t} for t in TURNS], user_id="maya", sync=True)
+        assert added.status == "processed"
+        [pet] = client.list(user_id="maya", tier="ltm", category="pets").memories
+        assert "Biscuit" in pet.content and pet.category == "pets"
+        kept = " ".join(m.content for m in client.iter_memories(user_id="maya", tier="ltm"))
+        assert "cello" in kept and "asthma" not in kept and "hunter2" not in kept
+        found = client.search("Biscuit the dog", user_id="maya", filters={"category": "pets"}).results
+        assert [h.id for h in found] == [pet.id]
+        with pytest.raises(MemoryApiError) as caught:
+            client.list(user_id="maya", category="cars")
+        assert caught.value.status == 422 and "not a category of this tenant" in caught.value.message
+
+    async def other_tenant() -> None:
+        async with AsyncMemoryClient(live_server, api_key="globex-key") as client:
+            with pytest.raises(MemoryApiError) as caught:  # acme's categories are acme's
+                await client.search("Biscuit", user_id="maya", filters={"category": "pets"})
+            assert caught.value.status == 422
+            await client.patch_config(
+                {"categories": {"mode": "replace", "custom": CONFIG["categories"]["custom"]}}
+            )
+            keyed = await client.put_key(
+                "dog", "Rex is a collie who sees the vet", user_id="ann", category="pets"
+            )
+            page = await client.list(user_id="ann", category="pets")
+            assert [m.id for m in page.memories] == [keyed.id]
+            with pytest.raises(MemoryApiError) as caught:  # replaced: the built-in names are unknown
+                await client.list(user_id="ann", category="hobbies")
+            assert caught.value.status == 422
+
+    asyncio.run(other_tenant())

@@ -18,6 +18,7 @@ TOOLS = {
     "delete_memories",
     "memory_history",
     "job_status",
+    "memory_categories",
 }
 
 

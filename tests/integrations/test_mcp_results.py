@@ -20,6 +20,7 @@ from memstack.client.sync import MemoryClient
 from memstack.integrations.mcp_server import build_mcp_server
 from memstack.integrations.mcp_views import hit_view, tool_result
 from memstack.integrations.toolkit import MemoryToolkit
+from memstack.models import BUILT_IN_CATEGORIES
 
 from tests.integrations.mcp_scenario import TOOLS
 from tests.integrations.mcp_session import ok
@@ -120,6 +121,9 @@ def test_a_server_for_any_user_takes_it_in_every_tool(local_client: MemoryClient
         if tool.name == "job_status":  # a job is found by its id alone (and the caller's tenant)
             assert set(tool.input_schema["properties"]) == {"job_id"}
             continue
+        if tool.name == "memory_categories":  # the tenant's, the same for each of its users
+            assert set(tool.input_schema["properties"]) == set()
+            continue
         assert "user_id" in tool.input_schema["properties"], tool.name
     assert tools["erase_user"].input_schema["required"] == ["user_id"]
 
@@ -180,6 +184,33 @@ def test_list_get_update_and_history_answer_compact_memories(seeded: MemoryClien
         assert set(memory) <= MEMORY_FIELDS and not set(memory) & NOT_FOR_A_MODEL
     last = ok(call(server, "list_memories", {"limit": 200}))
     assert "next_cursor" not in last  # nothing more: the field is left out, not null
+
+
+def test_the_tenants_own_categories_are_listed_and_filter_list_and_search(seeded: MemoryClient) -> None:
+    server = build_mcp_server(MemoryToolkit(seeded, user_id="ann"))
+    # Before the tenant has categories of its own: the 15 built-in ones, each with what it is for.
+    listed = ok(call(server, "memory_categories", {}))["categories"]
+    assert [c["name"] for c in listed] == list(BUILT_IN_CATEGORIES)
+    assert {"name": "dietary", "description": "food and diet"} in listed
+    pets = {"name": "pets", "description": "the user's pets and their care", "keywords": ["dog", "vet"]}
+    seeded.patch_config({"categories": {"custom": [pets]}})
+    seeded.put_key("dog", "Ann's dog Biscuit saw the vet.", user_id="ann", category="pets")
+    listed = ok(call(server, "memory_categories", {}))["categories"]
+    assert listed[-1] == {"name": "pets", "description": pets["description"]} and len(listed) == 16
+    page = ok(call(server, "list_memories", {"category": "pets"}))["memories"]
+    assert [(m["content"], m["category"]) for m in page] == [("Ann's dog Biscuit saw the vet.", "pets")]
+    found = ok(call(server, "search_memories", {"query": "Biscuit the dog", "category": "pets"}))["results"]
+    assert [h["category"] for h in found] == ["pets"]
+    assert [
+        m["category"] for m in ok(call(server, "list_memories", {"category": "dietary"}))["memories"]
+    ] == ["dietary"]
+    # mode replace: only the tenant's own; a built-in name is now a clear error naming the allowed ones
+    seeded.patch_config({"categories": {"mode": "replace"}})
+    assert ok(call(server, "memory_categories", {}))["categories"] == [
+        {"name": "pets", "description": pets["description"]}
+    ]
+    refused = call(server, "list_memories", {"category": "dietary"})
+    assert refused.is_error and "not a category of this tenant (one of pets" in refused.content[0].text
 
 
 def test_failures_stay_readable_tool_errors(local_client: MemoryClient) -> None:

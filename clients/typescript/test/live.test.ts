@@ -199,6 +199,29 @@ test("the tenant configuration: read, replace, merge, If-Match, per tenant", asy
   assert.deepEqual((await ts.patchConfig({ extraction: null })).config.extraction?.ignore?.categories, []);
 });
 
+test("custom categories and extraction rules: extraction files under them, list and search filter on them", async () => {
+  const ts = new MemstackClient({ baseUrl, apiKey: "ts-key" });
+  const pets = { name: "pets", description: "the user's pets and their care", keywords: ["dog", "vet"] };
+  await ts.putConfig({ categories: { custom: [pets] }, extraction: { ignore: { categories: ["health"], keywords: ["password"] } } });
+  const turns = ["I took my dog Biscuit to the vet.", "I was diagnosed with asthma.", "My password is hunter2.", "I play the cello."];
+  const added = await ts.add({ user_id: "kit", sync: true, messages: turns.map((content) => ({ role: "user" as const, content })) });
+  assert.equal(added.status, "processed");
+  const pet = (await ts.list({ user_id: "kit", tier: "ltm", category: "pets" })).memories;
+  assert.deepEqual(pet.map((m) => m.category), ["pets"]);
+  assert.match(pet[0]!.content, /Biscuit/);
+  const kept = (await ts.list({ user_id: "kit", tier: "ltm" })).memories.map((m) => m.content).join(" ");
+  assert.match(kept, /cello/);
+  assert.doesNotMatch(kept, /asthma|hunter2/); // the rules hold what extraction stores
+  const found = await ts.search({ user_id: "kit", query: "Biscuit the dog", filters: { category: "pets" } });
+  assert.deepEqual(found.results.map((r) => r.id), [pet[0]!.id]);
+  await assert.rejects(ts.list({ user_id: "kit", category: "cars" }), (err: unknown) => {
+    assert.ok(err instanceof MemstackApiError && err.status === 422 && err.code === "validation_error");
+    assert.match(err.message, /'cars' is not a category of this tenant/);
+    return true;
+  });
+  await ts.putConfig({}); // back to the defaults for the tests that follow
+});
+
 test("an add names its jobs, waitForJobs follows them to done; another tenant's job is not found", async () => {
   const ts = new MemstackClient({ baseUrl, apiKey: "ts-key" });
   const other = new MemstackClient({ baseUrl, apiKey: "other-key" });

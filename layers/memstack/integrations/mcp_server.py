@@ -36,10 +36,12 @@ from memstack.api.schemas import (
 from memstack.client import calls
 from memstack.client.in_process import credentials_of
 from memstack.integrations.mcp_views import (
+    CategoriesView,
     HistoryView,
     MemoryPage,
     MemoryView,
     SearchView,
+    categories_view,
     memory_view,
     search_view,
     tool_result,
@@ -65,6 +67,14 @@ UserArg = Annotated[
 ]
 SessionArg = Annotated[
     str | None, Field(description="the conversation session; CONTEXT-scoped memories are seen only in it")
+]
+CategoryArg = Annotated[
+    str | None,
+    Field(
+        max_length=40,
+        pattern=CATEGORY_PATTERN,
+        description="only memories in this category (memory_categories lists this deployment's)",
+    ),
 ]
 MemoryIdArg = Annotated[
     str, Field(description="a memory id, as returned by search_memories or list_memories")
@@ -204,14 +214,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         top_k: Annotated[int, Field(ge=1, le=100, description="how many memories to return")] = 10,
         session_id: SessionArg = None,
         kind: Annotated[Kind | None, Field(description="only facts, events or preferences")] = None,
-        category: Annotated[
-            str | None,
-            Field(
-                max_length=40,
-                pattern=CATEGORY_PATTERN,
-                description="only one category: a built-in one or one of the tenant's own",
-            ),
-        ] = None,
+        category: CategoryArg = None,
         after: Annotated[
             datetime | None, Field(description="only memories of events after this time")
         ] = None,
@@ -260,6 +263,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             Tier | None, Field(description="ltm: distilled memories; stm: raw recent turns")
         ] = None,
         kind: Annotated[Kind | None, Field(description="only facts, events or preferences")] = None,
+        category: CategoryArg = None,
         session_id: SessionArg = None,
         agent_id: AgentFilterArg = None,
         metadata: MetadataFilterArg = None,
@@ -276,6 +280,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
             cursor=cursor,
             tier=tier,
             kind=kind,
+            category=category,
             session_id=session_id or kit.session_id,
             session_mode=VISIBLE,
             agent_id=kit.agent(agent_id),
@@ -362,6 +367,13 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         """Whether memstack has finished extracting facts from what add_memory stored: the job is
         queued, running, done, or failed (with the reason)."""
         return tool_result(kit.run(calls.job(job_id), headers(ctx)))
+
+    @server.tool(annotations=READ_ONLY)
+    @tool_errors
+    def memory_categories(ctx: Context[Any, Any]) -> Annotated[CallToolResult, CategoriesView]:
+        """The categories memories are filed under here, each with what belongs in it: the names
+        search_memories and list_memories take as category (a deployment may have its own)."""
+        return tool_result(categories_view(kit.run(calls.get_config(), headers(ctx)).config))
 
     if allow_erase:
 

@@ -18,7 +18,9 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from memstack.api.schemas import Memory, SearchMemoriesResponse, SearchResultItem
-from memstack.models import SYSTEM_METADATA_KEYS, Tier
+from memstack.domain.categories import CATEGORY_LABELS
+from memstack.domain.tenant.config import TenantConfig
+from memstack.models import BUILT_IN_CATEGORIES, SYSTEM_METADATA_KEYS, Tier
 
 
 class MemoryView(BaseModel):
@@ -59,6 +61,23 @@ class MemoryPage(BaseModel):
 
 class HistoryView(BaseModel):
     memories: list[MemoryView] = Field(description="the versions, oldest first")
+
+
+class CategoryView(BaseModel):
+    name: str = Field(description="what search_memories and list_memories take as category")
+    description: str = Field(description="what is filed under it")
+
+
+class CategoriesView(BaseModel):
+    categories: list[CategoryView] = Field(description="every category a memory of this deployment can have")
+
+
+def categories_view(config: TenantConfig) -> CategoriesView:
+    """The tenant's categories: the built-in ones (unless it replaced them), then its own."""
+    section = config.categories
+    built_in = [] if section.mode == "replace" else [(c, CATEGORY_LABELS[c]) for c in BUILT_IN_CATEGORIES]
+    own = [(c.name, c.description) for c in section.custom]
+    return CategoriesView(categories=[CategoryView(name=n, description=d) for n, d in (*built_in, *own)])
 
 
 def _second(when: datetime | None) -> datetime | None:
