@@ -368,6 +368,9 @@ def wire_webhooks(
     publisher = WebhookPublisher(service.tenant_configs, queue)
     service.webhooks = publisher
     extract.on_written = publisher.memories_written
+    for writer in (service.consolidator, service.profiles):
+        if writer is not None:
+            writer.on_written = publisher.memories_written
     if service.job_recorder is not None:
         service.job_recorder.on_failed.append(publisher.job_failed)
     hooks = settings.webhooks

@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from memstack.api.app import close_app
+from memstack.domain.consolidation.profiles import PROFILE
 from memstack.domain.webhooks.signature import WebhookVerificationError, new_secret, verify
 from memstack.factory import build_service
+from memstack.models import MemoryFilters, Message, Tier
 from memstack.ports.queue import Job
 from memstack.service import MemoryService
 from memstack.settings import Settings, load_settings
 
 from tests.api.conftest import Api, add_body, build_api
+from tests.consolidation.conftest import NOW, conversation
 from tests.webhooks.receiver import Delivery, Receiver, receiving
 
 EVERY_EVENT = ["memory.created", "memory.updated", "memory.deleted", "job.failed"]
 WORDS = "I adopted a greyhound called Biscuit"
+POTTERY = "I tried pottery for the first time."
 
 
 @pytest.fixture
@@ -256,3 +261,35 @@ def test_a_queued_delivery_is_dropped_when_its_user_was_erased_or_its_event_is_n
         deliver(event("bob", 2, "memory.deleted"))  # not asked for (any more): dropped
         sender.close()
         assert [json.loads(d.body)["user_id"] for d in receiver.deliveries] == ["bob", "alice"]
+
+
+def test_consolidation_summaries_and_profiles_make_events(tmp_path: Path) -> None:
+    settings = load_settings(
+        data_dir=tmp_path / "data",
+        embedder="hashing",
+        webhook_allowed_hosts="127.0.0.1",
+        profile_memories=True,
+    )
+    service = build_service(settings)
+    api = build_api(service, settings)
+    try:
+        with receiving() as receiver:
+            secret = _subscribe(api, receiver, events=["memory.created", "memory.updated"])
+            # Raw turns only: consolidation summarises them (extraction wrote nothing of them).
+            service.add("acme", "sam", conversation(), infer=False)
+            summarised = service.consolidate("acme", "sam", now=NOW)["memory_ids"]
+            # Two sessions' hobbies of one person: a profile memory.
+            day1 = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
+            for week, (mid, text) in enumerate([("a1", "I went swimming with the kids."), ("a2", POTTERY)]):
+                said = Message(id=mid, speaker="Mel", content=text, timestamp=day1 + timedelta(days=7 * week))
+                service.add("acme", "alice", [said], infer=True, sync=True)
+            service.consolidate("acme", "alice", now=day1 + timedelta(days=8))
+            _drain(service)
+            records, _ = service.store.list("acme", "alice", MemoryFilters(tier=Tier.LTM), 500, None)
+            profiles = [r.id for r in records if r.metadata.get("consolidation") == PROFILE]
+            assert summarised and profiles
+            created = {e["data"]["memory_id"] for e in _events(receiver.deliveries, secret)}
+            assert set(summarised) | set(profiles) <= created
+    finally:
+        close_app(api.app)
+        service.close()

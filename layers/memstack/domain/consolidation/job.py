@@ -165,6 +165,8 @@ class Consolidator:
         self._apply = apply
         self.leases = leases
         self._heartbeat = LeaseKeeper(config.lease_seconds / 3, name="memstack-consolidation-lease")
+        #: who hears of the memories a run wrote (tenant, the versions): webhook events
+        self.on_written: Callable[[str, list[MemoryRecord]], None] | None = None
 
     @property
     def apply(self) -> ApplyOperations:
@@ -194,6 +196,7 @@ class Consolidator:
             fence=fence or Fence.at(datetime.now(UTC)),
             configs=self.configs,
         )
+        job.on_written = self.on_written
         return self._leased(job, tenant, user_id, now)
 
     def _leased(
@@ -492,4 +495,6 @@ class Consolidator:
             else:
                 report.written += 1
             report.memory_ids.append(r.id)
+        if self.on_written is not None and written:
+            self.on_written(tenant, written)
         return written

@@ -101,6 +101,8 @@ class ProfileBuilder:
         self.embedder = embedder
         self.config = config
         self._apply = apply
+        #: who hears of the profiles a refresh wrote (tenant, the versions): webhook events
+        self.on_written: Callable[[str, list[MemoryRecord]], None] | None = None
 
     @property
     def apply(self) -> ApplyOperations:
@@ -221,6 +223,8 @@ class ProfileBuilder:
                 metadata={"consolidation": PROFILE, "profile_key": key},
                 fence=fence,
             )
+        if self.on_written is not None and written:
+            self.on_written(tenant, written)
         for record in written:
             report.memory_ids.append(record.id)
             if record.replaces_id:
