@@ -155,7 +155,8 @@ class MemoryService:
         scope = user_id if order == "created_at" else f"{user_id}\x1forder={order}"
         inner = self.cursors.verify(tenant, scope, cursor)
         filters = filters or MemoryFilters()
-        guidance.check_filters(self.tenant_configs.current(tenant), filters)
+        # A listing's filters are its query string (GET /v1/memories).
+        guidance.check_filters(self.tenant_configs.current(tenant), filters, location="query")
         now = datetime.now(UTC)
         records, after = self.store.list(tenant, user_id, filters, limit, inner, order)
         if any(expiry.expired(r, now) for r in records):

@@ -92,6 +92,16 @@ def test_filters_and_keyed_writes_take_the_tenants_categories_and_refuse_others(
     assert status == 422 and error["error"]["details"][0]["field"] == "category"
     status, error = api("GET", "/v1/memories", query={"user_id": "ann", "category": "Not A Name"})
     assert status == 422 and error["error"]["details"][0]["field"] == "category"
+    # A well-formed name the tenant does not have: the detail says where it was sent.
+    status, error = api("GET", "/v1/memories", query={"user_id": "ann", "category": "cars"})
+    assert status == 422 and error["error"]["details"][0] == {
+        "field": "category",
+        "location": "query",
+        "message": "unknown category",
+        "type": "unknown_category",
+    }
+    status, error = api("POST", "/v1/memories/search", body={**search, "filters": {"category": "cars"}})
+    assert status == 422 and error["error"]["details"][0]["location"] == "body"
 
 
 def test_consolidation_is_held_to_the_same_rules(api: Api) -> None:

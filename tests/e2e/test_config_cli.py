@@ -47,3 +47,23 @@ def test_show_set_patch_and_errors(env: Path, capsys: pytest.CaptureFixture[str]
     assert "is not JSON" in capsys.readouterr().err
     assert run(["config", "show"]) == 0
     assert json.loads(capsys.readouterr().out)["version"] == 2
+
+
+def test_memories_and_search_filter_on_the_tenants_categories(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pets = {"name": "pets", "description": "the user's pets", "keywords": ["dog", "vet"]}
+    assert run(["config", "patch", json.dumps({"categories": {"custom": [pets]}})]) == 0
+    turns = env / "turns.jsonl"
+    said = ["My dog Biscuit saw the vet.", "I play the cello every weekend."]
+    turns.write_text("".join(json.dumps({"role": "user", "content": t}) + "\n" for t in said))
+    assert run(["ingest", str(turns), "--user", "maya", "--sync"]) == 0
+    capsys.readouterr()
+    assert run(["memories", "--user", "maya", "--tier", "ltm", "--category", "pets", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["memories"]
+    assert [m["category"] for m in listed] == ["pets"] and "Biscuit" in listed[0]["content"]
+    assert run(["search", "what instrument", "--user", "maya", "--category", "hobbies", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)["results"]
+    assert found and {h["category"] for h in found} == {"hobbies"}
+    assert run(["memories", "--user", "maya", "--category", "cars"]) == 1
+    assert "'cars' is not a category of this tenant" in capsys.readouterr().err

@@ -33,6 +33,10 @@ def memories(
     tenant: Annotated[str | None, typer.Option()] = None,
     tier: Annotated[Tier | None, typer.Option(help="stm or ltm")] = None,
     kind: Annotated[Kind | None, typer.Option()] = None,
+    category: Annotated[
+        str | None,
+        typer.Option(help="one of the tenant's categories (built-in or its own: memstack config show)"),
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
     order: Annotated[
         Order,
@@ -45,7 +49,9 @@ def memories(
     how: ListOrder = "event_time" if order is Order.event_time else "created_at"
     with open_service(settings) as service:
         t = tenant_or_default(tenant, settings)
-        records, cursor = service.list(t, user, MemoryFilters(tier=tier, kind=kind), limit, order=how)
+        records, cursor = service.list(
+            t, user, MemoryFilters(tier=tier, kind=kind, category=category), limit, order=how
+        )
         when = when_said(service, t, user, records)
     if as_json:
         print_json({"memories": [memory_out(r) for r in records], "next_cursor": cursor})

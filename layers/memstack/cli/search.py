@@ -28,6 +28,10 @@ def search(
     k: Annotated[int, typer.Option("--top-k", "--k", "-k", help="number of results (the API's top_k)")] = 10,
     session: Annotated[str | None, typer.Option("--session", "-s")] = None,
     tenant: Annotated[str | None, typer.Option()] = None,
+    category: Annotated[
+        str | None,
+        typer.Option(help="one of the tenant's categories (built-in or its own: memstack config show)"),
+    ] = None,
     explain: Annotated[bool, typer.Option(help="show every stage's score and rank")] = False,
     min_score: Annotated[
         float | None,
@@ -51,7 +55,7 @@ def search(
                 user_id=user,
                 query=query,
                 top_k=k,
-                filters=MemoryFilters(session_id=session),
+                filters=MemoryFilters(session_id=session, category=category),
                 explain=explain,
                 min_score=min_score,
             )

@@ -28,8 +28,8 @@ def guidance_of(config: TenantConfig) -> Guidance:
     )
 
 
-def check_categories(config: TenantConfig, names: Iterable[str], field: str) -> None:
-    """``ValidationFailed`` (422) when a name is not one of the tenant's categories."""
+def check_categories(config: TenantConfig, names: Iterable[str], field: str, location: str = "body") -> None:
+    """``ValidationFailed`` (422) when a name is not one of the tenant's categories (sent in ``location``)."""
     allowed = config.categories.names()
     unknown = sorted({n for n in names if n not in allowed})
     if not unknown:
@@ -38,16 +38,16 @@ def check_categories(config: TenantConfig, names: Iterable[str], field: str) -> 
     raise ValidationFailed(
         f"{field}: {', '.join(repr(n) for n in unknown)} is not a category of this tenant (one of {listed}; "
         "add your own under categories.custom with PATCH /v1/config)",
-        [{"field": field, "location": "body", "message": "unknown category", "type": "unknown_category"}],
+        [{"field": field, "location": location, "message": "unknown category", "type": "unknown_category"}],
     )
 
 
-def check_filters(config: TenantConfig, filters: MemoryFilters) -> None:
-    """The categories a listing or search filters on must be the tenant's."""
+def check_filters(config: TenantConfig, filters: MemoryFilters, location: str = "body") -> None:
+    """The categories a listing (its query) or search (its body) filters on must be the tenant's."""
     if filters.category is not None:
-        check_categories(config, [filters.category], "category")
+        check_categories(config, [filters.category], "category", location)
     if filters.where is not None:
-        check_categories(config, filter_expr.categories_named(filters.where), "where.category")
+        check_categories(config, filter_expr.categories_named(filters.where), "where.category", location)
 
 
 def category_descriptions(config: TenantConfig) -> tuple[str, ...] | None:
