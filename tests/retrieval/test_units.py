@@ -40,8 +40,10 @@ def test_a_unit_adds_its_turns_and_its_memorys_evidence() -> None:
     # A: its turn's BM25 rank (2) with the turn weight, its memory's vector rank (1) with the memory weight
     assert fused[TURN_A] == pytest.approx(0.7 / 7 + 0.3 / 6)
     # The turn's own vector rank, had it one, would count only if better than its memory's.
-    alone = units.record_rrf(ranks, WEIGHTS, k=5)
-    assert alone[TURN_A] == pytest.approx(0.7 / 7)
+    alone, met = units.record_rrf(ranks, WEIGHTS, k=5)
+    assert alone[ranks.row[TURN_A]] == pytest.approx(0.7 / 7)
+    # met column by column: BM25's turns, then the vector ranking's memory
+    assert [ranks.ids[r] for r in met] == [TURN_B, TURN_A, MEMORY_A]
 
 
 def test_a_memory_without_its_turn_among_the_candidates_counts_as_a_turn() -> None:

@@ -31,12 +31,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
+from operator import attrgetter
+
+import numpy as np
 
 from memstack.domain.ingest import is_turn_id, stm_memory_id
 from memstack.models import MemoryRecord, ScoredId, Tier
 
 TURNS = "turns"
 MEMORIES = "memories"
+
+_ID, _SCORE = attrgetter("id"), attrgetter("score")
 
 
 @dataclass(frozen=True)
@@ -56,30 +62,94 @@ def field_of(memory_id: str) -> str:
     return TURNS if is_turn_id(memory_id) else MEMORIES
 
 
-def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> dict[tuple[str, str], dict[str, int]]:
-    """``(ranking, field) -> {id: rank within that field}``, ranks from 1."""
-    ranks: dict[tuple[str, str], dict[str, int]] = {}
+@dataclass(frozen=True)
+class FieldRanks:
+    """Every candidate of the rankings once, as arrays: row ``r`` is ``ids[r]``.
+
+    A search fuses about 400 candidates; kept as arrays, the fusion is a few
+    numpy operations instead of a Python loop per candidate, field and unit.
+    """
+
+    #: each candidate once, in the order first seen (the vector ranking's first)
+    ids: list[str]
+    row: dict[str, int]
+    is_turn: np.ndarray  # bool per row: its field is TURNS
+    #: ranking name -> per row, the rank within its field in that ranking (0: not in it)
+    ranks: Mapping[str, np.ndarray]
+    #: ranking name -> per row, the place in the whole ranking (0: not in it), and the score there
+    places: Mapping[str, np.ndarray]
+    scores: Mapping[str, np.ndarray]
+    #: the (ranking, field) pairs that hold a candidate, in the order every sum adds them up
+    columns: tuple[tuple[str, str], ...]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def in_field(self, field: str) -> np.ndarray:
+        """Per row: whether the candidate is in ``field``."""
+        return self.is_turn if field == TURNS else ~self.is_turn
+
+    def __getitem__(self, column: tuple[str, str]) -> dict[str, int]:
+        """``{id: rank}`` of one (ranking, field) pair (what a reader or a test looks at)."""
+        name, field = column
+        rank = self.ranks[name]
+        rows = np.flatnonzero((rank > 0) & self.in_field(field))
+        return {self.ids[r]: int(rank[r]) for r in rows.tolist()}
+
+
+def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
+    """Each ranking's ranks counted within each field (from 1): a memory above a turn takes no turn's rank."""
+    # map and dict.fromkeys iterate in C: a search has a few hundred candidates, each a few lookups
+    ids_of = {name: list(map(_ID, ranking)) for name, ranking in rankings.items()}
+    ids = list(dict.fromkeys(chain.from_iterable(ids_of.values())))
+    row = dict(zip(ids, range(len(ids)), strict=True))
+    is_turn = np.fromiter(map(is_turn_id, ids), dtype=bool, count=len(ids))
+    ranks, places, scores = {}, {}, {}
+    columns: list[tuple[str, str]] = []
     for name, ranking in rankings.items():
-        counters = {TURNS: 0, MEMORIES: 0}
-        for hit in ranking:
-            f = field_of(hit.id)
-            counters[f] += 1
-            ranks.setdefault((name, f), {})[hit.id] = counters[f]
-    return ranks
+        at = np.fromiter(map(row.__getitem__, ids_of[name]), dtype=np.int64, count=len(ranking))
+        turn = is_turn[at]
+        # the k-th turn (or memory) of the ranking has rank k in its field
+        within = np.where(turn, np.cumsum(turn), np.cumsum(~turn))
+        ranks[name] = _per_row(len(ids), at, within)
+        places[name] = _per_row(len(ids), at, np.arange(1, len(at) + 1))
+        scores[name] = np.zeros(len(ids))
+        scores[name][at] = np.fromiter(map(_SCORE, ranking), dtype=np.float64, count=len(ranking))
+        if len(at):
+            first = TURNS if turn[0] else MEMORIES
+            columns.append((name, first))
+            other = MEMORIES if first == TURNS else TURNS
+            if bool((~turn if first == TURNS else turn).any()):
+                columns.append((name, other))
+    return FieldRanks(ids, row, is_turn, ranks, places, scores, tuple(columns))
 
 
-def record_rrf(
-    ranks: Mapping[tuple[str, str], Mapping[str, int]], weights: FieldWeights, k: int
-) -> dict[str, float]:
-    """Each candidate's own weighted RRF over the fields (what picks the pool)."""
-    fused: dict[str, float] = {}
-    for (name, f), ids in ranks.items():
-        w = weights.of(f, name)
+def _per_row(n: int, at: np.ndarray, values: np.ndarray) -> np.ndarray:
+    out = np.zeros(n, dtype=np.int64)
+    out[at] = values
+    return out
+
+
+def record_rrf(ranks: FieldRanks, weights: FieldWeights, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each candidate's own weighted RRF over the fields (what picks the pool), per row; and the
+    rows a weighted ranking holds, in the order the fusion meets them (column by column, each in
+    its ranking's order): a candidate no weighted ranking holds is none, and ties keep this order."""
+    own = np.zeros(len(ranks))
+    met: list[np.ndarray] = []
+    for name, field in ranks.columns:
+        w = weights.of(field, name)
         if w == 0.0:
             continue
-        for memory_id, rank in ids.items():
-            fused[memory_id] = fused.get(memory_id, 0.0) + w / (k + rank)
-    return fused
+        rank, place = ranks.ranks[name], ranks.places[name]
+        hit = (rank > 0) & ranks.in_field(field)
+        own[hit] += w / (k + rank[hit])
+        rows = np.flatnonzero(hit)
+        met.append(rows[np.argsort(place[rows], kind="stable")])
+    if not met:
+        return own, np.zeros(0, dtype=np.int64)
+    every = np.concatenate(met)
+    _, first = np.unique(every, return_index=True)
+    return own, every[np.sort(first)]
 
 
 def unit_key(tenant: str, user_id: str, record: MemoryRecord) -> str:
@@ -114,7 +184,7 @@ def source_turns_of(tenant: str, user_id: str, source_ids: Iterable[str]) -> set
 def unit_rrf(
     members: Mapping[str, Sequence[str]],
     candidate_turns: set[str],
-    ranks: Mapping[tuple[str, str], Mapping[str, int]],
+    ranks: FieldRanks,
     weights: FieldWeights,
     k: int,
     sources: Mapping[str, set[str]] | None = None,
@@ -128,21 +198,34 @@ def unit_rrf(
     updated memory ("lives in Osaka with Kenji", from "I live in Tokyo with
     Kenji" and "we moved to Osaka") restates the words of both.
     """
-    out: dict[str, float] = {}
-    for key, ids in members.items():
-        has_turn = key in candidate_turns
-        candidates = {*ids, key} if has_turn else set(ids)
-        candidates |= (sources or {}).get(key, set())
-        total = 0.0
-        for (name, f), by_id in ranks.items():
-            w = weights.of(f, name, has_turn)
-            if w == 0.0:
-                continue
-            best = min((by_id[i] for i in candidates if i in by_id), default=None)
-            if best is not None:
-                total += w / (k + best)
-        out[key] = total
-    return out
+    keys = list(members)
+    has_turn = np.fromiter((key in candidate_turns for key in keys), dtype=bool, count=len(keys))
+    # (unit, row) for every record whose ranks count for a unit
+    unit_at: list[int] = []
+    id_at: list[str] = []
+    sources = sources or {}
+    for u, key in enumerate(keys):
+        candidates = {*members[key], key} if has_turn[u] else set(members[key])
+        if key in sources:
+            candidates |= sources[key]
+        id_at += candidates
+        unit_at += repeat(u, len(candidates))
+    # -1: a record no ranking holds (only pooled records and their units' turns are looked up)
+    row_at = np.fromiter(map(ranks.row.get, id_at, repeat(-1)), dtype=np.int64, count=len(id_at))
+    held = row_at >= 0
+    unit = np.asarray(unit_at, dtype=np.int64)[held]
+    at = row_at[held]
+    total = np.zeros(len(keys))
+    # Column by column in ``ranks.columns`` order: each unit's sum adds up in one order, always.
+    for name, field in ranks.columns:
+        w = np.where(has_turn, weights.of(field, name, True), weights.of(field, name, False))
+        rank = ranks.ranks[name][at]
+        hit = (rank > 0) & ranks.in_field(field)[at]
+        best = np.full(len(keys), np.iinfo(np.int64).max)
+        np.minimum.at(best, unit[hit], rank[hit])
+        found = (best < np.iinfo(np.int64).max) & (w != 0.0)
+        total[found] += w[found] / (k + best[found])
+    return dict(zip(keys, total.tolist(), strict=True))
 
 
 #: how much lower each further member of a unit scores than the one before it, when their own
@@ -161,6 +244,9 @@ def member_values(
     """
     out: dict[str, float] = {}
     for key, ids in members.items():
+        if len(ids) == 1:  # most units: one record, which carries the unit's value
+            out[ids[0]] = fused[key]
+            continue
         previous: float | None = None
         for memory_id in sorted(ids, key=lambda i: own.get(i, 0.0), reverse=True):
             value = fused[key] if previous is None else own.get(memory_id, 0.0)

@@ -46,16 +46,14 @@ class Fusion:
         # The columns in the order explain shows them.
         for name in (col.VECTOR_RANK, col.VECTOR, col.BM25_RANK, col.BM25, col.BM25_PRF_RANK):
             pool.column(name)
-        row_of = {memory_id: j for j, memory_id in enumerate(pool.ids)}
-        for name, ranking in rankings.items():
+        rows = np.fromiter((fusion.ranks.row[i] for i in pool.ids), dtype=np.int64, count=n)
+        for name in rankings:
             rank_name, raw_name = RANKINGS[name]
-            rank_col, raw_col = pool.column(rank_name), pool.column(raw_name) if raw_name else None
-            for rank, hit in enumerate(ranking, start=1):
-                j = row_of.get(hit.id)
-                if j is not None:
-                    rank_col[j] = float(rank)
-                    if raw_col is not None:
-                        raw_col[j] = hit.score
+            places = fusion.ranks.places[name][rows].tolist()
+            pool.column(rank_name)[:] = [float(p) if p else None for p in places]
+            if raw_name is not None:
+                raws = fusion.ranks.scores[name][rows].tolist()
+                pool.column(raw_name)[:] = [r if p else None for p, r in zip(places, raws, strict=True)]
         cosines = (pool.facts.vectors @ search.query_vec if n else np.zeros(0, dtype=np.float32)).tolist()
         cosines = [c if has else 0.0 for c, has in zip(cosines, pool.has_vector, strict=True)]
         pool.column(col.COSINE)[:] = cosines
@@ -96,14 +94,16 @@ class Fusion:
         ]
         pool.column(col.FUSED)[:] = pool.score
         pool.ranked(self.name)
-        return f"ok: {len(fusion.own)} fused, {n} carried on in {len(fusion.members)} units"
+        return f"ok: {fusion.candidates} fused, {n} carried on in {len(fusion.members)} units"
 
 
 @dataclass
 class _Units:
-    """The fusion: each candidate's own, its unit (per pool row), each unit's members and fusion,
-    and the value each candidate is scored by (``units.member_values``)."""
+    """The fusion: the candidates' ranks, how many were fused, each pooled one's own, its unit (per
+    pool row), each unit's members and fusion, and the value each is scored by (``units.member_values``)."""
 
+    ranks: units.FieldRanks
+    candidates: int
     own: dict[str, float]
     unit_of: list[str]
     members: dict[str, list[str]]
@@ -115,8 +115,11 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
     """The best candidates by their own fusion, read as columns, grouped into units and fused per unit."""
     cfg, req = search.config, search.req
     ranks = units.field_ranks({"vector": search.vector, "bm25": search.bm25, "bm25_prf": search.prf})
-    own = units.record_rrf(ranks, cfg.field_weights, cfg.rrf_k)
-    pool_ids = sorted(own, key=lambda i: own[i], reverse=True)[: max(cfg.candidate_pool, req.top_k)]
+    own_of, met = units.record_rrf(ranks, cfg.field_weights, cfg.rrf_k)
+    # Best first; a tie keeps the order the fusion met the candidates in.
+    best = met[np.argsort(-own_of[met], kind="stable")][: max(cfg.candidate_pool, req.top_k)]
+    pool_ids = [ranks.ids[r] for r in best.tolist()]
+    own = dict(zip(pool_ids, own_of[best].tolist(), strict=True))
     facts, records = read_candidates(search.store, req.tenant, req.user_id, pool_ids, search.vectors)
     pool = Pool(facts, records)
     unit_of = [
@@ -126,14 +129,14 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
     members: dict[str, list[str]] = {}
     for i, key in zip(pool.ids, unit_of, strict=True):
         members.setdefault(key, []).append(i)
-    candidate_turns = {i for by_id in ranks.values() for i in by_id if units.field_of(i) == units.TURNS}
+    candidate_turns = {ranks.ids[r] for r in np.flatnonzero(ranks.is_turn).tolist()}
     sources = _source_turns(search, pool, unit_of)
     fused = units.unit_rrf(members, candidate_turns, ranks, cfg.field_weights, cfg.rrf_k, sources)
     # A unit's best member at the unit's value, its other members by their own evidence.
     value = units.member_values(members, own, fused)
     ids = pool.ids
     pool.order = sorted(range(len(pool)), key=lambda j: (value[ids[j]], own[ids[j]]), reverse=True)
-    return pool, _Units(own=own, unit_of=unit_of, members=members, fused=fused, value=value)
+    return pool, _Units(ranks, len(met), own=own, unit_of=unit_of, members=members, fused=fused, value=value)
 
 
 def _source_turns(search: Search, pool: Pool, unit_of: list[str]) -> dict[str, set[str]]:
