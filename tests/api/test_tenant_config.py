@@ -60,7 +60,7 @@ def test_put_replaces_patch_merges_and_etag_guards(api: Api) -> None:
         ("PUT", {"categories": {"mode": "replace"}}, "categories"),
         ("PUT", {"tenant": "globex"}, "tenant"),
         ("PATCH", {"categories": {"custom": [PETS, PETS]}}, "categories"),
-        ("PATCH", {"extraction": {"ignore": {"categories": ["pets"]}}}, "body"),
+        ("PATCH", {"extraction": {"ignore": {"categories": ["pets"]}}}, "extraction"),
         ("PATCH", {"extraction": {"instructions": 7}}, "extraction.instructions"),
         ("PATCH", [1, 2], "body"),
     ],

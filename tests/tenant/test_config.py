@@ -54,7 +54,7 @@ def test_defaults_are_the_built_in_categories_and_no_rules() -> None:
         ({"categories": {"custom": [PETS, PETS]}}, "categories", "repeated: pets"),
         ({"categories": {"custom": [{**PETS, "name": "health"}]}}, "categories", "already is a built-in"),
         ({"categories": {"mode": "replace"}}, "categories", "at least one custom category"),
-        ({"extraction": {"ignore": {"categories": ["pets"]}}}, "body", "not a category of this tenant"),
+        ({"extraction": {"ignore": {"categories": ["pets"]}}}, "extraction", "not a category of this tenant"),
         ({"extraction": {"instructions": "x" * 4001}}, "extraction.instructions", "4000"),
         ({"colour": "red"}, "colour", "Extra inputs"),
         (

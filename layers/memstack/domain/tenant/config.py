@@ -40,6 +40,7 @@ from pydantic import (
     StringConstraints,
     ValidationError,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -206,17 +207,23 @@ class TenantConfig(_Section):
     extraction: ExtractionSection = Field(default_factory=ExtractionSection)
     webhooks: WebhooksSection = Field(default_factory=WebhooksSection)
 
-    @model_validator(mode="after")
-    def _known_categories(self) -> TenantConfig:
-        allowed = set(self.categories.names())
+    # A field validator (not the model's), so a 422 names the extraction section, not the whole body;
+    # categories is declared first, so it has been validated (absent from data when it was invalid).
+    @field_validator("extraction")
+    @classmethod
+    def _known_categories(cls, extraction: ExtractionSection, info: ValidationInfo) -> ExtractionSection:
+        categories = info.data.get("categories")
+        if categories is None:
+            return extraction
+        allowed = set(categories.names())
         for rules in ("ignore", "only"):
-            unknown = [c for c in getattr(self.extraction, rules).categories if c not in allowed]
+            unknown = [c for c in getattr(extraction, rules).categories if c not in allowed]
             if unknown:
                 raise ValueError(
                     f"extraction.{rules}.categories names {', '.join(unknown)}, not a category of this "
                     "tenant (built-in or under categories.custom)"
                 )
-        return self
+        return extraction
 
     def public(self) -> dict[str, Any]:
         """What the API shows: every section with its defaults, secrets masked."""
