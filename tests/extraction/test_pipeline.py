@@ -205,3 +205,22 @@ def test_replaced_memories_turns_are_marked_and_context_names_the_listener(servi
     new_turn = service.store.get(T, U, stm_memory_id(T, U, "m2"))
     assert old_turn is not None and old_turn.metadata.get("consolidated") is True
     assert new_turn is not None and not new_turn.metadata.get("consolidated")
+
+
+def test_a_contradiction_is_kept_beside_what_it_contradicts_and_searched_as_a_pair(
+    service: MemoryService,
+) -> None:
+    service.add(T, U, [say("m1", "I have never written a Flask route.", "2026-03-02T09:00:00Z")], sync=True)
+    said = "I implemented the login route in Flask for the admin panel."
+    service.add(T, U, [say("m2", said, "2026-05-18T10:00:00Z")], sync=True)
+
+    current = {r.content: r for r in ltm(service)}
+    never = current["The user has never written a Flask route."]
+    did = current["The user implemented the login route in Flask for the admin panel."]
+    assert (never.conflicts_with, did.conflicts_with) == ([did.id], [never.id])
+    memories = [
+        h for h in search(service, "has the user written a Flask route", top_k=3) if h.record.tier == Tier.LTM
+    ]
+    assert {h.record.id for h in memories} == {never.id, did.id}
+    first = next(i for i, h in enumerate(memories) if h.record.conflicts_with)
+    assert memories[first + 1].record.id in memories[first].record.conflicts_with  # right after it

@@ -244,3 +244,97 @@ def test_summaries_of_consolidation_are_never_the_target_of_one_change() -> None
     summary = memory("Maya smokes and drinks coffee and lives in Tokyo.", mid="sum")
     summary.metadata["consolidation"] = "summary"
     assert [op for op, _, _ in ops_of("I quit smoking.", summary)] == ["ADD"]
+
+
+@pytest.mark.parametrize(
+    ("known", "said"),
+    [
+        ("Maya has never written a Flask route.", "I implemented the login route in Flask for the admin."),
+        ("Maya implemented the login route in Flask.", "I have never written a Flask route."),
+        ("Maya owns a red car.", "I've never owned a car."),
+    ],
+)
+def test_never_against_what_a_memory_says_happened_is_a_conflict_with_it(known: str, said: str) -> None:
+    ops = extractor.extract(msg(said), [], [memory(known, mid="known")])
+    assert [(o.op, o.target_id) for o in ops] == [("CONFLICT", "known")]
+    assert ops[0].content and ops[0].content.startswith("Maya ")
+
+
+@pytest.mark.parametrize(
+    ("known", "said"),
+    [
+        # Negations that say something else than "it did not happen".
+        ("Maya wants to set up the auth service correctly.", "I'm not sure how to set up the auth service."),
+        (
+            "Maya is having an art show with their paintings.",
+            "I can't wait for the art show with my paintings.",
+        ),
+        # An idiom, and two statements that agree.
+        ("Maya took a trip to Rome.", "I'll never forget the trip to Rome."),
+        ("Maya has never written a Flask route.", "I have never written a route in Flask."),
+        # A change said as one is an update (tried first), and a new topic an addition.
+        ("Maya doesn't drink coffee.", "I drink coffee now, every morning."),
+        ("Maya has never written a Flask route.", "I play the trumpet in a brass band."),
+    ],
+)
+def test_other_negations_idioms_agreement_changes_and_new_topics_are_no_conflict(
+    known: str, said: str
+) -> None:
+    ops = extractor.extract(msg(said), [], [memory(known, mid="known")])
+    assert "CONFLICT" not in [o.op for o in ops]
+
+
+def _chat(content: str, asked: str, *, speaker: str | None = "Maya") -> list:
+    question = Message(id="q1", role=Role.ASSISTANT, content=asked, timestamp=SAID)
+    return extractor.extract(msg(content, speaker=speaker), [question], [])
+
+
+def test_pasted_code_and_logs_are_no_memory_but_what_is_said_around_them_is() -> None:
+    pasted = (
+        "It crashes:\n```\nTraceback (most recent call last):\n  KeyError: 'id'\n```\nI deploy it on Fly.io."
+    )
+    ops = extractor.extract(msg(pasted), [], [])
+    assert [o.content for o in ops] == ["Maya deploys it on Fly.io."]
+
+
+def test_we_said_to_an_assistant_claims_no_family() -> None:
+    to_assistant = _chat("We use Terraform for all our infrastructure.", "How do you manage infrastructure?")
+    assert [o.content for o in to_assistant] == [
+        "Maya and others use Terraform for all their infrastructure."
+    ]
+    between_people = extractor.extract(msg("We went hiking in the Alps."), [], [])
+    assert [o.content for o in between_people] == ["Maya and family went hiking in the Alps."]
+
+
+def test_a_task_for_the_listener_is_no_memory() -> None:
+    assert extractor.extract(msg("I need you to summarize the article about climate policy."), [], []) == []
+    assert extractor.extract(msg("We'd like you to draft the release notes."), [], []) == []
+    for asking in (
+        "I was wondering if you could suggest a good name for my bakery.",
+        "I'd appreciate it if you could review my cover letter.",
+        "I'm looking for advice on how to structure my thesis chapters.",
+        "I'd love some feedback on my resume.",
+        "I want to know how to make my Postgres queries faster.",
+    ):
+        assert extractor.extract(msg(asking), [], []) == [], asking
+    # A goal is no request.
+    assert [o.content for o in extractor.extract(msg("I want to learn the guitar."), [], [])] == [
+        "Maya wants to learn the guitar."
+    ]
+    kept = extractor.extract(msg("I need you to check my essay, I am applying to Leeds."), [], [])
+    assert [o.content for o in kept] == ["Maya is applying to Leeds."]
+
+
+def test_an_unnamed_users_own_users_are_their_end_users() -> None:
+    ops = extractor.extract(msg("Our users complain that the dashboard is slow.", speaker=None), [], [])
+    assert [o.content for o in ops] == ["The user's end users complain that the dashboard is slow."]
+
+
+def test_a_gerund_answer_to_a_question_is_what_the_speaker_is_doing() -> None:
+    ops = _chat("Mostly building pipelines in Python and Spark.", "What do you work on these days?")
+    assert [o.content for o in ops] == ["Maya is mostly building pipelines in Python and Spark."]
+    # A gerund that is the subject of its own verb is not an answer about the speaker.
+    assert "Maya is building" not in str(_chat("Building pipelines is fun.", "What do you work on?"))
+    # Not asked: nothing to complete it from.
+    unasked = extractor.extract(msg("Mostly building pipelines in Python and Spark."), [], [])
+    assert all(not (o.content or "").startswith("Maya is") for o in unasked)

@@ -28,6 +28,17 @@ _END = r"(?=[,.;!?]|\s+(?:and|so|but|because|since)\b|$)"
 
 # A task for the assistant ("explain how ...", "please review my plan"): asked for, not a fact.
 REQUEST = re.compile(
+    # "I need you to ...", "we'd like you to ...": whatever follows is a task for the listener.
+    r"^(?:I|we)(?:\s+(?:really|just|also))?(?:\s+(?:need|want|would like)|'d like)\s+you\s+to\b|"
+    # "I was wondering if you could ...", "I'd appreciate it if you would ...": asked politely.
+    r"^(?:I|we)\b[^.!?]*?\bif you\s+(?:could|can|would|will|might|'d)\b|"
+    # Asking for help or to be told something: "I'm looking for advice on ...", "I'd love some
+    # feedback on ...", "I want to know how to ..." (not a goal: "I want to learn the guitar").
+    r"^(?:I|we)(?:'m|'re|\s+am|\s+are)?(?:\s+(?:really|just|also))?(?:\s+(?:looking for|need|want|would like|"
+    r"would love|could use)|'d like|'d love)\s+(?:some\s+|any\s+|your\s+)?(?:advice|help|tips|feedback|"
+    r"suggestions|ideas|recommendations|guidance|input|pointers)\b|"
+    r"^(?:I|we)\s+(?:(?:really|just|also)\s+)?(?:want|need|would like|'d like)\s+to\s+(?:know|understand|"
+    r"find out|figure out)\s+(?:how|what|why|whether|if|which|where|when|who)\b|"
     r"^(?:please\s+|(?:can|could|would|will) you\s+(?:please\s+)?)?(?:tell|translate|summari[sz]e|write|give|"
     r"show|explain|recommend|suggest|find|list|draft|generate|create|calculate|define|describe|compare|"
     r"convert|plan|book|send|help|review|check|fix|debug|improve|rewrite|optimi[sz]e|walk)\s+"
@@ -200,3 +211,28 @@ def clauses(sentence: str) -> list[str]:
         else:
             out.append(part)
     return out
+
+
+# A statement that something is not so ("I don't eat meat"), and words that say the negative
+# themselves ("dislikes olives" agrees with "doesn't like olives").
+_NEGATION = re.compile(r"\b(?:never|not|no|cannot|nobody|nothing|neither|nor)\b|n[’']t\b", re.IGNORECASE)
+_NEGATIVE_WORD = re.compile(r"\b(?:dislik\w*|hate[sd]?|hating|avoid\w*|refus\w*|allergic)\b", re.IGNORECASE)
+# "I have never written a Flask route": a claim that something never happened, the one negation
+# plain enough to contradict a statement that it did ("not sure", "can't wait", "wasn't easy" say
+# something else); not the idioms ("never forget", "never been happier").
+_NEVER = re.compile(r"\bnever\b|\b(?:have|has|had)(?:\s+not|n't)\s+ever\b", re.IGNORECASE)
+_NEVER_IDIOM = re.compile(
+    r"\bnever\s+(?:forget|forgets|forgot|mind|again|too|ever|before|thought|expected|imagined|knew|"
+    r"felt|fails?|stops?|ceases?|been\s+(?:so|this|happier|better|more|prouder))\b|\bnever\s*[,.!?]",
+    re.IGNORECASE,
+)
+
+
+def negative(text: str) -> bool:
+    """Whether ``text`` says something is not so ("is not allergic" is positive again)."""
+    return bool(_NEGATION.search(text)) != bool(_NEGATIVE_WORD.search(text))
+
+
+def never_claim(text: str) -> bool:
+    """Whether ``text`` says something never happened ("has never written a Flask route")."""
+    return bool(_NEVER.search(text)) and not _NEVER_IDIOM.search(text)

@@ -14,6 +14,9 @@ decides, against the most similar current memories (the neighbours):
 - progress that closes a goal ("finished the Rust book" after "trying to learn
   Rust") UPDATEs the goal; a change of plan or habit ("switched to almond milk",
   "we're going to Greece instead") UPDATEs the plan or habit it changes;
+- "never" said of what a memory says happened, or the other way round, with no word that
+  it changed ("I have never written a Flask route" beside "implemented the login route in
+  Flask") -> CONFLICT: both kept, linked, for the agent to ask;
 - a restatement of something known -> NONE;
 - anything else worth keeping -> ADD, with a kind (likes/dislikes/prefer are
   preferences, dated or past happenings are events, the rest facts) and a
@@ -33,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from memstack.adapters.llm.rules import cues, grammar
+from memstack.adapters.llm.rules import cues, grammar, pasted
 from memstack.adapters.llm.rules.attributes import AttributeValue, find_attributes, present, same_value
 from memstack.adapters.llm.rules.rewrite import (
     definite_subject,
@@ -112,6 +115,12 @@ _AGREEING_CATEGORY_ALLOWANCE = 0.1
 # The clause's subject is the speaker ("I", "we"): not "my friend Jake just moved to Denver".
 _SPEAKER_SUBJECT = re.compile(r"\b(?:I|we)\b", re.IGNORECASE)
 
+# A verb that makes a leading gerund the subject of its own clause ("Building pipelines is fun").
+_FINITE = re.compile(
+    r"\b(?:is|are|was|were|has|have|had|does|do|did|will|would|can|could|should|makes?|keeps?|takes?)\b",
+    re.IGNORECASE,
+)
+
 # "I sold it last month", "I gave them away": the object is a pronoun.
 _PRONOUN_OBJECT = re.compile(r"^(?:it|them|that|this|those|these|one|him|her)\b", re.IGNORECASE)
 
@@ -182,6 +191,10 @@ class _Turn:
     neighbours: list[MemoryRecord]
     #: the tenant's categories, which memories are filed under (the built-in lexicon still judges topics)
     lexicon: Lexicon = field(default_factory=lexicon_for)
+    #: "we" is the speaker's family: a chat between people, not with an assistant
+    household: bool = True
+    #: the message answers a question put to the speaker ("What do you work on?")
+    asked: bool = False
     #: what was said before, newest first: this message's earlier sentences, then the earlier turns
     before: list[str] = field(default_factory=list)
     decisions: list[_Decision] = field(default_factory=list)
@@ -229,9 +242,12 @@ class RuleExtractor:
         subject = subject_name(message.speaker)
         own = [n for n in neighbours if about_speaker(n, subject)]
         turn = _Turn(message, subject, self.listener(message, context), own, lexicon_for(guidance))
+        turn.household = subject != "The user" and not any(c.role == Role.ASSISTANT for c in context)
+        if context and context[-1].speaker != message.speaker:
+            turn.asked = context[-1].content.rstrip().endswith("?")
         turn.before = [m.content for m in reversed(context)]
         previous = ""
-        for sentence in split_sentences(message.content):
+        for sentence in split_sentences(pasted.prose(message.content)):
             self._sentence(resolve_pronoun(sentence, strip_lead(previous)) if previous else sentence, turn)
             turn.before.insert(0, sentence)
             previous = sentence
@@ -279,6 +295,8 @@ class RuleExtractor:
             if name.group(1).casefold() == turn.subject.casefold():
                 return  # introducing themselves by the name we already know them by
             clause = f"My name is {name.group(1)}."
+        if turn.asked and (answer := _gerund_answer(clause)):
+            clause = answer
         first_person = is_first_person(clause)
         instruction = bool(_INSTRUCTION.match(clause))  # "Please keep your answers short": a preference
         about_listener = bool(_SECOND_PERSON.search(clause))
@@ -299,6 +317,7 @@ class RuleExtractor:
             self._attribute_update(said, turn)
             or self._completion(said, turn)
             or self._change(said, raw, turn)
+            or self._contradiction(said, turn)
         ):
             return
         for n in turn.neighbours:
@@ -315,7 +334,7 @@ class RuleExtractor:
         when = turn.message.timestamp
         resolved = resolve_relative_dates(clause, when) if when else None
         said = resolved.text if resolved else clause
-        text = to_third_person(said, turn.subject, turn.listener)
+        text = to_third_person(said, turn.subject, turn.listener, household=turn.household)
         text = text[0].upper() + text[1:]
         if text[-1] not in ".!?":
             text += "."
@@ -451,6 +470,37 @@ class RuleExtractor:
         self._update(turn, target, said, _CHANGE)
         return True
 
+    @staticmethod
+    def _contradiction(said: _Said, turn: _Turn) -> bool:
+        """ "I have never written a Flask route" beside "Wes implemented the login route in Flask":
+        the speaker says something never happened that a current memory of theirs says did (or the
+        other way round), and no word says it changed (a change, an ending or a correction would
+        have been found first), so nothing says which holds. CONFLICT keeps both, linked, for the
+        agent to ask. Only "never": other negations say too many other things ("not sure how",
+        "can't wait", "wasn't easy"), and an LLM extractor judges those."""
+        if not _SPEAKER_SUBJECT.search(said.original) or is_future(said.original):
+            return False
+        never = cues.never_claim(said.original)
+        if not never and cues.negative(said.original):
+            return False  # a negation other than "never": no plain statement of either side
+        wanted = topic(said.text, turn.subject)
+
+        def opposite(n: MemoryRecord) -> bool:
+            # One says it never happened, the other plainly that it did; most of the shorter
+            # one's topic words are shared: the two speak of the same thing.
+            if never == cues.never_claim(n.content) or (never and cues.negative(n.content)):
+                return False
+            theirs = topic(n.content, turn.subject)
+            return 2 * len(wanted & theirs) >= min(len(wanted), len(theirs))
+
+        target = best_target(
+            said.text, turn.neighbours, turn.subject, accept=opposite, min_shared=2, exclude=turn.taken()
+        )
+        if target is None:
+            return False
+        turn.decisions.append(_Decision(_op("CONFLICT", turn, target=target, said=said), _ADD))
+        return True
+
     def _closest_in_meaning(self, said: _Said, turn: _Turn, taken: frozenset[str]) -> MemoryRecord | None:
         """The state a change of the speaker's own replaces when no word links them ("I've become a
         morning person" -> "is a night owl"): the neighbour closest in meaning, at least
@@ -522,6 +572,20 @@ class RuleExtractor:
         for rest in cues.clauses(body)[1:]:
             self._clause(rest, rest, turn)
         return True
+
+
+def _gerund_answer(clause: str) -> str | None:
+    """ "Mostly building pipelines in Python." answering "what do you work on?": the speaker is doing
+    it, so "I'm mostly building pipelines in Python." (not when the gerund is the subject of a verb
+    of its own: "Building pipelines is fun")."""
+    tokens = clause.split()
+    at = 0
+    while at < len(tokens) - 1 and grammar.is_adverb(tokens[at]):
+        at += 1
+    head = tokens[at].lower() if tokens else ""
+    if not head.endswith("ing") or not grammar.is_verb(head) or _FINITE.search(" ".join(tokens[at + 1 :])):
+        return None
+    return "I'm " + clause[:1].lower() + clause[1:]
 
 
 def _drop_announcements(turn: _Turn, start: int) -> None:

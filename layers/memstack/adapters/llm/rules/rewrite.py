@@ -84,8 +84,12 @@ def _conjugate_after_subject(text: str, marker: str, name: Callable[[re.Match[st
     return re.sub(rf"\b{marker}\s+(?P<rest>(?:(?!\b{marker}\b)[^.;!?])*)", clause, text)
 
 
-def to_third_person(text: str, subject: str, listener: str | None = None) -> str:
-    """Rewrite first-person pronouns (and "you", when the ``listener`` is known) for ``subject``."""
+def to_third_person(
+    text: str, subject: str, listener: str | None = None, *, household: bool | None = None
+) -> str:
+    """Rewrite first-person pronouns (and "you", when the ``listener`` is known) for ``subject``.
+
+    ``household``: "we" is the speaker's family (default: when the speaker is named)."""
     text = text.replace("’", "'")
     if listener:
         for you_form, named in (
@@ -98,8 +102,11 @@ def to_third_person(text: str, subject: str, listener: str | None = None) -> str
             text = re.sub(you_form, named, text, flags=re.IGNORECASE)
     mid = subject if subject != "The user" else "the user"
     # "We": in a chat of two people, the speaker's household; a user talking to an assistant
-    # says "we" of a team, a company or a household alike, so nothing more is claimed there.
-    others = "others" if subject == "The user" else "family"
+    # (named or not) says "we" of a team, a company or a household alike, so nothing more is
+    # claimed there.
+    if household is None:
+        household = subject != "The user"
+    others = "family" if household else "others"
     group = f"{subject} and {others}"
 
     def name(m: re.Match[str]) -> str:
@@ -112,6 +119,9 @@ def to_third_person(text: str, subject: str, listener: str | None = None) -> str
             return "their" if m.group(0)[0].islower() else "Their"
         return name(m) + "'s"
 
+    if subject == "The user":
+        # "my users" are the people who use what the user makes: not "the user's users".
+        text = re.sub(r"\b(my|our)\s+(users?)\b", r"\1 end \2", text, flags=re.IGNORECASE)
     # A compound subject keeps its plural verb: "my wife and I run" -> "Lena and their wife run".
     text = re.sub(
         r"\b[Mm]y ((?:[\w'-]+ ){0,2}?[\w'-]+) and I\b", lambda m: f"{name(m)} and their {m.group(1)}", text
