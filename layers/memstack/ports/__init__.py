@@ -1,21 +1,6 @@
-"""One small interface per external part. Adapters implement them; the domain uses only these."""
+"""One small interface per external part. Adapters implement them; the domain uses only these.
 
-from memstack.ports.embedder import Embedder
-from memstack.ports.llm import ExtractionOp, Extractor, Summariser
-from memstack.ports.queue import Job, JobQueue
-from memstack.ports.reranker import Reranker
-from memstack.ports.stm import ShortTermStore, StmEntry
-from memstack.ports.store import MemoryStore
-
-__all__ = [
-    "Embedder",
-    "ExtractionOp",
-    "Extractor",
-    "Job",
-    "JobQueue",
-    "MemoryStore",
-    "Reranker",
-    "ShortTermStore",
-    "StmEntry",
-    "Summariser",
-]
+Import each port from its own module (``memstack.ports.store``): this package imports nothing, so
+a light caller (the HTTP clients read ``ports.job_status`` through the API's schemas) does not load
+numpy and every other port with it.
+"""
