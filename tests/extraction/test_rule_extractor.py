@@ -271,6 +271,7 @@ def test_never_against_what_a_memory_says_happened_is_a_conflict_with_it(known: 
         ),
         # An idiom, and two statements that agree.
         ("Maya took a trip to Rome.", "I'll never forget the trip to Rome."),
+        ("Maya recommends the game if you have never played the game.", "I played the game with friends."),
         ("Maya has never written a Flask route.", "I have never written a route in Flask."),
         # A change said as one is an update (tried first), and a new topic an addition.
         ("Maya doesn't drink coffee.", "I drink coffee now, every morning."),

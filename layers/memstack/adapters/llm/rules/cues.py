@@ -219,11 +219,12 @@ _NEGATION = re.compile(r"\b(?:never|not|no|cannot|nobody|nothing|neither|nor)\b|
 _NEGATIVE_WORD = re.compile(r"\b(?:dislik\w*|hate[sd]?|hating|avoid\w*|refus\w*|allergic)\b", re.IGNORECASE)
 # "I have never written a Flask route": a claim that something never happened, the one negation
 # plain enough to contradict a statement that it did ("not sure", "can't wait", "wasn't easy" say
-# something else); not the idioms ("never forget", "never been happier").
+# something else); not the idioms ("never forget", "never been happier") nor a condition.
 _NEVER = re.compile(r"\bnever\b|\b(?:have|has|had)(?:\s+not|n't)\s+ever\b", re.IGNORECASE)
 _NEVER_IDIOM = re.compile(
     r"\bnever\s+(?:forget|forgets|forgot|mind|again|too|ever|before|thought|expected|imagined|knew|"
-    r"felt|fails?|stops?|ceases?|been\s+(?:so|this|happier|better|more|prouder))\b|\bnever\s*[,.!?]",
+    r"felt|fails?|stops?|ceases?|been\s+(?:so|this|happier|better|more|prouder))\b|\bnever\s*[,.!?]"
+    r"|\bif\b[^.!?]*\bnever\b",  # a condition: "try it if you've never played it"
     re.IGNORECASE,
 )
 
