@@ -198,6 +198,33 @@ def test_search_and_list_take_logic_and_comparisons_in_mem0s_shape(api: Api) -> 
         assert _contents(page, "memories") == want, query
 
 
+def test_a_record_fields_condition_given_directly_in_filters_is_read_as_where(api: Api) -> None:
+    """Mem0 writes {"category": {"in": [...]}} or {"created_at": {"gte": ...}} at the top of filters."""
+    _seed(api)
+    porto, ramen, osaka = (
+        "I booked the train to Porto",
+        "I booked a table for ramen",
+        "I booked a flight to Osaka",
+    )
+    cases: list[tuple[dict[str, Any], set[str]]] = [
+        ({"agent_id": "food-bot"}, {ramen}),
+        ({"agent_id": {"in": ["food-bot", "travel-bot"]}, "tier": "stm"}, {porto, ramen}),
+        ({"created_at": {"lt": "2000-01-01T00:00:00Z"}}, set()),
+        (
+            {"created_at": {"gte": "2000-01-01T00:00:00Z"}, "tier": "stm", "metadata": {"urgent": True}},
+            {osaka},
+        ),
+        ({"kind": {"in": ["fact"]}, "tier": "stm", "metadata": {"topic": "food"}}, {ramen}),
+        ({"category": {"nin": ["travel"]}, "tier": "stm"}, {porto, ramen, osaka}),  # raw turns: no category
+    ]
+    for filters, want in cases:
+        status, found = _search(api, filters=filters)
+        assert status == 200, (filters, found)
+        assert _contents(found) == want, filters
+    status, err = _search(api, filters={"category": {"lt": "travel"}})
+    assert status == 422 and "category takes eq, ne, in, nin, contains" in err["error"]["message"], err
+
+
 @pytest.mark.parametrize(
     ("where", "message", "field"),
     [

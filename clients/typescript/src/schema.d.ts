@@ -854,7 +854,8 @@ export interface components {
         };
         /**
          * SearchFilters
-         * @description Every given filter must hold; ``AND`` / ``OR`` / ``NOT`` at this level are ``where`` (Mem0's shape).
+         * @description Every given filter must hold; ``AND`` / ``OR`` / ``NOT`` and record-field conditions at this
+         *     level (``{"category": {"in": [...]}}``, ``{"created_at": {"gte": ...}}``) are ``where`` (Mem0's shape).
          */
         SearchFilters: {
             kind?: components["schemas"]["Kind"] | null;

@@ -292,7 +292,8 @@ class AddMemoriesRequest(RunIdAlias, ExpiryFields):
 
 
 class SearchFilters(Strict):
-    """Every given filter must hold; ``AND`` / ``OR`` / ``NOT`` at this level are ``where`` (Mem0's shape)."""
+    """Every given filter must hold; ``AND`` / ``OR`` / ``NOT`` and record-field conditions at this
+    level (``{"category": {"in": [...]}}``, ``{"created_at": {"gte": ...}}``) are ``where`` (Mem0's shape)."""
 
     kind: Kind | None = None
     category: CategoryStr | None = None
@@ -314,9 +315,17 @@ class SearchFilters(Strict):
     def _logic_and_operators(cls, value: Any) -> Any:
         if not isinstance(value, dict):
             return value
-        out = {k: v for k, v in value.items() if k not in filter_expr.LOGIC}
+        # Mem0 writes a record field's condition at the top ({"category": {"in": [...]}},
+        # {"created_at": {"gte": ...}}): a condition on a record field that is not one of this
+        # model's plain filters is read as a where condition too.
+        as_where = {
+            k: v
+            for k, v in value.items()
+            if k in filter_expr.RECORD_FIELDS and (isinstance(v, dict) or k not in cls.model_fields)
+        }
+        out = {k: v for k, v in value.items() if k not in filter_expr.LOGIC and k not in as_where}
         logic = {k: value[k] for k in filter_expr.LOGIC if k in value}
-        where = merged_expression(out.get("where"), logic or None)
+        where = merged_expression(out.get("where"), logic or None, as_where or None)
         if where is not None:
             out["where"] = where
         return out
