@@ -19,7 +19,7 @@ from memstack.cli.app import UserError, open_service, print_json, settings_from_
 from memstack.domain.tenant.configs import VersionedConfig
 
 config_app = typer.Typer(
-    help="A tenant's configuration: custom categories and extraction instructions (JSON).",
+    help="A tenant's configuration: custom categories, extraction instructions and webhooks (JSON).",
     no_args_is_help=True,
 )
 
