@@ -144,7 +144,8 @@ class MemoryRecord(BaseModel):
 
     @property
     def indexed_text(self) -> str:
-        return self.search_text or self.content
+        # An empty search text is deliberate (an assistant's reply kept out of BM25), not a missing one.
+        return self.content if self.search_text is None else self.search_text
 
 
 #: Metadata keys the system writes itself: a caller may not set them, and an edit of a

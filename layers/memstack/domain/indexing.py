@@ -14,6 +14,13 @@ is never context. A short reply needs its subject, but a long turn (a
 log) carries its own, and its words would outweigh the turn's in BM25: in
 long user–assistant chats a user turn then gets no context while the
 assistant's reply still gets the short question it answers.
+
+Context adapts to the speaker's role too: an assistant's reply is not in the
+BM25 index by default (``assistant_text``). It restates the user's words and
+adds thousands of its own, so in a user–assistant chat it outranked the
+user's turn on the user's own words; it is found by its embedding, and a
+short reply is still context for the user's next turn (docs/retrieval.md,
+"Role-based indexing").
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from memstack.models import Message
+from memstack.models import Message, Role
 from memstack.section import Section
 
 
@@ -57,6 +64,11 @@ class IndexingConfig(Section):
         ge=0,
         alias="index_context_max_chars",
         description="a turn longer than this (characters) is never another turn's context (0: no limit)",
+    )
+    assistant_text: bool = Field(
+        False,
+        alias="index_assistant_text",
+        description="index (BM25) an assistant turn's words; off: it is found by its embedding alone",
     )
 
 
@@ -94,6 +106,10 @@ def index_turns(messages: Sequence[Message], config: IndexingConfig) -> list[Ind
     limit = config.context_max_chars
     for pos, message in enumerate(messages):
         own = turn_text(message)
+        if message.role == Role.ASSISTANT and not config.assistant_text:
+            # No words at all (not even the date, which would make every reply match a date query).
+            out.append(IndexedTurn(search_text="", embed_text=own))
+            continue
         # Context lines carry the words, not the speaker names: repeating a name
         # in every following turn would make it outscore the turn that said it.
         # Nearest first, so a long turn cuts off everything beyond it too.
