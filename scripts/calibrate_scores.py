@@ -29,12 +29,14 @@ them (every result of one is labelled irrelevant), so the fit sees both
 benchmarks; ``--balance`` weighs each benchmark's pairs equally. Each held-out
 conversation is then also judged per benchmark, and on BEAM by how well the
 fitted top score separates answerable from abstention questions (AUROC).
+The pipeline's own scores (the configured model) are judged too: their Brier
+score per benchmark, and with ``--plot FILE.png`` a reliability diagram
+(docs/images/reliability.png is one).
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import logging
 from pathlib import Path
@@ -43,6 +45,7 @@ import numpy as np
 from memstack.evaluation.beam import load_beam
 from memstack.evaluation.embedding_cache import CachedEmbedder
 from memstack.evaluation.locomo import Conversation, load_locomo
+from memstack.evaluation.plot import plot_reliability, reliability_bins
 from memstack.evaluation.recall import QuestionResult
 from memstack.evaluation.runner import conversation_services, question_request
 from memstack.evaluation.separation import auroc
@@ -163,13 +166,21 @@ def recall(questions: list[dict], ks: list[int], w: np.ndarray | None) -> dict[i
 
 
 def reliability(p: np.ndarray, y: np.ndarray) -> list[tuple[str, int, float]]:
-    edges = [0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.01]
-    out = []
-    for lo, hi in itertools.pairwise(edges):
-        mask = (p >= lo) & (p < hi)
-        if mask.any():
-            out.append((f"{lo:.2f}-{min(hi, 1):.2f}", int(mask.sum()), round(float(y[mask].mean()), 3)))
-    return out
+    """(band, results, share relevant) per score band that holds results."""
+    bands = reliability_bins(p.tolist(), y.tolist(), (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0))
+    return [(f"{b.lo:.2f}-{b.hi:.2f}", b.results, round(b.relevant, 3)) for b in bands]
+
+
+def pipeline_curves(questions: list[dict]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per benchmark: the score the pipeline gave each result, and whether it cites an evidence turn."""
+    curves: dict[str, tuple[list[float], list[float]]] = {}
+    for q in questions:
+        scores, relevant = curves.setdefault(q["benchmark"], ([], []))
+        evidence = set(q["evidence"])
+        for score, sources in zip(q["scores"], q["sources"], strict=True):
+            scores.append(float(score))
+            relevant.append(1.0 if evidence.intersection(sources) else 0.0)
+    return curves
 
 
 def main() -> None:
@@ -186,6 +197,9 @@ def main() -> None:
     parser.add_argument("--beam-store-dir", type=Path, help="BEAM's kept stores (default: --store-dir)")
     parser.add_argument("--beam-conversations", type=int, default=3, help="BEAM's first N conversations")
     parser.add_argument("--balance", action="store_true", help="weigh each benchmark's pairs equally")
+    parser.add_argument(
+        "--plot", type=Path, help="write a reliability diagram (PNG): the pipeline's scores per benchmark"
+    )
     parser.add_argument(
         "--features",
         default=",".join(FEATURES),
@@ -229,6 +243,13 @@ def main() -> None:
             f"{benchmark}: top-score AUROC answerable vs abstention: fitted {top_auroc(mine, w)}, "
             f"pipeline {top_auroc(mine, None)}"
         )
+    curves = pipeline_curves(questions)
+    for benchmark, (scores, relevant) in sorted(curves.items()):
+        brier = float(np.mean((np.asarray(scores) - np.asarray(relevant)) ** 2))
+        print(f"{benchmark}: the pipeline's own scores (the configured model): brier {brier:.4f}")
+    if args.plot is not None:
+        plot_reliability(curves, args.plot, "memstack scores against relevance")
+        print(f"reliability diagram written to {args.plot}")
     print(
         "weights (bias first):",
         ", ".join(f"{n}={v:.3f}" for n, v in zip(("bias", *features), w, strict=True)),

@@ -229,7 +229,7 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
                 le=1.0,
                 description="only results at least this likely to be relevant (a calibrated 0-1 score). "
                 "Measured on two benchmarks, a best result that answers the question scored 0.2 or more "
-                "84-93% of the time but 0.5 or more only 47-73%: use 0.1-0.2 to cut noise, not 0.5; "
+                "83-98% of the time but 0.5 or more only 48-71%: use 0.1-0.2 to cut noise, not 0.5; "
                 "a low best score does not mean memstack knows nothing (docs/retrieval.md)",
             ),
         ] = None,
