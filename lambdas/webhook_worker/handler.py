@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from memstack.workers.lambda_entry import logger, metrics, worker_for
+from memstack.startup import cold_imports
+
+with cold_imports():
+    from memstack.workers.lambda_entry import logger, metrics, worker_for
 
 
 @metrics.log_metrics
