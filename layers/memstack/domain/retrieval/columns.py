@@ -50,6 +50,8 @@ RERANK = "rerank"
 # stage 8
 SUPERSEDED_TURN = "superseded_turn"
 SUPERSEDED_FROM = "superseded_from"
+#: a consolidation summary/synthesis moved below the specific hits it was built from: its score before
+ROLLUP_FROM = "rollup_from"
 HISTORY_VERSION = "history_version"
 
 

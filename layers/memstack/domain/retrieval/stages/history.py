@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from memstack.domain import versions
 from memstack.domain.retrieval import columns as col
+from memstack.domain.retrieval.rollups import place_rollups
 from memstack.domain.retrieval.stage import Search
 from memstack.domain.retrieval.superseded import mark_superseded_turns
 from memstack.domain.retrieval.types import SearchHit, SearchRequest
@@ -28,6 +29,7 @@ class History:
             window=2 * req.top_k,
             demote=cfg.superseded_turns_last and not search.history,
         )
+        rollups = place_rollups(search.store, req, pool, window=2 * req.top_k)
         rows = pool.order
         if req.min_score is not None:
             rows = [j for j in rows if pool.score[j] >= req.min_score]
@@ -36,6 +38,8 @@ class History:
             search.hits = expand_history(search.store, req, hits, cfg.history_max_versions)[: req.top_k]
             return "ok: version chains expanded"
         search.hits = hits
+        if rollups:
+            return f"ok: {stale} superseded turns ranked last, {rollups} summaries below their evidence"
         if stale:
             return f"ok: {stale} superseded turns ranked below current memories"
         return "skipped: current versions only"
