@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from memstack.adapters.dynamodb import items
 from memstack.adapters.dynamodb.packed import MAGIC, PackedFormatError, pack, unpack
 from memstack.adapters.dynamodb.snapshot import Snapshot
+from memstack.domain import record_filter
 from memstack.models import MemoryFilters, MemoryRecord, Scope, Tier
 
 from ..strategies import memory_filters, metadata_of
@@ -69,7 +70,7 @@ def test_the_loaded_vector_search_is_the_exact_full_vector_top_k() -> None:
     query = rng.standard_normal(DIM).astype(np.float32)
     query /= np.linalg.norm(query)
     filters = MemoryFilters(tier=Tier.LTM)
-    allowed = [r for r in RECORDS if r.embedding_full and items.matches(r, filters, search=True)]
+    allowed = [r for r in RECORDS if r.embedding_full and record_filter.matches(r, filters, search=True)]
     brute = sorted(allowed, key=lambda r: -float(np.asarray(r.embedding_full, np.float32) @ query))
     assert [h.id for h in LOADED.vector_search(query, 10, filters)] == [r.id for r in brute[:10]]
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from memstack.adapters.dynamodb import items
 from memstack.adapters.dynamodb.snapshot import Snapshot
+from memstack.domain import record_filter
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
 
 from ..strategies import memory_filters, metadata_of
@@ -55,13 +56,13 @@ filters_strategy = memory_filters(T0, 60)
 @settings(max_examples=150, deadline=None)
 @given(filters=filters_strategy, search=st.booleans())
 def test_mask_equals_the_per_record_rule(filters: MemoryFilters, search: bool) -> None:
-    expected = [items.matches(r, filters, search=search) for r in RECORDS]
+    expected = [record_filter.matches(r, filters, search=search) for r in RECORDS]
     assert SNAPSHOT.mask(filters, search=search).tolist() == expected
 
 
 def test_search_results_only_contain_allowed_records() -> None:
     filters = MemoryFilters(session_id="s1", tier=Tier.LTM)
-    allowed = {r.id for r in RECORDS if items.matches(r, filters, search=True)}
+    allowed = {r.id for r in RECORDS if record_filter.matches(r, filters, search=True)}
     hits = SNAPSHOT.vector_search(np.array([1.0, 0.0]), 100, filters)
     assert {h.id for h in hits} == allowed
     words = SNAPSHOT.bm25_search("memory", 100, filters)
@@ -91,7 +92,7 @@ def _brute_force_bm25(snapshot: Snapshot, query: str, filters: MemoryFilters) ->
             tf = d.count(term)
             if tf:
                 out[rid] = out.get(rid, 0.0) + idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * len(d) / avg))
-    allowed = {r.id for r in snapshot.records if items.matches(r, filters, search=True)}
+    allowed = {r.id for r in snapshot.records if record_filter.matches(r, filters, search=True)}
     return {rid: score for rid, score in out.items() if rid in allowed}
 
 
@@ -137,7 +138,7 @@ def test_a_snapshot_brought_forward_ranks_exactly_as_brute_force() -> None:
                 assert hit.score == pytest.approx(want[hit.id], rel=1e-5)
             assert [h.score for h in got] == sorted((h.score for h in got), reverse=True)
         q = rng.standard_normal(6).astype(np.float32)
-        allowed = [r for r in snapshot.records if items.matches(r, filters, search=True)]
+        allowed = [r for r in snapshot.records if record_filter.matches(r, filters, search=True)]
         exact = sorted(allowed, key=lambda r: -float(vector_of[r.id] @ q))
         hits = snapshot.vector_search(q, 10, filters)
         assert [h.id for h in hits] == [r.id for r in exact[:10]]

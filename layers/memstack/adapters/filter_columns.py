@@ -3,7 +3,7 @@
 Both in-process rankers use it: the embedded store's per-user index and the
 DynamoDB partition snapshot. A filter is then a few vector operations over
 the user's rows instead of a SQL query or a Python loop per record. The rule
-is the embedded store's ``filter_sql`` (and DynamoDB's ``items.matches``):
+is the embedded store's ``filter_sql`` (and ``domain.record_filter`` on one record):
 tombstones never match, superseded versions only when asked, and a search
 shows CONTEXT memories only inside their own session. Tests hold the three to
 the same answers on every filter.

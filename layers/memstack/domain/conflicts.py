@@ -19,35 +19,17 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
-from memstack.domain import expiry, filter_expr, metadata_filter
+from memstack.domain import expiry, record_filter
 from memstack.domain.retrieval import SearchHit
-from memstack.models import MemoryFilters, MemoryRecord, Scope, Tier
+from memstack.models import MemoryFilters, MemoryRecord, Tier
 from memstack.ports.store import MemoryStore
 
 
 def shown_by(filters: MemoryFilters, record: MemoryRecord, now: datetime) -> bool:
-    """Whether a search with ``filters`` may show ``record`` (current, live, in scope, matching)."""
-    if not record.is_current or record.deleted or record.tier != Tier.LTM or expiry.expired(record, now):
+    """Whether a search with ``filters`` may show ``record`` (current, live, long-term, matching)."""
+    if not record.is_current or record.tier != Tier.LTM or expiry.expired(record, now):
         return False
-    if (filters.kind and record.kind != filters.kind) or (
-        filters.category and record.category != filters.category
-    ):
-        return False
-    if filters.tier is not None and record.tier != filters.tier:
-        return False
-    if filters.scope is not None and record.scope != filters.scope:
-        return False
-    if filters.session_only:
-        if record.session_id != filters.session_id:
-            return False
-    elif record.scope != Scope.USER and record.session_id != filters.session_id:
-        return False
-    when = record.event_time or record.created_at
-    if (filters.after and when < filters.after) or (filters.before and when >= filters.before):
-        return False
-    if not metadata_filter.matches(record.metadata, filters.metadata):
-        return False
-    return filters.where is None or filter_expr.evaluate(filters.where, record)
+    return record_filter.matches(record, filters, search=True)
 
 
 def with_counterparts(

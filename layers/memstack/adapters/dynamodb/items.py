@@ -1,8 +1,7 @@
-"""Memory records <-> DynamoDB items, and the filter rules applied in-process.
+"""Memory records <-> DynamoDB items.
 
-Kept apart from the store so the marshalling and the filter semantics (which
-must match the embedded store's ``filter_sql`` exactly) can be read and
-tested on their own.
+Kept apart from the store so the marshalling can be read and tested on its own (the filter
+rule applied in-process is ``domain.record_filter``'s, as numpy columns in the snapshot).
 """
 
 from __future__ import annotations
@@ -13,9 +12,8 @@ from typing import Any
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 
 from memstack.adapters.stored_fields import FIELD_NAMES, record_from_fields, stored_fields
-from memstack.domain import filter_expr, metadata_filter
 from memstack.domain.vectors import to_blob
-from memstack.models import MemoryFilters, MemoryRecord, Scope
+from memstack.models import MemoryRecord
 
 MEMORY_PREFIX = "MEM#"
 META_SK = "META"
@@ -97,32 +95,3 @@ def binary(value: Any) -> bytes | None:
 def from_item(item: dict[str, Any]) -> MemoryRecord:
     """A record (without vectors) from a low-level item."""
     return record_from_fields(_plain(item), id_key="id", load_metadata=lambda raw: json.loads(raw or "{}"))
-
-
-def matches(record: MemoryRecord, filters: MemoryFilters, *, search: bool) -> bool:
-    """The embedded store's ``filter_sql`` rules, on one record in memory.
-
-    Tombstones never show; search applies the scope rule (CONTEXT memories
-    only inside their own session), a listing without a session shows all.
-    """
-    if record.deleted:
-        return False
-    if not filters.include_superseded and not record.is_current:
-        return False
-    for name in ("kind", "category", "scope", "tier"):
-        wanted = getattr(filters, name)
-        if wanted is not None and getattr(record, name) != wanted:
-            return False
-    when = record.event_time or record.created_at
-    if filters.after is not None and when < filters.after:
-        return False
-    if filters.before is not None and when >= filters.before:
-        return False
-    if not metadata_filter.matches(record.metadata, filters.metadata):
-        return False
-    if filters.where is not None and not filter_expr.evaluate(filters.where, record):
-        return False
-    if filters.session_id is not None:
-        own = record.session_id == filters.session_id
-        return own if filters.session_only else own or record.scope == Scope.USER
-    return not (search and record.scope != Scope.USER)

@@ -4,7 +4,7 @@ A snapshot is built once (from the user's partition, or loaded from its packed
 copy in S3, ``packed``) and then answers any number of searches: the filter
 columns are numpy arrays (``FilterColumns``, shared with the embedded store),
 so a search is a few vector operations, not a Python loop over records. The
-filter semantics are ``items.matches`` (tested to agree on every filter).
+filter semantics are ``domain.record_filter.matches`` (tested to agree on every filter).
 
 The matrix holds every record's full-dimension vector, so the vector stage
 ranks all of them exactly (``ExactVectors``) and the rescoring and the pool
@@ -305,7 +305,7 @@ class Snapshot:
 
     # ------------------------------------------------------------------- search
     def mask(self, filters: MemoryFilters, *, search: bool = True) -> np.ndarray:
-        """``items.matches`` for every record at once."""
+        """``record_filter.matches`` for every record at once."""
         return self.columns.mask(filters, search=search, rows_with=self.rows_with, rows_where=self.rows_where)
 
     def rows_where(self, expr: filter_expr.Node) -> np.ndarray:
