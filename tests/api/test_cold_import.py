@@ -1,5 +1,5 @@
-"""The API function's cold import loads what serving an API call needs, not the laptop's store or
-the OpenAPI document's models (``memstack bench coldstart`` measures it; issue 28: <= 600 ms)."""
+"""Each Lambda function's cold import loads what its invocations need, not what they never use
+(``memstack bench coldstart`` measures it; issue 28: <= 600 ms per handler)."""
 
 from __future__ import annotations
 
@@ -8,30 +8,48 @@ import os
 import subprocess
 import sys
 
+import pytest
 from memstack.bench.coldstart import lambda_environment, repository_root
+
+HANDLERS = sorted(p.parent.name for p in (repository_root() / "lambdas").glob("*/handler.py"))
 
 #: modules an API call in AWS never uses: the embedded SQLite store (and its full-text index), and
 #: Powertools' OpenAPI models (a tenth of a second to build; ``/docs`` and ``/openapi.json`` load them)
-NOT_ON_THE_COLD_PATH = (
+NOT_ON_THE_API_COLD_PATH = (
     "memstack.adapters.embedded.database",
     "memstack.adapters.embedded.fts",
     "aws_lambda_powertools.event_handler.openapi.models",
 )
+#: never needed by any function: snowballstemmer's package (its ``__init__`` imports all 35
+#: languages' stemmers; ``domain.text`` loads the English one alone) and Powertools' parser models
+#: (the batch utility imports them for a ``model=`` argument the workers never pass)
+NOT_ON_ANY_COLD_PATH = ("snowballstemmer", "aws_lambda_powertools.utilities.parser")
 
 
-def test_the_api_handler_imports_without_the_embedded_store_or_the_openapi_models() -> None:
-    handler_dir = str(repository_root() / "lambdas" / "api")
+def loaded_by(function: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter holds after importing ``function``'s handler, in the
+    environment the small tier's stack gives that function."""
+    handler_dir = str(repository_root() / "lambdas" / function)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSTACK_", "POWERTOOLS_", "AWS_"))}
     code = (
         f"import json, sys; sys.path.insert(0, {handler_dir!r}); import handler; "
-        f"print(json.dumps([m for m in {list(NOT_ON_THE_COLD_PATH)!r} if m in sys.modules]))"
+        f"print(json.dumps([m for m in {list(modules)!r} if m in sys.modules]))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
-        env={**base, **lambda_environment("api")},
+        env={**base, **lambda_environment(function)},
         capture_output=True,
         text=True,
         timeout=300,
         check=True,
     )
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    return list(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_the_api_handler_imports_without_the_embedded_store_or_the_openapi_models() -> None:
+    assert loaded_by("api", NOT_ON_THE_API_COLD_PATH) == []
+
+
+@pytest.mark.parametrize("function", HANDLERS)
+def test_no_handler_imports_every_stemmer_language_or_the_parser_models(function: str) -> None:
+    assert loaded_by(function, NOT_ON_ANY_COLD_PATH) == []

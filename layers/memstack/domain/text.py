@@ -10,10 +10,13 @@ analyser.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
+import sys
+import types
 from functools import lru_cache
-
-import snowballstemmer
+from typing import Any
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -32,7 +35,33 @@ STOPWORDS = frozenset(
 )
 
 
-_STEMMER = snowballstemmer.stemmer("english")
+#: where snowballstemmer's English module is loaded (see ``_english_stemmer``); nothing else uses the name
+_SNOWBALL_ENGLISH_ONLY = "_memstack_snowball_english"
+
+
+def _english_stemmer() -> Any:
+    """snowballstemmer's own ``EnglishStemmer``, without the rest of the package.
+
+    ``import snowballstemmer`` runs the package's ``__init__``, which imports the stemmers of all
+    its 35 languages to offer ``stemmer(name)``: about 18 ms of every Lambda cold start, for one
+    language. Here the package's directory is mounted as a private package whose ``__init__`` never
+    runs, and only ``english_stemmer`` (with the ``basestemmer`` and ``among`` it imports) is
+    loaded from it: the same files and bytecode, so the same stems, and ``snowballstemmer`` itself
+    is untouched for anything else that imports it.
+    """
+    spec = importlib.util.find_spec("snowballstemmer")
+    if spec is None or not spec.submodule_search_locations:
+        # the name lets the command line say which extra brings it (memstack.extras)
+        raise ModuleNotFoundError("No module named 'snowballstemmer'", name="snowballstemmer")
+    package = sys.modules.get(_SNOWBALL_ENGLISH_ONLY)
+    if package is None:
+        package = types.ModuleType(_SNOWBALL_ENGLISH_ONLY)
+        package.__path__ = list(spec.submodule_search_locations)
+        sys.modules[_SNOWBALL_ENGLISH_ONLY] = package
+    return importlib.import_module(f"{_SNOWBALL_ENGLISH_ONLY}.english_stemmer").EnglishStemmer()
+
+
+_STEMMER = _english_stemmer()
 
 
 @lru_cache(maxsize=65536)

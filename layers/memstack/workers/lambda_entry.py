@@ -11,6 +11,11 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+# Before anything imports pydantic (memstack's settings and models do): Powertools' batch utility
+# imports its parser's pydantic event models when pydantic is already loaded, only to type the
+# ``model=`` argument, which the workers never pass (about 27 ms of a worker's cold start).
+# tests/api/test_cold_import.py fails if the parser is loaded again.
+import aws_lambda_powertools.utilities.batch  # noqa: F401
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
