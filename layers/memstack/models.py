@@ -8,14 +8,18 @@ leaves them out.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from memstack.domain.filter_expr import Node
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def utcnow() -> datetime:
@@ -208,3 +212,47 @@ class ScoredId:
 
     id: str
     score: float
+
+
+class Ranked(Sequence[ScoredId]):
+    """A ranking as columns: ``ids[i]`` scored ``scores[i]``, best first.
+
+    A store that ranks in numpy (the embedded one) returns this instead of one
+    ``ScoredId`` per hit: the fusion reads the columns (``units.field_ranks``),
+    and an object is made only for an entry someone indexes. ``turn`` (bool per
+    entry, optional): whether each id is a raw turn's (``ingest.is_turn_id``), when
+    the store already knows it.
+    """
+
+    __slots__ = ("ids", "scores", "turn")
+
+    def __init__(self, ids: list[str], scores: np.ndarray, turn: np.ndarray | None = None) -> None:
+        self.ids = ids
+        self.scores = scores
+        self.turn = turn
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> ScoredId: ...
+    @overload
+    def __getitem__(self, index: slice) -> Ranked: ...
+    def __getitem__(self, index: int | slice) -> ScoredId | Ranked:
+        if isinstance(index, slice):
+            turn = self.turn[index] if self.turn is not None else None
+            return Ranked(self.ids[index], self.scores[index], turn)
+        return ScoredId(id=self.ids[index], score=float(self.scores[index]))
+
+    def __iter__(self) -> Iterator[ScoredId]:
+        return (ScoredId(id=i, score=s) for i, s in zip(self.ids, self.scores.tolist(), strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable columns, like a list
+
+    def __repr__(self) -> str:
+        return f"Ranked({list(self)!r})"

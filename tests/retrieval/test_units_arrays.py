@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memstack.domain.ingest import stm_memory_id
+from memstack.domain.ingest import is_turn_id, stm_memory_id
 from memstack.domain.retrieval import units
-from memstack.models import ScoredId
+from memstack.models import Ranked, ScoredId
 
 from tests.retrieval.helpers import T, U
 
@@ -126,3 +126,32 @@ def test_the_array_fusion_is_the_per_record_fusion(
     candidate_turns = {i for (_, f), by_id in want_ranks.items() if f == units.TURNS for i in by_id}
     got = units.unit_rrf(members, candidate_turns, ranks, weights, k, sources)
     assert got == reference_unit_rrf(members, candidate_turns, want_ranks, weights, k, sources)
+
+
+def _columns(found: list[tuple[str, float]], with_turn: bool) -> Ranked:
+    """A ranking as the embedded store returns it: columns, each id's field known (or not)."""
+    turn = np.array([is_turn_id(i) for i, _ in found], dtype=bool) if with_turn else None
+    return Ranked([i for i, _ in found], np.array([s for _, s in found], dtype=np.float64), turn)
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=rankings, with_turn=st.tuples(st.booleans(), st.booleans(), st.booleans()), as_list=st.data())
+def test_rankings_as_columns_fuse_as_rankings_of_objects(
+    raw: dict[str, list[tuple[str, float]]], with_turn: tuple[bool, bool, bool], as_list: st.DataObject
+) -> None:
+    objects = {name: [ScoredId(id=i, score=s) for i, s in found] for name, found in raw.items()}
+    # Any mix: a column ranking beside an object one (the feedback query of a store without them).
+    columns: dict[str, Sequence[ScoredId]] = {
+        name: objects[name] if as_list.draw(st.booleans()) else _columns(found, turn)
+        for (name, found), turn in zip(raw.items(), with_turn, strict=True)
+    }
+    want, got = units.field_ranks(objects), units.field_ranks(columns)
+    assert got.ids == want.ids and got.row == want.row and got.columns == want.columns
+    np.testing.assert_array_equal(got.is_turn, want.is_turn)
+    for name in NAMES:
+        for table in ("ranks", "places", "scores"):
+            np.testing.assert_array_equal(getattr(got, table)[name], getattr(want, table)[name])
+    for name, found in raw.items():
+        ranked = _columns(found, True)
+        assert list(ranked) == objects[name] and ranked == objects[name]
+        assert list(ranked[1:3]) == objects[name][1:3] and len(ranked) == len(found)

@@ -18,14 +18,14 @@ every backend runs.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, Tier, UserSummary
+from memstack.models import ListOrder, MemoryFilters, MemoryRecord, Ranked, ScoredId, Tier, UserSummary
 
 
 @dataclass(frozen=True)
@@ -209,8 +209,21 @@ class ExactVectors(Protocol):
         filters: MemoryFilters,
         *,
         below: int,
-    ) -> builtins.list[ScoredId] | None:
+    ) -> Sequence[ScoredId] | None:
         """The top ``k`` by full-vector cosine, best first; None at ``below`` memories or more."""
+        ...
+
+
+@runtime_checkable
+class RankedBm25(Protocol):
+    """Optional extra of a store: ``bm25_search`` as columns (``models.Ranked``), no object per hit.
+
+    The embedded store ranks in numpy over its per-user index; the pipeline's
+    fusion reads the columns as they are (``units.field_ranks``).
+    """
+
+    def bm25_ranked(self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters) -> Ranked:
+        """``bm25_search``'s answer, the same hits in the same order."""
         ...
 
 

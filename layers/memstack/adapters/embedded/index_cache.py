@@ -18,7 +18,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 
-from memstack.adapters.embedded.user_index import IndexView, UserIndex, empty_view
+from memstack.adapters.embedded.user_index import IndexView, UserIndex, empty_view, user_head
 
 Key = tuple[str, str]
 
@@ -32,12 +32,10 @@ class IndexCache:
 
     def view(self, conn: sqlite3.Connection, tenant: str, user_id: str) -> IndexView:
         """The user's rows as of now (an empty view for a user with no memories)."""
-        head = conn.execute(
-            "SELECT uid, generation FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user_id)
-        ).fetchone()
+        head = user_head(conn, tenant, user_id)
         if head is None:
             return empty_view()
-        uid, generation = int(head[0]), int(head[1])
+        uid, generation = head
         key = (tenant, user_id)
         fresh = self._fresh(key, uid, generation)
         if fresh is not None:

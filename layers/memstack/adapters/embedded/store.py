@@ -14,7 +14,7 @@ import builtins
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
@@ -24,7 +24,7 @@ from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.index_cache import IndexCache
 from memstack.adapters.embedded.rows import COLUMNS, INSERT, M_COLUMNS, filter_sql, insert_values, to_record
 from memstack.adapters.embedded.scrub import Scrubber
-from memstack.adapters.embedded.user_index import IndexView
+from memstack.adapters.embedded.user_index import IndexView, user_head
 from memstack.adapters.embedded.where import where_sql
 from memstack.adapters.filter_columns import TIERS, RowsWhere, RowsWithTerms
 from memstack.domain.cursors import decode_row_position, encode_position
@@ -32,7 +32,7 @@ from memstack.domain.erasure import RETENTION_SECONDS, Fence, erasure_key, refus
 from memstack.domain.filter_expr import Node
 from memstack.domain.vectors import from_blob, top_indices
 from memstack.errors import BadRequest, Conflict
-from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, Tier, UserSummary
+from memstack.models import ListOrder, MemoryFilters, MemoryRecord, Ranked, ScoredId, Tier, UserSummary
 from memstack.ports.store import Candidates, Derived, MemoryStore
 from memstack.ports.tenant_config import TenantConfigStore
 
@@ -40,6 +40,8 @@ from memstack.ports.tenant_config import TenantConfigStore
 _CHUNK = 500
 #: hits read from FTS5 at a time while filters still drop some
 _BM25_BATCH = 256
+#: an empty ranking
+_NOTHING = Ranked([], np.zeros(0), np.zeros(0, dtype=bool))
 
 
 def _chunks(ids: list[str]) -> Iterator[list[str]]:
@@ -416,13 +418,17 @@ class EmbeddedMemoryStore:
     def bm25_search(
         self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters
     ) -> builtins.list[ScoredId]:
+        return list(self.bm25_ranked(tenant, user_id, query, k, filters))
+
+    def bm25_ranked(self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters) -> Ranked:
+        """``bm25_search`` as columns (``ports.store.RankedBm25``)."""
         return self.bm25_on(self.index(tenant, user_id), query, k, filters)
 
     def vector_search(
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
     ) -> builtins.list[ScoredId]:
         view = self.index(tenant, user_id)
-        return vector_on(view, query_coarse, k, filters, self.rows_with(view), self.rows_where(view))
+        return list(vector_on(view, query_coarse, k, filters, self.rows_with(view), self.rows_where(view)))
 
     def exact_vector_search(
         self,
@@ -433,7 +439,7 @@ class EmbeddedMemoryStore:
         filters: MemoryFilters,
         *,
         below: int,
-    ) -> builtins.list[ScoredId] | None:
+    ) -> Sequence[ScoredId] | None:
         """Full-vector top-k over the user's index (``ports.store.ExactVectors``)."""
         view = self.index(tenant, user_id)
         if view.size >= below:
@@ -469,13 +475,13 @@ class EmbeddedMemoryStore:
 
         return lookup
 
-    def bm25_on(self, view: IndexView, query: str, k: int, filters: MemoryFilters) -> builtins.list[ScoredId]:
+    def bm25_on(self, view: IndexView, query: str, k: int, filters: MemoryFilters) -> Ranked:
         """BM25 top-k of the user's FTS partition, among the rows of ``view`` the filters allow."""
         if not view.size or k <= 0:
-            return []
+            return _NOTHING
         match = fts.match_expression(fts.owner_prefix(view.uid), query)
         if match is None:
-            return []
+            return _NOTHING
         seen = view.searchable(filters, self.rows_with(view), self.rows_where(view))
         allowed = seen.allowed
         # The FTS table holds exactly the current, live rows (LTM ones, for an LTM search). If
@@ -484,7 +490,7 @@ class EmbeddedMemoryStore:
         # the MATCH first (metadata is not a tag: the row mask applies it).
         searchable, passing = seen.indexed, seen.indexed_allowed
         if not passing:
-            return []
+            return _NOTHING
         every_hit_allowed = passing == searchable
         if 2 * passing < searchable:
             match = f"{match} AND {fts.filter_expression(fts.owner_prefix(view.uid), filters)}"
@@ -495,10 +501,12 @@ class EmbeddedMemoryStore:
             sql, params = sql + " LIMIT ?", (match, k)
         cur = self.db.read().cursor()
         cur.row_factory = None
-        out: list[ScoredId] = []
+        rows: list[np.ndarray] = []
+        scores: list[np.ndarray] = []
+        found = 0
         try:
             cur.execute(sql, params)
-            while len(out) < k:
+            while found < k:
                 batch = cur.fetchmany(k if every_hit_allowed else _BM25_BATCH)
                 if not batch:
                     break
@@ -507,16 +515,20 @@ class EmbeddedMemoryStore:
                 # A hit the view does not hold was written after it was made: not visible yet.
                 keep = pos >= 0
                 keep[keep] = allowed[pos[keep]]
-                hits = np.flatnonzero(keep)[: k - len(out)].tolist()
-                ids = view.ids
+                hits = np.flatnonzero(keep)[: k - found]
+                rows.append(pos[hits])
                 # FTS5's bm25() is negative (more negative = better); flip it so higher is better.
-                out += [
-                    ScoredId(id=ids[p], score=-batch[j][1])
-                    for j, p in zip(hits, pos[hits].tolist(), strict=True)
-                ]
+                raw = np.fromiter((r[1] for r in batch), dtype=np.float64, count=len(batch))
+                scores.append(-raw[hits])
+                found += len(hits)
         finally:
             cur.close()
-        return out
+        at = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        return Ranked(
+            list(map(view.ids.__getitem__, at.tolist())),
+            np.concatenate(scores) if scores else np.zeros(0),
+            view.turn[at],
+        )
 
     def candidates(self, tenant: str, user_id: str, ids: builtins.list[str]) -> Candidates:
         """The pool's columns from the user's index (``ports.store.CandidateReader``): no SQL at all."""
@@ -599,18 +611,18 @@ def vector_on(
     rows_where: RowsWhere | None = None,
     *,
     full: bool = False,
-) -> list[ScoredId]:
+) -> Ranked:
     """Exact cosine top-k (rows are unit vectors) among the rows of ``view`` the filters allow.
 
     ``query`` is the coarse prefix, or with ``full`` the whole vector, ranked against the
     rows' full vectors (``ExactVectors``).
     """
     if not view.size or k <= 0:
-        return []
+        return _NOTHING
     seen = view.searchable(filters, rows_with, rows_where)
     rows = seen.vector_rows if not full else np.flatnonzero(seen.allowed & view.has_full)
     if not len(rows):
-        return []
+        return _NOTHING
     q = np.asarray(query, dtype=np.float32)
     matrix = view.full if full else view.coarse
     if len(rows) == view.size:
@@ -621,11 +633,11 @@ def vector_on(
         scores = (matrix @ q)[rows]
     top = top_indices(scores, k)
     positions = rows[top] if len(rows) < view.size else top
-    ids = view.ids
-    return [
-        ScoredId(id=ids[i], score=score)
-        for i, score in zip(positions.tolist(), scores[top].tolist(), strict=True)
-    ]
+    return Ranked(
+        list(map(view.ids.__getitem__, positions.tolist())),
+        scores[top].astype(np.float64),
+        view.turn[positions],
+    )
 
 
 class _PinnedUser(EmbeddedMemoryStore):
@@ -641,6 +653,27 @@ class _PinnedUser(EmbeddedMemoryStore):
 
     def index(self, tenant: str, user_id: str) -> IndexView:
         return self._view if (tenant, user_id) == self._key else super().index(tenant, user_id)
+
+    def get_many(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, MemoryRecord]:
+        """As the store's, through the user's record cache (``record_cache``): the user's state now."""
+        if (tenant, user_id) != self._key or not ids:
+            return super().get_many(tenant, user_id, ids)
+        cache = self._view.records
+        conn = self.db.read()
+        # One snapshot for the generation and the rows: what enters the cache is the rows at it.
+        conn.execute("BEGIN")
+        try:
+            head = user_head(conn, tenant, user_id)
+            if head is None:
+                return {}  # erased (or never written): no record of the user exists
+            uid, generation = head
+            held = cache.get(generation, ids) if uid == cache.uid else {}
+            missing = [i for i in ids if i not in held]
+            read = super().get_many(tenant, user_id, missing) if missing else {}
+        finally:
+            conn.execute("COMMIT")
+        cache.put(uid, generation, read.values())
+        return {i: r for i in ids if (r := held.get(i) or read.get(i)) is not None}
 
     def rows_with(self, view: IndexView) -> RowsWithTerms:
         """As the store's, read once per search: both candidate stages ask for the same terms."""

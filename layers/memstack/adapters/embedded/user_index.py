@@ -30,7 +30,9 @@ from typing import Any
 import numpy as np
 
 from memstack.adapters.embedded import fts
+from memstack.adapters.embedded.record_cache import RecordCache
 from memstack.adapters.filter_columns import TIERS, FilterColumns, RowsWhere, RowsWithTerms
+from memstack.domain.ingest import is_turn_id
 from memstack.models import MemoryFilters, Tier
 
 # The columns of a row the index keeps (deleted rows are left out when first read), and
@@ -100,6 +102,10 @@ class IndexView:
     #: per row: how many source ids, and the last one (a row's sources never change)
     n_sources: np.ndarray
     last_source: list[str | None]  # shared and append-only, like ``ids``
+    #: per row: the id is a raw turn's (``ingest.is_turn_id``: what the fusion splits fields by)
+    turn: np.ndarray
+    #: records searches returned, kept under the user's write sequence (shared by every view)
+    records: RecordCache
 
     #: what ``searchable`` worked out for each filters this view was searched with
     _searches: dict[tuple[Any, ...], Searchable] = field(default_factory=dict, compare=False, repr=False)
@@ -191,6 +197,8 @@ def empty_view(uid: int = 0, generation: int = 0) -> IndexView:
         consolidated=np.zeros(0, dtype=bool),
         n_sources=np.zeros(0, dtype=np.int32),
         last_source=[],
+        turn=np.zeros(0, dtype=bool),
+        records=RecordCache(uid, generation),
     )
 
 
@@ -250,6 +258,14 @@ class _Vectors:
         self.present[start:end] = [b is not None for b in blobs]
 
 
+def user_head(conn: sqlite3.Connection, tenant: str, user_id: str) -> tuple[int, int] | None:
+    """The user's (uid, generation) now, ``None`` for a user without memories (or erased)."""
+    row = conn.execute(
+        "SELECT uid, generation FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user_id)
+    ).fetchone()
+    return (int(row[0]), int(row[1])) if row is not None else None
+
+
 def _read(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     cur = conn.cursor()
     cur.row_factory = None  # plain tuples: the full read of a big user makes a row object per row otherwise
@@ -274,10 +290,12 @@ class UserIndex:
         self._rids[: self.size] = [r[_RID] for r in rows]
         self.last_source: list[str | None] = [r[_LAST_SOURCE] for r in rows]
         self._n_sources = np.zeros(capacity, dtype=np.int32)
+        self._turn = np.zeros(capacity, dtype=bool)
         self._consolidated = np.zeros(capacity, dtype=bool)
         self._coarse = _Vectors(_COARSE, capacity)
         self._full = _Vectors(_FULL, capacity)
         self._columns = _grown(_columns([], self.sessions), capacity)
+        self._records = RecordCache(uid, generation)
         self._write_rows(0, rows)
         self._view = self._make_view()
 
@@ -287,9 +305,7 @@ class UserIndex:
         """Every live row of the user, read in one transaction with the generation it is at."""
         conn.execute("BEGIN")
         try:
-            head = conn.execute(
-                "SELECT uid, generation FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user_id)
-            ).fetchone()
+            head = user_head(conn, tenant, user_id)
             if head is None:
                 return None
             rows = _read(
@@ -300,16 +316,14 @@ class UserIndex:
             )
         finally:
             conn.execute("COMMIT")
-        return cls(int(head[0]), int(head[1]), rows)
+        return cls(*head, rows)
 
     def refresh(self, conn: sqlite3.Connection, tenant: str, user_id: str) -> bool:
         """Read the rows changed since ``generation`` and apply them; False when a full load is needed."""
         conn.execute("BEGIN")
         try:
-            head = conn.execute(
-                "SELECT uid, generation FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user_id)
-            ).fetchone()
-            if head is None or int(head[0]) != self.uid:
+            head = user_head(conn, tenant, user_id)
+            if head is None or head[0] != self.uid:
                 return False
             rows = _read(
                 conn,
@@ -321,7 +335,8 @@ class UserIndex:
             conn.execute("COMMIT")
         if not self._apply(rows):
             return False
-        self.generation = int(head[1])
+        self.generation = head[1]
+        self._records.advance(self.generation, (r[_ID] for r in rows))
         self._view = self._make_view()
         return True
 
@@ -364,6 +379,7 @@ class UserIndex:
         capacity = max(needed, capacity * 2)
         self._rids = _grow(self._rids, capacity)
         self._n_sources = _grow(self._n_sources, capacity)
+        self._turn = _grow(self._turn, capacity)
         self._consolidated = _grow(self._consolidated, capacity)
         self._coarse.grow(capacity)
         self._full.grow(capacity)
@@ -373,6 +389,7 @@ class UserIndex:
         """Rows at ``start`` onwards (past every view's end): filter columns, sources and vectors."""
         self._write_rows_at(np.arange(start, start + len(rows)), rows)
         self._n_sources[start : start + len(rows)] = [r[_N_SOURCES] or 0 for r in rows]
+        self._turn[start : start + len(rows)] = [is_turn_id(r[_ID]) for r in rows]
         self._coarse.write(start, rows)
         self._full.write(start, rows)
 
@@ -402,6 +419,8 @@ class UserIndex:
             consolidated=self._consolidated[:n],
             n_sources=self._n_sources[:n],
             last_source=self.last_source,
+            turn=self._turn[:n],
+            records=self._records,
         )
 
 

@@ -46,7 +46,7 @@ class Retriever:
         self.categories = CategoryPrototypes(embedder)
         self.stages = tuple(stages)
 
-    def vector_stage(self, req: SearchRequest, query_vec: np.ndarray) -> list[ScoredId]:
+    def vector_stage(self, req: SearchRequest, query_vec: np.ndarray) -> Sequence[ScoredId]:
         """Stage 2 alone (the vector-only baseline of the evaluation uses it)."""
         ranking, _ = vector_search(self.store, req, req.filters, query_vec, self.config)
         return ranking

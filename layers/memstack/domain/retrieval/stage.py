@@ -9,6 +9,7 @@ recording the status line ``run`` returns.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -63,11 +64,11 @@ class Search:
     filters: MemoryFilters = field(default_factory=MemoryFilters)
     # stages 2 and 3
     query_vec: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
-    vector: list[ScoredId] = field(default_factory=list)
+    vector: Sequence[ScoredId] = field(default_factory=list)
     #: full vectors stage 2 read, by id (the pool reuses them)
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
-    bm25: list[ScoredId] = field(default_factory=list)
-    prf: list[ScoredId] = field(default_factory=list)
+    bm25: Sequence[ScoredId] = field(default_factory=list)
+    prf: Sequence[ScoredId] = field(default_factory=list)
     # stages 4-8: the fused candidates, then the hits returned
     _pool: Pool | None = None
     hits: list[SearchHit] = field(default_factory=list)

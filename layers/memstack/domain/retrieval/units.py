@@ -33,11 +33,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter
+from typing import cast
 
 import numpy as np
 
 from memstack.domain.ingest import is_turn_id, stm_memory_id
-from memstack.models import MemoryRecord, ScoredId, Tier
+from memstack.models import MemoryRecord, Ranked, ScoredId, Tier
 
 TURNS = "turns"
 MEMORIES = "memories"
@@ -99,22 +100,37 @@ class FieldRanks:
 
 def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
     """Each ranking's ranks counted within each field (from 1): a memory above a turn takes no turn's rank."""
-    # map and dict.fromkeys iterate in C: a search has a few hundred candidates, each a few lookups
-    ids_of = {name: list(map(_ID, ranking)) for name, ranking in rankings.items()}
+    # map and dict.fromkeys iterate in C: a search has a few hundred candidates, each a few lookups.
+    # A ``Ranked`` (the embedded store's) is columns already, with each id's field known.
+    ids_of = {name: _ids(ranking) for name, ranking in rankings.items()}
     ids = list(dict.fromkeys(chain.from_iterable(ids_of.values())))
     row = dict(zip(ids, range(len(ids)), strict=True))
-    is_turn = np.fromiter(map(is_turn_id, ids), dtype=bool, count=len(ids))
+    at_of = {
+        name: np.fromiter(map(row.__getitem__, ids_of[name]), dtype=np.int64, count=len(ranking))
+        for name, ranking in rankings.items()
+    }
+    if all(isinstance(r, Ranked) and r.turn is not None for r in rankings.values() if len(r)):
+        is_turn = np.zeros(len(ids), dtype=bool)
+        for name, ranking in rankings.items():
+            if len(ranking):
+                is_turn[at_of[name]] = cast(Ranked, ranking).turn
+    else:
+        is_turn = np.fromiter(map(is_turn_id, ids), dtype=bool, count=len(ids))
     ranks, places, scores = {}, {}, {}
     columns: list[tuple[str, str]] = []
     for name, ranking in rankings.items():
-        at = np.fromiter(map(row.__getitem__, ids_of[name]), dtype=np.int64, count=len(ranking))
+        at = at_of[name]
         turn = is_turn[at]
         # the k-th turn (or memory) of the ranking has rank k in its field
         within = np.where(turn, np.cumsum(turn), np.cumsum(~turn))
         ranks[name] = _per_row(len(ids), at, within)
         places[name] = _per_row(len(ids), at, np.arange(1, len(at) + 1))
         scores[name] = np.zeros(len(ids))
-        scores[name][at] = np.fromiter(map(_SCORE, ranking), dtype=np.float64, count=len(ranking))
+        scores[name][at] = (
+            ranking.scores
+            if isinstance(ranking, Ranked)
+            else np.fromiter(map(_SCORE, ranking), dtype=np.float64, count=len(ranking))
+        )
         if len(at):
             first = TURNS if turn[0] else MEMORIES
             columns.append((name, first))
@@ -122,6 +138,10 @@ def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
             if bool((~turn if first == TURNS else turn).any()):
                 columns.append((name, other))
     return FieldRanks(ids, row, is_turn, ranks, places, scores, tuple(columns))
+
+
+def _ids(ranking: Sequence[ScoredId]) -> list[str]:
+    return ranking.ids if isinstance(ranking, Ranked) else list(map(_ID, ranking))
 
 
 def _per_row(n: int, at: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memstack.domain.retrieval.feedback import expanded_query, expansion_terms
 from memstack.domain.retrieval.stage import Search
 from memstack.models import ScoredId
+from memstack.ports.store import RankedBm25
 
 
 class Bm25Search:
@@ -12,9 +15,7 @@ class Bm25Search:
 
     def run(self, search: Search) -> str:
         cfg, req = search.config, search.req
-        search.bm25 = search.store.bm25_search(
-            req.tenant, req.user_id, req.query, cfg.bm25_candidates, search.filters
-        )
+        search.bm25 = bm25_ranking(search, req.query)
         terms: list[str] = []
         if cfg.prf_terms > 0 and cfg.weight_prf > 0 and search.bm25:
             search.prf, terms = feedback_search(search)
@@ -23,7 +24,7 @@ class Bm25Search:
         )
 
 
-def feedback_search(search: Search) -> tuple[list[ScoredId], list[str]]:
+def feedback_search(search: Search) -> tuple[Sequence[ScoredId], list[str]]:
     """The feedback query's ranking and the terms it added to the query (none: no second query)."""
     cfg, req, store = search.config, search.req, search.store
     head = search.bm25[: cfg.prf_docs]
@@ -35,4 +36,12 @@ def feedback_search(search: Search) -> tuple[list[ScoredId], list[str]]:
     if not terms:
         return [], []
     query = expanded_query(req.query, terms)
-    return store.bm25_search(req.tenant, req.user_id, query, cfg.bm25_candidates, search.filters), terms
+    return bm25_ranking(search, query), terms
+
+
+def bm25_ranking(search: Search, query: str) -> Sequence[ScoredId]:
+    """The store's BM25 top ``bm25_candidates``, as columns from a store that has them."""
+    store, req, k = search.store, search.req, search.config.bm25_candidates
+    if isinstance(store, RankedBm25):
+        return store.bm25_ranked(req.tenant, req.user_id, query, k, search.filters)
+    return store.bm25_search(req.tenant, req.user_id, query, k, search.filters)

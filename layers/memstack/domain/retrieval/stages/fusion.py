@@ -134,8 +134,11 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
     fused = units.unit_rrf(members, candidate_turns, ranks, cfg.field_weights, cfg.rrf_k, sources)
     # A unit's best member at the unit's value, its other members by their own evidence.
     value = units.member_values(members, own, fused)
-    ids = pool.ids
-    pool.order = sorted(range(len(pool)), key=lambda j: (value[ids[j]], own[ids[j]]), reverse=True)
+    n = len(pool)
+    by_value = np.fromiter(map(value.__getitem__, pool.ids), dtype=np.float64, count=n)
+    by_own = np.fromiter(map(own.__getitem__, pool.ids), dtype=np.float64, count=n)
+    # Best value first, then best own fusion; a tie keeps the pool's order (lexsort is stable).
+    pool.order = np.lexsort((-by_own, -by_value)).tolist()
     return pool, _Units(ranks, len(met), own=own, unit_of=unit_of, members=members, fused=fused, value=value)
 
 

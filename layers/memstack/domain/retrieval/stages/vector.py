@@ -7,6 +7,8 @@ them all instead while the user has fewer than ``exact_vector_below`` memories.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from memstack.domain.retrieval.pool import full_vectors, stacked
@@ -34,7 +36,7 @@ def vector_search(
     filters: MemoryFilters,
     query_vec: np.ndarray,
     config: RetrievalConfig,
-) -> tuple[list[ScoredId], dict[str, np.ndarray]]:
+) -> tuple[Sequence[ScoredId], dict[str, np.ndarray]]:
     """The ranking (``vector_candidates`` hits, best first), and the full vectors it read by id.
 
     The pool reuses the vectors; a store that slices them from an index returns none.
@@ -47,6 +49,7 @@ def vector_search(
         if exact is not None:
             return exact, {}
     coarse = coarse_prefix(query_vec, config.coarse_dim)
+    found: Sequence[ScoredId]
     if isinstance(store, CandidateVectors):  # a remote store: hits and vectors in one round trip
         found, full = store.vector_candidates(req.tenant, req.user_id, coarse, candidates, filters)
         ids, matrix = stacked([c.id for c in found], full)
