@@ -96,3 +96,17 @@ def test_a_fact_beside_a_request_is_kept() -> None:
     assert _said("I teach chemistry at a school. Could you suggest a demo for my class?") == [
         "The user teaches chemistry at a school."
     ]
+
+
+def test_an_opening_word_before_a_clause_is_not_a_person_the_user_did_it_with() -> None:
+    said = _said("Right now, I'm between jobs. However, I'm not sure I want to go back to banking.")
+    assert said == [
+        "Right now, the user is between jobs.",
+        "The user is not sure the user wants to go back to banking.",
+    ]
+    assert _said("Leo and I broke up.", speaker="Maya") == ["Leo and Maya broke up."]
+
+
+def test_you_said_to_an_assistant_is_the_assistant() -> None:
+    [memory] = _said("I tried the index you suggested and the report query got much faster.")
+    assert memory == "The user tried the index the assistant suggested and the report query got much faster."

@@ -198,16 +198,25 @@ def retraction(sentence: str) -> Retraction | None:
 
 def clauses(sentence: str) -> list[str]:
     """A sentence cut where a new first-person clause starts ("I quit X, and now I work as Y")."""
-    parts = re.split(
-        r"(?:,|;|:|\s+-\s+)\s*(?:and\s+|so\s+|but\s+)?(?:now\s+|then\s+|these days\s+)?"
+    pieces = re.split(
+        r"((?:,|;|:|\s+-\s+)\s*(?:and\s+|so\s+|but\s+)?(?:now\s+|then\s+|these days\s+)?"
         r"(?=(?:I|I'm|I've|we|we're|my)\b)"
-        r"|\s+(?:and|so|but)\s+(?=(?:I|I'm|I've|we|we're)\s)",
+        r"|\s+(?:and|so|but)\s+(?=(?:I|I'm|I've|we|we're)\s))",
         sentence,
     )
     out: list[str] = []
-    for part in (p.strip() for p in parts if p and p.strip()):
+    cut = ""
+    for i, piece in enumerate(pieces):
+        if i % 2:
+            cut = piece
+            continue
+        part = piece.strip()
+        if not part:
+            continue
         if out and len(out[-1].split()) < 3:
-            out[-1] = f"{out[-1]} and {part}"  # "Leo and I broke up", "my wife and I run ...": one clause
+            # "Leo and I broke up", "my wife and I run ...": one clause; a short opening ("However, I'm
+            # not sure", "Right now, I'm ...") joins back with the words that were cut, not with "and".
+            out[-1] = f"{out[-1]}{cut}{part}"
         else:
             out.append(part)
     return out

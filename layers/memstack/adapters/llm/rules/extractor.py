@@ -72,7 +72,8 @@ if TYPE_CHECKING:
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LEAD = re.compile(
     r"^(?:(?:hi|hello|hey|yes|yeah|yep|no|nope|well|so|oh|ok|okay|actually|anyway|btw|by the way|ah|haha|"
-    r"lol|wow|also|and|but|plus|honestly|sure|sorry|oops|correction|no wait|wait|hmm|sadly|luckily|"
+    r"lol|wow|also|and|but|plus|honestly|sure|sorry|oops|correction|no wait|wait|hmm|sadly|luckily|however|"
+    r"fine|alright|all right|unfortunately|fortunately|to be honest|tbh|that said|anyways|"
     r"my mistake|my bad|change of plans?|big news|good news|great news|bad news|news|just a reminder|"
     r"reminder|turns out|guess what|fun fact|update|in fact)\b[,!.:]?\s*"
     r"|[\w' ]{1,24}:\s+|[\w-]+-wise,\s*)",
@@ -255,10 +256,14 @@ class RuleExtractor:
 
     @staticmethod
     def listener(message: Message, context: list[Message]) -> str | None:
-        """Who "you" is: the other person in the conversation, when a previous turn names them."""
+        """Who "you" is: the other person in the conversation, when a previous turn names them;
+        in a chat with an assistant, the assistant ("the index you suggested")."""
         for turn in reversed(context):
             if turn.role == Role.USER and turn.speaker and turn.speaker != message.speaker:
                 return turn.speaker
+        to_assistant = any(turn.role == Role.ASSISTANT for turn in context)
+        if to_assistant or subject_name(message.speaker) == "The user":
+            return "the assistant"
         return None
 
     # ------------------------------------------------------------------ one sentence

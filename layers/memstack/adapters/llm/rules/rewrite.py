@@ -91,6 +91,8 @@ def to_third_person(
 
     ``household``: "we" is the speaker's family (default: when the speaker is named)."""
     text = text.replace("’", "'")
+    # "you know", "you see": fillers, not the listener.
+    text = re.sub(r",?\s*\byou (?:know|see)\b,?", "", text, flags=re.IGNORECASE).strip() or text
     if listener:
         for you_form, named in (
             (r"\byou(?:'re| are)\b", f"{listener} is"),
@@ -126,7 +128,11 @@ def to_third_person(
     text = re.sub(
         r"\b[Mm]y ((?:[\w'-]+ ){0,2}?[\w'-]+) and I\b", lambda m: f"{name(m)} and their {m.group(1)}", text
     )
-    text = re.sub(r"\b([A-Z][\w'-]+) and I\b", lambda m: f"{m.group(1)} and {mid}", text)
+    text = re.sub(
+        r"\b([A-Z][\w'-]+) and I\b",
+        lambda m: m.group(0) if _not_a_name(m.group(1)) else f"{m.group(1)} and {mid}",
+        text,
+    )
     rules: list[tuple[str, Callable[[re.Match[str]], str]]] = [
         (r"\bI(?:'m| am)\b", lambda m: name(m) + " is"),
         (r"\bI(?:'ve| have)\b", lambda m: name(m) + " has"),
@@ -151,6 +157,14 @@ def to_third_person(
     for word in ("my", "our"):
         text = re.sub(rf"\b{word}\b", possessive, text, flags=re.IGNORECASE)
     return text
+
+
+def _not_a_name(word: str) -> bool:
+    """ "However and I ...": an opening word, not a person the speaker did something with."""
+    return grammar.is_adverb(word) or word.lower() in _OPENINGS
+
+
+_OPENINGS = word_set("however so but and then now yes no well also still right fine okay ok today tomorrow")
 
 
 # "since university", "for six years": how long the old value held, false of the new one.
