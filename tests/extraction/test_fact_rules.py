@@ -110,3 +110,35 @@ def test_an_opening_word_before_a_clause_is_not_a_person_the_user_did_it_with() 
 def test_you_said_to_an_assistant_is_the_assistant() -> None:
     [memory] = _said("I tried the index you suggested and the report query got much faster.")
     assert memory == "The user tried the index the assistant suggested and the report query got much faster."
+
+
+def _chat_turns(*turns: tuple[Role, str]) -> list[str]:
+    """What the last of ``turns`` (a user's) makes, the others its context."""
+    messages = [
+        Message(
+            id=f"m{i}",
+            role=role,
+            speaker="user" if role == Role.USER else "assistant",
+            content=text,
+            timestamp=MARCH,
+        )
+        for i, (role, text) in enumerate(turns)
+    ]
+    return [op.content or "" for op in extractor.extract(messages[-1], messages[:-1], [])]
+
+
+def test_we_is_the_couple_the_team_or_the_household_the_speaker_named() -> None:
+    couple = _said("My husband and I are renovating an old farmhouse. We bought it in 2023.")
+    assert couple[1] == "The user and their husband bought it in 2023."
+    assert _said("At work we deploy everything with Argo CD.") == [
+        "At work the user's team deploy everything with Argo CD."
+    ]
+    team = _chat_turns(
+        (Role.USER, "Our team moved from Jenkins to GitHub Actions."),
+        (Role.ASSISTANT, "How did it go?"),
+        (Role.USER, "We still keep one Jenkins box for the legacy builds."),
+    )
+    assert team == ["The user's team still keep one Jenkins box for the legacy builds."]
+    # What a household does is not the team's, whatever was said about work before.
+    home = _chat_turns((Role.USER, "My team is fully remote."), (Role.USER, "We moved to Osaka."))
+    assert home == ["The user and others moved to Osaka."]

@@ -299,10 +299,10 @@ def test_pasted_code_and_logs_are_no_memory_but_what_is_said_around_them_is() ->
 
 
 def test_we_said_to_an_assistant_claims_no_family() -> None:
-    to_assistant = _chat("We use Terraform for all our infrastructure.", "How do you manage infrastructure?")
-    assert [o.content for o in to_assistant] == [
-        "Maya and others use Terraform for all their infrastructure."
-    ]
+    to_assistant = _chat("We usually vote by show of hands.", "How do you decide?")
+    assert [o.content for o in to_assistant] == ["Maya and others usually vote by show of hands."]
+    at_work = _chat("We use Terraform for all our infrastructure.", "How do you manage infrastructure?")
+    assert [o.content for o in at_work] == ["Maya's team use Terraform for all their infrastructure."]
     between_people = extractor.extract(msg("We went hiking in the Alps."), [], [])
     assert [o.content for o in between_people] == ["Maya and family went hiking in the Alps."]
 

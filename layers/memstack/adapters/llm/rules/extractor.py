@@ -56,6 +56,7 @@ from memstack.adapters.llm.rules.targets import (
     same_category_preference,
     topic,
 )
+from memstack.adapters.llm.rules.we import we_from
 from memstack.domain.categories import Lexicon, categorise, lexicon_for
 from memstack.domain.text import STOPWORDS, words
 from memstack.domain.time.relative import is_future, resolve_relative_dates
@@ -124,6 +125,11 @@ _FINITE = re.compile(
 
 # "I sold it last month", "I gave them away": the object is a pronoun.
 _PRONOUN_OBJECT = re.compile(r"^(?:it|them|that|this|those|these|one|him|her)\b", re.IGNORECASE)
+
+# "We" and "us": who they are is read from the speaker's words (``rules.we``), this message's
+# and their last few turns'.
+_WE = re.compile(r"\b(?:we|we're|we've|we'll|us)\b", re.IGNORECASE)
+_OWN_TURNS = 3
 
 # How specific a decision is: when two of one message touch the same memory, the lower number wins.
 _ATTRIBUTE, _CORRECTION, _COMPLETION, _CHANGE, _ENDING, _ADD = range(6)
@@ -198,6 +204,8 @@ class _Turn:
     asked: bool = False
     #: what was said before, newest first: this message's earlier sentences, then the earlier turns
     before: list[str] = field(default_factory=list)
+    #: the same, of the speaker's own words only (this message's earlier sentences, their last turns)
+    own_before: list[str] = field(default_factory=list)
     decisions: list[_Decision] = field(default_factory=list)
 
     @property
@@ -247,10 +255,14 @@ class RuleExtractor:
         if context and context[-1].speaker != message.speaker:
             turn.asked = context[-1].content.rstrip().endswith("?")
         turn.before = [m.content for m in reversed(context)]
+        turn.own_before = [
+            m.content for m in reversed(context) if m.role == Role.USER and m.speaker == message.speaker
+        ][:_OWN_TURNS]
         previous = ""
         for sentence in split_sentences(pasted.prose(message.content)):
             self._sentence(resolve_pronoun(sentence, strip_lead(previous)) if previous else sentence, turn)
             turn.before.insert(0, sentence)
+            turn.own_before.insert(0, sentence)
             previous = sentence
         return _resolve(turn.decisions)
 
@@ -339,7 +351,8 @@ class RuleExtractor:
         when = turn.message.timestamp
         resolved = resolve_relative_dates(clause, when) if when else None
         said = resolved.text if resolved else clause
-        text = to_third_person(said, turn.subject, turn.listener, household=turn.household)
+        we = we_from(said, turn.own_before) if _WE.search(said) else None
+        text = to_third_person(said, turn.subject, turn.listener, household=turn.household, we=we)
         text = text[0].upper() + text[1:]
         if text[-1] not in ".!?":
             text += "."

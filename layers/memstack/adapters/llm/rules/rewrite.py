@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from memstack.adapters.llm.rules import grammar
 from memstack.adapters.llm.rules.grammar import word_set
+from memstack.adapters.llm.rules.we import FAMILY, OTHERS
 from memstack.domain.time.calendar_words import MONTH_NAMES, WEEKDAY_NAMES
 
 ADVERBS = word_set(
@@ -85,11 +86,17 @@ def _conjugate_after_subject(text: str, marker: str, name: Callable[[re.Match[st
 
 
 def to_third_person(
-    text: str, subject: str, listener: str | None = None, *, household: bool | None = None
+    text: str,
+    subject: str,
+    listener: str | None = None,
+    *,
+    household: bool | None = None,
+    we: str | None = None,
 ) -> str:
     """Rewrite first-person pronouns (and "you", when the ``listener`` is known) for ``subject``.
 
-    ``household``: "we" is the speaker's family (default: when the speaker is named)."""
+    ``we``: who "we" is, a template of ``rules.we`` ("{S}'s team"); else ``household``: "we" is
+    the speaker's family (default: when the speaker is named), or "and others"."""
     text = text.replace("’", "'")
     # "you know", "you see": fillers, not the listener.
     text = re.sub(r",?\s*\byou (?:know|see)\b,?", "", text, flags=re.IGNORECASE).strip() or text
@@ -108,8 +115,8 @@ def to_third_person(
     # claimed there.
     if household is None:
         household = subject != "The user"
-    others = "family" if household else "others"
-    group = f"{subject} and {others}"
+    we = we or (FAMILY if household else OTHERS)
+    group, group_mid = we.format(S=subject), we.format(S=mid)
 
     def name(m: re.Match[str]) -> str:
         # Sentence-initial "The user", elsewhere "the user"; a proper name stays as is.
@@ -140,11 +147,11 @@ def to_third_person(
         (r"\bI'll\b", lambda m: name(m) + " will"),
         (r"\bI (?:don't|dont)\b", lambda m: name(m) + " doesn't"),
         (r"\bI do not\b", lambda m: name(m) + " does not"),
-        (r"\bwe(?:'re| are)\b", lambda m: (group if m.start() == 0 else f"{mid} and {others}") + " are"),
-        (r"\bwe've\b", lambda m: (group if m.start() == 0 else f"{mid} and {others}") + " have"),
-        (r"\bwe'll\b", lambda m: (group if m.start() == 0 else f"{mid} and {others}") + " will"),
-        (r"\bwe\b", lambda m: group if m.start() == 0 else f"{mid} and {others}"),
-        (r"\bus\b", lambda m: f"{mid} and {others}"),
+        (r"\bwe(?:'re| are)\b", lambda m: (group if m.start() == 0 else group_mid) + " are"),
+        (r"\bwe've\b", lambda m: (group if m.start() == 0 else group_mid) + " have"),
+        (r"\bwe'll\b", lambda m: (group if m.start() == 0 else group_mid) + " will"),
+        (r"\bwe\b", lambda m: group if m.start() == 0 else group_mid),
+        (r"\bus\b", lambda m: group_mid),
         (r"\bmyself\b", lambda m: mid),
         (r"\b(?:mine|ours)\b", lambda m: f"{mid}'s"),
         (r"\bme\b", lambda m: mid),
