@@ -32,6 +32,14 @@ fitted top score separates answerable from abstention questions (AUROC).
 The pipeline's own scores (the configured model) are judged too: their Brier
 score per benchmark, and with ``--plot FILE.png`` a reliability diagram
 (docs/images/reliability.png is one).
+
+``--evidence SIGNALS`` (or ``each``) measures an evidence factor instead: per
+query, a logistic model of "the first ``--evidence-k`` results hold evidence"
+from what the query found at all (explain's ``query_*`` signals, and the
+share of the query's idf mass in words the store holds, computed here), times
+a model of the result's relevance given that they do; each conversation held
+out, it prints the Brier score and the top score's AUROC for "answerable",
+"the first result is right" and "not adversarial" (docs/retrieval.md).
 """
 
 from __future__ import annotations
@@ -39,20 +47,69 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from memstack.domain.retrieval import columns as col
+from memstack.domain.text import index_terms, query_index_terms
 from memstack.evaluation.beam import load_beam
 from memstack.evaluation.embedding_cache import CachedEmbedder
 from memstack.evaluation.locomo import Conversation, load_locomo
 from memstack.evaluation.plot import plot_reliability, reliability_bins
 from memstack.evaluation.recall import QuestionResult
-from memstack.evaluation.runner import conversation_services, question_request
+from memstack.evaluation.runner import TENANT, USER, conversation_services, question_request
 from memstack.evaluation.separation import auroc
 from memstack.factory import build_embedder
+from memstack.models import MemoryFilters
+from memstack.ports.store import MemoryStore
 from memstack.settings import load_settings
 
 FEATURES = ("rrf_scaled", "query_cosine", "query_coverage")
+#: what each query found at all (the same for each of its results): the evidence factor's candidates
+QUERY_SIGNALS = (
+    col.QUERY_COSINE,
+    col.QUERY_COVERAGE,
+    col.QUERY_TURN_COSINE,
+    col.QUERY_COSINE_MARGIN,
+    col.QUERY_BM25_TOP,
+    col.QUERY_BM25_MARGIN,
+)
+#: measured here only (the pipeline has no document frequencies): the share of the query's idf
+#: mass in words the user's store holds at all
+IDF_COVERAGE = "idf_coverage"
+
+
+@dataclass
+class StoreVocabulary:
+    """Document frequencies of the stems of every current record's indexed text (one user's store)."""
+
+    df: Counter[str]
+    size: int
+
+    @classmethod
+    def of(cls, store: MemoryStore, tenant: str, user_id: str) -> StoreVocabulary:
+        df: Counter[str] = Counter()
+        size, cursor = 0, None
+        while True:
+            records, cursor = store.list(tenant, user_id, MemoryFilters(), 1000, cursor)
+            for record in records:
+                df.update(index_terms(record.indexed_text))
+                size += 1
+            if cursor is None:
+                return cls(df, size)
+
+    def idf_coverage(self, question: str) -> float:
+        """Okapi idf of the query's stems found in the store, over that of all of them (1: no terms)."""
+        idf = {
+            t: math.log(1.0 + (self.size - self.df[t] + 0.5) / (self.df[t] + 0.5))
+            for t in query_index_terms(question)
+        }
+        total = sum(idf.values())
+        return sum(v for t, v in idf.items() if self.df[t]) / total if total else 1.0
 
 
 def collect(args: argparse.Namespace, features: tuple[str, ...]) -> list[dict]:
@@ -70,9 +127,12 @@ def collect(args: argparse.Namespace, features: tuple[str, ...]) -> list[dict]:
             conversations, settings, store_dir, infer=not args.raw, embedder=embedder
         )
         for conv, service in services:
+            vocabulary = StoreVocabulary.of(service.store, TENANT, USER)
             for q in conv.questions:
                 req = question_request(conv, q.text, args.pool, explain=True)
                 hits = service.search(req).hits
+                query = {name: hits[0].stages.get(name, 0.0) if hits else 0.0 for name in QUERY_SIGNALS}
+                query[IDF_COVERAGE] = vocabulary.idf_coverage(q.text)
                 out.append(
                     {
                         "benchmark": benchmark,
@@ -84,6 +144,7 @@ def collect(args: argparse.Namespace, features: tuple[str, ...]) -> list[dict]:
                         "features": [[h.stages.get(f, 0.0) for f in features] for h in hits],
                         "sources": [h.record.source_ids for h in hits],
                         "scores": [h.score for h in hits],
+                        "query": query,
                     }
                 )
     return out
@@ -183,6 +244,130 @@ def pipeline_curves(questions: list[dict]) -> dict[str, tuple[list[float], list[
     return curves
 
 
+def answered(q: dict, k: int) -> bool:
+    """Whether one of the question's first ``k`` results cites an evidence turn (never for abstention)."""
+    evidence = set(q["evidence"])
+    return any(evidence.intersection(sources) for sources in q["sources"][:k])
+
+
+def query_signals(questions: list[dict], signals: tuple[str, ...]) -> np.ndarray:
+    """One row per question: its query signals (the same for each of its results)."""
+    x = np.asarray([[q["query"][name] for name in signals] for q in questions], dtype=np.float64)
+    return x.reshape(len(questions), len(signals))
+
+
+def query_weights(questions: list[dict], balance: bool) -> np.ndarray | None:
+    """Per question, so that each benchmark's questions weigh the same in all (``--balance``), else None."""
+    if not balance:
+        return None
+    counts = Counter(q["benchmark"] for q in questions)
+    per = {b: len(questions) / (len(counts) * n) for b, n in counts.items()}
+    return np.asarray([per[q["benchmark"]] for q in questions], dtype=np.float64)
+
+
+def relative_signals(q: dict) -> np.ndarray:
+    """Per result: its scaled RRF over the query's best (1 for the first), and the log of its place."""
+    rrf = np.asarray([f[0] for f in q["features"]], dtype=np.float64)
+    best = rrf.max() if len(rrf) else 0.0
+    return np.stack([rrf / best if best > 0 else rrf, np.log(np.arange(1, len(rrf) + 1))], axis=1)
+
+
+@dataclass
+class Factored:
+    """A result's score as P(relevant | the first ``k`` results hold evidence) times the evidence factor
+    P(they do | the query's signals): a logistic model of each, the first fitted on the questions whose
+    first ``k`` results hold evidence, the second on every question.
+
+    ``relative``: the first model sees only how a result stands within its query (``relative_signals``),
+    so the first result's score is the factor times a constant; else the calibrated score's own signals.
+    """
+
+    result: np.ndarray
+    evidence: np.ndarray
+    signals: tuple[str, ...]
+    relative: bool
+
+    @classmethod
+    def fitted(
+        cls, questions: list[dict], signals: tuple[str, ...], k: int, relative: bool, balance: bool
+    ) -> Factored:
+        found = [q for q in questions if answered(q, k)]
+        x = np.vstack([cls.result_signals(q, relative) for q in found])
+        result = fit(x, design(found)[1], weight=pair_weights(found, balance))
+        y = np.asarray([answered(q, k) for q in questions], dtype=np.float64)
+        evidence = fit(query_signals(questions, signals), y, weight=query_weights(questions, balance))
+        return cls(result, evidence, signals, relative)
+
+    @staticmethod
+    def result_signals(q: dict, relative: bool) -> np.ndarray:
+        return relative_signals(q) if relative else np.asarray(q["features"], dtype=np.float64)
+
+    def scores(self, q: dict) -> np.ndarray:
+        factor = predict(self.evidence, query_signals([q], self.signals))[0]
+        return predict(self.result, self.result_signals(q, self.relative)) * factor
+
+
+def evidence_report(
+    questions: list[dict], signals: tuple[str, ...], k: int, relative: bool, balance: bool
+) -> dict[str, dict]:
+    """Each conversation held out: per benchmark, the Brier score of the factored model over every
+    (question, result) pair, and the AUROC of each question's top score for "answerable" (BEAM),
+    "the first result is right" and "not adversarial" (LoCoMo)."""
+    scored: dict[str, list[tuple[dict, np.ndarray]]] = {}
+    for held in sorted({q["conversation"] for q in questions}):
+        train = [q for q in questions if q["conversation"] != held]
+        model = Factored.fitted(train, signals, k, relative, balance)
+        for q in questions:
+            if q["conversation"] == held:
+                scored.setdefault(q["benchmark"], []).append((q, model.scores(q)))
+    report = {}
+    for benchmark, pairs in sorted(scored.items()):
+        p = np.concatenate([s for _, s in pairs])
+        y = np.concatenate([design([q])[1] for q, _ in pairs])
+        tops = [(q, float(s[0])) for q, s in pairs]
+        report[benchmark] = {
+            "brier": round(float(np.mean((p - y) ** 2)), 4),
+            "answerable": _auroc_by(tops, lambda q: q["answerable"]),
+            "first_right": _auroc_by(tops, lambda q: answered(q, 1)),
+            "not_adversarial": _auroc_by(tops, lambda q: q["category"] != "adversarial"),
+        }
+    return report
+
+
+def _auroc_by(tops: list[tuple[dict, float]], positive: Callable[[dict], bool]) -> float | None:
+    value = auroc([t for q, t in tops if positive(q)], [t for q, t in tops if not positive(q)])
+    return None if value is None else round(value, 3)
+
+
+def evidence_main(questions: list[dict], args: argparse.Namespace) -> None:
+    """``--evidence``: each query signal alone (unfitted), then the evidence factor fitted on each alone
+    and on all together, each conversation held out."""
+    questions = [q for q in questions if q["features"]]
+    signals = (*QUERY_SIGNALS, IDF_COVERAGE) if args.evidence == "each" else tuple(args.evidence.split(","))
+    k = args.evidence_k
+    for benchmark in sorted({q["benchmark"] for q in questions}):
+        mine = [q for q in questions if q["benchmark"] == benchmark]
+        for name in signals:
+            tops = [(q, float(q["query"][name])) for q in mine]
+            print(
+                f"{benchmark} {name} alone, unfitted: AUROC for answerable "
+                f"{_auroc_by(tops, lambda q: q['answerable'])}, evidence in the first {k} "
+                f"{_auroc_by(tops, lambda q: answered(q, k))}, "
+                f"first result right {_auroc_by(tops, lambda q: answered(q, 1))}"
+            )
+    sets = [(), *((name,) for name in signals), signals] if args.evidence == "each" else [(), signals]
+    for chosen in dict.fromkeys(sets):
+        report = evidence_report(questions, chosen, k, args.relative, args.balance)
+        print(
+            f"evidence factor of {', '.join(chosen) or '(none: a constant)'}, held out: {json.dumps(report)}"
+        )
+    model = Factored.fitted(questions, signals, k, args.relative, args.balance)
+    print(
+        f"fitted on all: result {np.round(model.result, 3).tolist()}, "
+        f"evidence (bias, {', '.join(signals)}) {np.round(model.evidence, 3).tolist()}"
+    )
+
+
 def main() -> None:
     logging.getLogger("memstack").setLevel(logging.WARNING)  # one log line per search otherwise
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -201,6 +386,23 @@ def main() -> None:
         "--plot", type=Path, help="write a reliability diagram (PNG): the pipeline's scores per benchmark"
     )
     parser.add_argument(
+        "--evidence",
+        help="query signals of an evidence factor to fit and judge held out (comma-separated; 'each': "
+        "every one alone and all together)",
+    )
+    parser.add_argument(
+        "--evidence-k",
+        type=int,
+        default=10,
+        help="the evidence factor's label: evidence in the first K results",
+    )
+    parser.add_argument(
+        "--relative",
+        action="store_true",
+        help="with --evidence: results scored only by their standing within the query (the first one's "
+        "score is then the factor times a constant)",
+    )
+    parser.add_argument(
         "--features",
         default=",".join(FEATURES),
         help="stage signals to fit on (e.g. rrf_scaled,cosine,coverage,category: per-result ones re-order)",
@@ -210,6 +412,9 @@ def main() -> None:
     questions = json.loads(args.load.read_text()) if args.load else collect(args, features)
     if args.dump:
         args.dump.write_text(json.dumps(questions))
+    if args.evidence:
+        evidence_main(questions, args)
+        return
     ks = [5, 10, 25]
     names = sorted({q["conversation"] for q in questions})
     print(f"{len(questions)} questions, {len(names)} conversations; features {features}")

@@ -260,3 +260,35 @@ def test_scores_mean_the_same_in_every_query_and_min_score_keeps_the_likely_ones
     # explain shows where each stage left each result
     explained = search(service, "adopted a greyhound called Pixel", top_k=2, explain=True).hits[0]
     assert {"rank_after_fusion", "rank_after_temporal", "rank_after_dedup"} <= set(explained.stages)
+
+
+def test_explain_shows_what_the_query_found_at_all_the_same_for_each_result(service: MemoryService) -> None:
+    put(
+        service,
+        record(service, "adopted a greyhound called Pixel", "a", tier=Tier.STM),
+        record(service, "Pixel the greyhound loves the beach", "b"),
+        record(service, "the quarterly tax filing is due in April", "c", tier=Tier.STM),
+    )
+    found = search(service, "greyhound Pixel", top_k=3, explain=True).hits
+    absent = search(service, "zzyzx quorble", top_k=3, explain=True).hits
+    signals = ("query_turn_cosine", "query_cosine_margin", "query_bm25_top", "query_bm25_margin")
+    for hits in (found, absent):
+        assert len(hits) == 3  # the vector stage finds every record: the whole pool is returned
+        assert all(len({h.stages[name] for h in hits}) == 1 for name in signals)
+    first = found[0].stages
+    turns = [h.stages["cosine"] for h in found if h.record.tier == Tier.STM]
+    assert first["query_turn_cosine"] == pytest.approx(max(turns))
+    # Three vector hits: the first cosine over the last (fewer than ten).
+    cosines = sorted((h.stages["vector"] for h in found), reverse=True)
+    assert first["query_cosine_margin"] == pytest.approx(cosines[0] - cosines[-1])
+    # Two BM25 matches: their margin as a share of the first; a query no word of which the
+    # store holds has no BM25 match at all, and a turn less like it.
+    bm25 = sorted((h.stages["bm25"] for h in found if "bm25" in h.stages), reverse=True)
+    assert len(bm25) == 2 and first["query_bm25_top"] == pytest.approx(bm25[0])
+    assert first["query_bm25_margin"] == pytest.approx((bm25[0] - bm25[1]) / bm25[0])
+    assert absent[0].stages["query_bm25_top"] == absent[0].stages["query_bm25_margin"] == 0.0
+    assert absent[0].stages["query_turn_cosine"] < first["query_turn_cosine"]
+    # Signals only: the order and the scores are those of a search without explain.
+    plain = search(service, "greyhound Pixel", top_k=3).hits
+    assert [h.record.id for h in plain] == [h.record.id for h in found]
+    assert [h.score for h in plain] == pytest.approx([h.score for h in found])

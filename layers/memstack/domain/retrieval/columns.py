@@ -32,6 +32,14 @@ UNIT_SIZE = "unit_size"
 RRF_SCALED = "rrf_scaled"
 QUERY_COSINE = "query_cosine"
 QUERY_COVERAGE = "query_coverage"
+#: what the query found at all, the same for each of its results (explain only: signals measured as
+#: an evidence factor, docs/retrieval.md): the best cosine of a pooled raw turn, and how far the
+#: vector stage's first result stands above its tenth
+QUERY_TURN_COSINE = "query_turn_cosine"
+QUERY_COSINE_MARGIN = "query_cosine_margin"
+#: the BM25 stage's first score and its margin over the tenth, as a share of the first
+QUERY_BM25_TOP = "query_bm25_top"
+QUERY_BM25_MARGIN = "query_bm25_margin"
 FUSED = "fused"
 
 # stage 5

@@ -9,6 +9,7 @@ model's probability of relevance (``calibration.ScoreModel``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,8 +20,12 @@ from memstack.domain.retrieval.calibration import coverage
 from memstack.domain.retrieval.pool import Pool, read_candidates
 from memstack.domain.retrieval.stage import Search
 from memstack.domain.text import index_terms, query_index_terms
+from memstack.models import ScoredId
 
 #: each ranking fused, with its rank column and its raw-score column (the feedback query shows only its rank)
+#: the place a query's first result is compared with (the margins of ``_query_signals``)
+MARGIN_RANK = 10
+
 RANKINGS = {
     "vector": (col.VECTOR_RANK, col.VECTOR),
     "bm25": (col.BM25_RANK, col.BM25),
@@ -88,6 +93,9 @@ class Fusion:
         best_coverage = max(coverages, default=0.0)
         pool.column(col.QUERY_COSINE)[:] = [best_cosine] * n
         pool.column(col.QUERY_COVERAGE)[:] = [best_coverage] * n
+        signals = _query_signals(search, cosines, pool.stm)
+        for name, value in signals.items():
+            pool.column(name)[:] = [value] * n
         pool.score = [
             model.probability(scaled[j], best_cosine, best_coverage, category[j], cosines[j], coverages[j])
             for j in range(n)
@@ -95,6 +103,29 @@ class Fusion:
         pool.column(col.FUSED)[:] = pool.score
         pool.ranked(self.name)
         return f"ok: {fusion.candidates} fused, {n} carried on in {len(fusion.members)} units"
+
+
+def _query_signals(search: Search, cosines: list[float], stm: list[bool]) -> dict[str, float]:
+    """What the query found at all, the same for each of its results: the vector stage's margin of
+    its first cosine over its tenth, the best cosine of a pooled raw turn, the BM25 stage's first
+    score and its margin over the tenth (as a share of the first; 0 without a BM25 match)."""
+    _, vector_margin = _first_and_margin(search.vector)
+    bm25_first, bm25_margin = _first_and_margin(search.bm25)
+    return {
+        col.QUERY_COSINE_MARGIN: vector_margin,
+        col.QUERY_TURN_COSINE: max((c for c, turn in zip(cosines, stm, strict=True) if turn), default=0.0),
+        col.QUERY_BM25_TOP: bm25_first,
+        col.QUERY_BM25_MARGIN: bm25_margin / bm25_first if bm25_first else 0.0,
+    }
+
+
+def _first_and_margin(ranking: Sequence[ScoredId]) -> tuple[float, float]:
+    """A ranking's first score and how far it stands above the ``MARGIN_RANK``-th (or the last); 0, 0
+    when empty. Only these two entries are read (a ``models.Ranked`` makes an object per entry read)."""
+    if not ranking:
+        return 0.0, 0.0
+    first = ranking[0].score
+    return first, first - ranking[min(MARGIN_RANK, len(ranking)) - 1].score
 
 
 @dataclass
