@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.domain.vectors import coarse_prefix
 from memstack.factory import build_service
 from memstack.models import MemoryFilters, MemoryRecord

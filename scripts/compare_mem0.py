@@ -44,7 +44,7 @@ import numpy as np
 from memstack.bench.fixture import TENANT, BenchStore, user_name
 from memstack.bench.floor import Floor, live_rows
 from memstack.bench.stats import machine, percentiles
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.ports.embedder import Embedder
 
 PEER = Path(__file__).with_name("mem0_peer.py")

@@ -58,7 +58,8 @@ from memstack.adapters.dynamodb.store import COMPACT_WRITES, DynamoDBMemoryStore
 from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.bench.aws_model import AwsModel, Call
 from memstack.bench.corpus import Corpus
-from memstack.domain.retrieval import Retriever, SearchRequest
+from memstack.domain.retrieval.pipeline import Retriever
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryRecord, Tier
 from memstack.settings import load_settings

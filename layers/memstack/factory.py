@@ -19,7 +19,7 @@ from memstack.domain.embedding_memo import memoised
 from memstack.domain.extraction.handler import ExtractionJobHandler
 from memstack.domain.ingest import Ingestor, UnitOfWork
 from memstack.domain.jobs import JobRecorder
-from memstack.domain.retrieval import Retriever
+from memstack.domain.retrieval.pipeline import Retriever
 from memstack.domain.tenant.configs import TenantConfigs
 from memstack.domain.time.bounds import TimeBounds
 from memstack.logs import configure_logging

@@ -22,7 +22,8 @@ from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, housekeeping, schedule
 from memstack.domain.cursors import CursorSigner
 from memstack.domain.ingest import Ingestor, IngestResult, stm_memory_id
-from memstack.domain.retrieval import Retriever, SearchRequest, SearchResult
+from memstack.domain.retrieval.pipeline import Retriever
+from memstack.domain.retrieval.types import SearchRequest, SearchResult
 from memstack.domain.tenant import guidance
 from memstack.domain.tenant.configs import TenantConfigs
 from memstack.domain.time.bounds import TimeBounds

@@ -35,12 +35,14 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from memstack.domain.consolidation.job import ConsolidationConfig
-from memstack.domain.consolidation.profiles import ProfileConfig
-from memstack.domain.extraction.handler import ExtractionConfig
-from memstack.domain.ingest import IngestConfig
-from memstack.domain.retrieval.types import RetrievalConfig
-from memstack.domain.vectors import Matryoshka
+from memstack.domain.retrieval.config import RetrievalConfig
+from memstack.domain.sections import (
+    ConsolidationConfig,
+    ExtractionConfig,
+    IngestConfig,
+    Matryoshka,
+    ProfileConfig,
+)
 from memstack.errors import SettingsError
 from memstack.section import Section, is_setting
 

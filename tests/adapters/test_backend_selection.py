@@ -10,7 +10,7 @@ import pytest
 from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
 from memstack.adapters.opensearch.managed import ManagedDocuments
 from memstack.adapters.opensearch.store import OpenSearchMemoryStore
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.errors import SettingsError
 from memstack.factory import build_service, build_store
 from memstack.models import Message

@@ -234,7 +234,9 @@ def test_hybrid_candidates_read_the_partition_once(client: Any, calls: Counter[s
 
 
 def test_a_search_reads_the_partition_state_once(client: Any, calls: Counter[str]) -> None:
-    from memstack.domain.retrieval import RetrievalConfig, Retriever, SearchRequest
+    from memstack.domain.retrieval.config import RetrievalConfig
+    from memstack.domain.retrieval.pipeline import Retriever
+    from memstack.domain.retrieval.types import SearchRequest
 
     store = DynamoDBMemoryStore(TABLE, client)
     store.put([rec(f"note {i} about tea and gardening") for i in range(30)])

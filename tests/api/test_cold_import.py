@@ -24,6 +24,16 @@ NOT_ON_THE_API_COLD_PATH = (
 #: languages' stemmers; ``domain.text`` loads the English one alone) and Powertools' parser models
 #: (the batch utility imports them for a ``model=`` argument the workers never pass)
 NOT_ON_ANY_COLD_PATH = ("snowballstemmer", "aws_lambda_powertools.utilities.parser")
+#: what a function that needs its settings but never stores, searches or extracts does without:
+#: numpy, the records' models and the pipelines (``memstack.settings`` imports only the sections)
+THE_DOMAIN = (
+    "numpy",
+    "memstack.models",
+    "memstack.domain.retrieval.pipeline",
+    "memstack.domain.ingest",
+    "memstack.domain.extraction.handler",
+    "memstack.domain.consolidation.job",
+)
 
 
 def loaded_by(function: str, modules: tuple[str, ...]) -> list[str]:
@@ -53,3 +63,8 @@ def test_the_api_handler_imports_without_the_embedded_store_or_the_openapi_model
 @pytest.mark.parametrize("function", HANDLERS)
 def test_no_handler_imports_every_stemmer_language_or_the_parser_models(function: str) -> None:
     assert loaded_by(function, NOT_ON_ANY_COLD_PATH) == []
+
+
+@pytest.mark.parametrize("function", ["cost_report", "schema_migration"])
+def test_the_cost_report_and_the_store_upgrade_import_without_the_domain(function: str) -> None:
+    assert loaded_by(function, THE_DOMAIN) == []

@@ -25,7 +25,9 @@ from memstack.adapters.dynamodb.snapshot_objects import SnapshotObjects
 from memstack.adapters.dynamodb.store import DynamoDBMemoryStore
 from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.bench.aws_model import AwsModel, item_size
-from memstack.domain.retrieval import RetrievalConfig, Retriever, SearchRequest
+from memstack.domain.retrieval.config import RetrievalConfig
+from memstack.domain.retrieval.pipeline import Retriever
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryFilters, MemoryRecord, Tier
 from moto import mock_aws

@@ -31,7 +31,8 @@ from memstack.adapters.embedded.store import EmbeddedMemoryStore
 from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.adapters.postgres.executor import StoreUnavailable
 from memstack.adapters.queue.sqlite import SqliteJobQueue
-from memstack.domain.ingest import IngestConfig, Ingestor, stm_memory_id
+from memstack.domain.ingest import Ingestor, stm_memory_id
+from memstack.domain.sections import IngestConfig
 from memstack.errors import DependencyFailed
 from memstack.models import Message
 from moto import mock_aws

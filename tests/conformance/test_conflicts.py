@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memstack.domain.extraction.apply import apply_operations
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.domain.transfer import export_lines, import_lines
 from memstack.models import MemoryFilters, Scope
 from memstack.ports.llm import ExtractionOp

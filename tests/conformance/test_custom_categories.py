@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from memstack.domain import filter_expr
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.errors import ValidationFailed
 from memstack.models import MemoryFilters
 

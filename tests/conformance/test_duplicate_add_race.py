@@ -28,7 +28,8 @@ from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.stm import EmbeddedShortTermStore
 from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.adapters.queue.sqlite import SqliteJobQueue
-from memstack.domain.ingest import IngestConfig, Ingestor, IngestResult, stm_memory_id
+from memstack.domain.ingest import Ingestor, IngestResult, stm_memory_id
+from memstack.domain.sections import IngestConfig
 from memstack.errors import DependencyFailed
 from memstack.models import Message
 from moto import mock_aws

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from memstack.domain import expiry
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.errors import NotFound
 from memstack.models import MemoryFilters
 from memstack.service import Expiry, MemoryService

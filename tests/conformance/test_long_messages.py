@@ -10,7 +10,8 @@ from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.stm import EmbeddedShortTermStore
 from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.domain.chunks import split_chunks
-from memstack.domain.ingest import IngestConfig, Ingestor, stm_memory_id, turn_record_ids
+from memstack.domain.ingest import Ingestor, stm_memory_id, turn_record_ids
+from memstack.domain.sections import IngestConfig
 from memstack.models import MemoryFilters, Message, Tier
 
 from tests.conformance.conftest import COARSE_DIM, FULL_DIM

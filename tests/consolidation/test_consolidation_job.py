@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from memstack.domain.consolidation.job import SUMMARY, SYNTHESIS
 from memstack.domain.ingest import stm_memory_id
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.factory import build_service
 from memstack.models import Category, MemoryFilters, MemoryRecord, Message, Tier
 from memstack.service import MemoryService

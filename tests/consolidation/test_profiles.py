@@ -91,7 +91,7 @@ def test_profiles_are_found_by_search(service: MemoryService) -> None:
         DAY1,
     )
     service.consolidate(T, U, now=DAY1 + timedelta(days=1))
-    from memstack.domain.retrieval import SearchRequest
+    from memstack.domain.retrieval.types import SearchRequest
 
     hits = service.search(
         SearchRequest(tenant=T, user_id=U, query="Mel hobbies and activities", top_k=3)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 from memstack.adapters.llm.rules.extractor import RuleExtractor
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.domain.time.relative import resolve_relative_dates, yearless_date
 from memstack.models import MemoryFilters, Message, Role, Tier
 from memstack.service import MemoryService

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memstack.cli.ingest import read_messages
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import Kind, MemoryFilters, Message, Scope, Tier
 from memstack.ports.queue import Job
 from memstack.service import MemoryService

@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from memstack.bench.corpus import Corpus
-from memstack.domain.retrieval import RetrievalConfig, Retriever, SearchRequest, SearchResult
+from memstack.domain.retrieval.config import RetrievalConfig
+from memstack.domain.retrieval.pipeline import Retriever
+from memstack.domain.retrieval.types import SearchRequest, SearchResult
 from memstack.factory import build_service
 from memstack.models import Kind, MemoryFilters, Message, Scope, Tier
 from memstack.ports.store import MemoryStore

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from memstack.domain.retrieval import SearchRequest
 from memstack.domain.retrieval.stages.vector import vector_search
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import MemoryFilters, ScoredId
 from memstack.ports.store import CandidateVectors
 from memstack.service import MemoryService

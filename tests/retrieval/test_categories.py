@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from memstack.adapters.embedders.hashing import HashingEmbedder
-from memstack.domain.retrieval import Retriever, SearchRequest
 from memstack.domain.retrieval.category_affinity import DESCRIPTIONS, CategoryPrototypes
-from memstack.domain.retrieval.types import RetrievalConfig
+from memstack.domain.retrieval.config import RetrievalConfig
+from memstack.domain.retrieval.pipeline import Retriever
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.service import MemoryService
 
 from tests.retrieval.helpers import REF, T, U, put, record

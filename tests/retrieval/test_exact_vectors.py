@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from memstack.domain.retrieval import SearchRequest
 from memstack.domain.retrieval.pipeline import Retriever
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.domain.vectors import coarse_prefix, normalise
 from memstack.models import MemoryFilters, MemoryRecord, Tier
 from memstack.service import MemoryService

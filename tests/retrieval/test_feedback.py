@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from memstack.domain.retrieval import Retriever, SearchRequest
+from memstack.domain.retrieval.config import RetrievalConfig
 from memstack.domain.retrieval.feedback import expanded_query, expansion_terms
-from memstack.domain.retrieval.types import RetrievalConfig
+from memstack.domain.retrieval.pipeline import Retriever
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.service import MemoryService
 
 from tests.retrieval.helpers import REF, T, U, put, record

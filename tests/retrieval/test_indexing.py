@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memstack.domain.indexing import IndexingConfig, index_turns, turn_text
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.indexing import index_turns, turn_text
+from memstack.domain.retrieval.types import SearchRequest
+from memstack.domain.sections import IndexingConfig
 from memstack.factory import build_service
 from memstack.models import Message
 from memstack.settings import Settings

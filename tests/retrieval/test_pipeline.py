@@ -9,7 +9,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from memstack.domain.retrieval import STAGES, RetrievalConfig, Retriever, SearchRequest, SearchResult
+from memstack.domain.retrieval.config import RetrievalConfig
+from memstack.domain.retrieval.pipeline import Retriever
+from memstack.domain.retrieval.stages import STAGES
+from memstack.domain.retrieval.types import SearchRequest, SearchResult
 from memstack.domain.scoring import weighted_rrf
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import ScoredId, Tier

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memstack.domain.retrieval import SearchRequest, SearchResult
+from memstack.domain.retrieval.types import SearchRequest, SearchResult
 from memstack.models import Tier
 from memstack.service import MemoryService
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from memstack.domain.retrieval import RetrievalConfig, Retriever, SearchRequest
+from memstack.domain.retrieval.config import RetrievalConfig
+from memstack.domain.retrieval.pipeline import Retriever
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import Tier
 from memstack.service import MemoryService
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from memstack.domain.retrieval import Retriever, SearchRequest, columns
+from memstack.domain.retrieval import columns
+from memstack.domain.retrieval.pipeline import Retriever
 from memstack.domain.retrieval.stage import Search
 from memstack.domain.retrieval.stages import PIPELINE, STAGES
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.service import MemoryService
 
 from tests.retrieval.helpers import REF, T, U, put, record

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memstack.domain.retrieval import SearchRequest
 from memstack.domain.retrieval.superseded import is_superseded_turn
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import MemoryRecord, Message, Tier
 from memstack.service import MemoryService
 

@@ -6,7 +6,10 @@ import itertools
 
 import pytest
 from memstack.domain.ingest import is_turn_id, stm_memory_id
-from memstack.domain.retrieval import RetrievalConfig, Retriever, SearchRequest, units
+from memstack.domain.retrieval import units
+from memstack.domain.retrieval.config import RetrievalConfig
+from memstack.domain.retrieval.pipeline import Retriever
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import MemoryRecord, ScoredId, Tier
 from memstack.service import MemoryService
 

@@ -81,7 +81,7 @@ def test_a_configuration_gives_guidance_and_affinity_descriptions() -> None:
 def test_category_affinity_measures_against_the_tenants_categories(tmp_path: Any) -> None:
     from datetime import UTC, datetime
 
-    from memstack.domain.retrieval import SearchRequest
+    from memstack.domain.retrieval.types import SearchRequest
     from memstack.factory import build_service
     from memstack.settings import load_settings
 

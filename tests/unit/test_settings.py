@@ -57,9 +57,8 @@ def test_api_keys_parse_and_reject_garbage() -> None:
 
 
 def test_the_domain_configs_are_the_sections_with_one_set_of_defaults() -> None:
-    from memstack.domain.consolidation.job import ConsolidationConfig
-    from memstack.domain.extraction.handler import ExtractionConfig
-    from memstack.domain.retrieval import RetrievalConfig
+    from memstack.domain.retrieval.config import RetrievalConfig
+    from memstack.domain.sections import ConsolidationConfig, ExtractionConfig
 
     s = load_settings()
     assert isinstance(s.retrieval, RetrievalConfig) and s.retrieval == RetrievalConfig()

@@ -15,7 +15,7 @@ from memstack.api.responses import json_response
 from memstack.api.routes_memories import aware, memory_out
 from memstack.api.schemas import SearchMemoriesRequest, SearchMemoriesResponse
 from memstack.domain import filter_expr
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import MemoryFilters
 
 if TYPE_CHECKING:

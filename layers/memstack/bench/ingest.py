@@ -23,7 +23,7 @@ from memstack.adapters.queue.sqlite import SqliteJobQueue
 from memstack.bench.fixture import TENANT, BenchStore, user_name
 from memstack.bench.server_process import ServerProcess, post
 from memstack.bench.stats import machine
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import Message
 
 INFER = ("off", "queued", "inline")

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memstack.bench.stats import median
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import MemoryFilters
 from memstack.service import MemoryService
 

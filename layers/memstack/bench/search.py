@@ -27,7 +27,7 @@ from memstack.bench.fixture import TENANT, BenchStore, user_name
 from memstack.bench.floor import Floor
 from memstack.bench.recall import vector_recall
 from memstack.bench.stats import machine, median, percentiles, rss_mb
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.service import MemoryService
 from memstack.settings import load_settings
 

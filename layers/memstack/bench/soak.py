@@ -47,7 +47,7 @@ from memstack.api.wsgi_server import make_server, running_in_thread
 from memstack.client import MemoryApiError, MemoryClient
 from memstack.domain.extraction.apply import normalise_text
 from memstack.domain.ingest import stm_memory_id
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.factory import build_service
 from memstack.models import MemoryFilters, Tier
 from memstack.service import MemoryService

@@ -18,7 +18,7 @@ from memstack.cli.app import (
     tenant_or_default,
 )
 from memstack.cli.when import when_said
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import MemoryFilters
 
 

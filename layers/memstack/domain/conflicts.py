@@ -20,7 +20,7 @@ import dataclasses
 from datetime import datetime
 
 from memstack.domain import expiry, record_filter
-from memstack.domain.retrieval import SearchHit
+from memstack.domain.retrieval.types import SearchHit
 from memstack.models import MemoryFilters, MemoryRecord, Tier
 from memstack.ports.store import MemoryStore
 

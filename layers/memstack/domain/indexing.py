@@ -28,48 +28,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic import Field
-
+from memstack.domain.sections import IndexingConfig
 from memstack.models import Message, Role
-from memstack.section import Section
-
-
-class IndexingConfig(Section):
-    """The ``indexing`` section of ``Settings`` (``MEMSTACK_INDEX_*``)."""
-
-    context_turns: int = Field(
-        2,
-        ge=0,
-        le=10,
-        alias="index_context_turns",
-        description="earlier turns of the same batch indexed (BM25) with each turn",
-    )
-    context_after: int = Field(
-        0,
-        ge=0,
-        le=10,
-        alias="index_context_after",
-        description="later turns of the same batch indexed (BM25) with each turn",
-    )
-    context_in_embedding: bool = Field(
-        False, alias="index_context_embedding", description="embed each turn with that context too"
-    )
-    date_in_text: bool = Field(
-        True,
-        alias="index_date_in_text",
-        description='index each turn\'s date ("8 May 2023") with its text (BM25)',
-    )
-    context_max_chars: int = Field(
-        1000,
-        ge=0,
-        alias="index_context_max_chars",
-        description="a turn longer than this (characters) is never another turn's context (0: no limit)",
-    )
-    assistant_text: bool = Field(
-        False,
-        alias="index_assistant_text",
-        description="index (BM25) an assistant turn's words; off: it is found by its embedding alone",
-    )
 
 
 @dataclass(frozen=True)

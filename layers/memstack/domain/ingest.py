@@ -35,20 +35,18 @@ from typing import Any
 
 import numpy as np
 from aws_lambda_powertools import Logger
-from pydantic import Field
 
 from memstack.domain.chunks import chunk_message_id, split_chunks
 from memstack.domain.erasure import Fence
-from memstack.domain.indexing import IndexingConfig, index_turns
-from memstack.domain.time.bounds import TimeBounds
-from memstack.domain.vectors import Matryoshka, coarse_prefix
+from memstack.domain.indexing import index_turns
+from memstack.domain.sections import IngestConfig
+from memstack.domain.vectors import coarse_prefix
 from memstack.errors import Conflict, DependencyFailed
 from memstack.models import MemoryRecord, Message, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.queue import Job, JobQueue
 from memstack.ports.stm import ShortTermStore, StmEntry
 from memstack.ports.store import MemoryStore
-from memstack.section import fixed
 
 logger = Logger(service="memstack", child=True)
 
@@ -105,22 +103,6 @@ _ADOPT_ATTEMPTS = 3
 #: a unit of work: the adapters' writes inside it commit together or not at all (the embedded
 #: STM and store share one SQLite file, so one transaction); ``None`` where no such unit exists
 UnitOfWork = Callable[[], AbstractContextManager[object]]
-
-
-class IngestConfig(Matryoshka):
-    """The ``ingest`` section of ``Settings``: how long raw turns live, and what text indexes them."""
-
-    stm_ttl_days: int = Field(30, ge=1)
-    chunk_chars: int = Field(
-        8000,
-        ge=500,
-        le=100_000,
-        alias="index_chunk_chars",
-        description="a turn longer than this is indexed in chunks of at most this many characters",
-    )
-    indexing: IndexingConfig = Field(default_factory=IndexingConfig)
-    #: the API's MEMSTACK_EARLIEST_TIME / LATEST_TIME (the factory sets it)
-    time_bounds: TimeBounds = fixed(default_factory=TimeBounds)
 
 
 @dataclass

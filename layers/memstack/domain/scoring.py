@@ -5,26 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from pydantic import Field, model_validator
 
 from memstack.models import ScoredId
-from memstack.section import Section
-
-
-class RrfWeights(Section):
-    """Weighted RRF of a vector and a BM25 ranking: retrieval's stage 4 and extraction's neighbours."""
-
-    # The paper's k=10 and 0.7/0.3 measured worse with the offline MiniLM model on
-    # LoCoMo (recall@10 0.60 against 0.79 with these); see docs/retrieval.md.
-    rrf_k: int = Field(5, ge=1)
-    weight_vector: float = Field(0.3, ge=0.0)
-    weight_bm25: float = Field(0.7, ge=0.0)
-
-    @model_validator(mode="after")
-    def _some_weight(self) -> RrfWeights:
-        if self.weight_vector + self.weight_bm25 <= 0:
-            raise ValueError("weight_vector + weight_bm25 must be positive")
-        return self
 
 
 def weighted_rrf(

@@ -3,15 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from pydantic import Field
-
-from memstack.section import Section
-
-
-class Matryoshka(Section):
-    """The coarse prefix every part that stores or searches vectors cuts (one variable for all of them)."""
-
-    coarse_dim: int = Field(128, ge=8, le=4096, description="Matryoshka prefix for the coarse pass")
 
 
 def normalise(matrix: np.ndarray) -> np.ndarray:

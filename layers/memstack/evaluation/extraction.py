@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.evaluation.scenarios import TAGS, Check, Scenario, check_state
 from memstack.factory import build_embedder, build_extractor, build_service
 from memstack.models import MemoryFilters, MemoryRecord, Message, Tier

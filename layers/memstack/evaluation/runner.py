@@ -42,7 +42,7 @@ import numpy as np
 
 from memstack.domain.bm25 import Bm25Index
 from memstack.domain.indexing import turn_text
-from memstack.domain.retrieval import SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.evaluation.locomo import CATEGORIES, Conversation, Question
 from memstack.evaluation.recall import MetricTable, QuestionResult
 from memstack.evaluation.separation import (

@@ -30,11 +30,10 @@ import builtins
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from pydantic import Field
 
 from memstack.domain.categories import categorise
 from memstack.domain.consolidation.grouping import Group, classify, group_entries
@@ -43,9 +42,9 @@ from memstack.domain.erasure import Fence
 from memstack.domain.heartbeat import LeaseKeeper
 from memstack.domain.indexing import turn_text
 from memstack.domain.ingest import turn_record_ids
+from memstack.domain.sections import ConsolidationConfig
 from memstack.domain.tenant import rules
 from memstack.domain.tenant.config import TenantConfig
-from memstack.domain.vectors import Matryoshka
 from memstack.models import Kind, MemoryRecord, Role, Scope, Tier, new_id
 from memstack.ports.embedder import Embedder
 from memstack.ports.lease import Leases
@@ -59,53 +58,6 @@ LEASE = "consolidation"
 #: the report of a run that found another consolidation of the user still running
 BUSY = "busy"
 ApplyOperations = Callable[..., builtins.list[MemoryRecord]]
-
-
-class ConsolidationConfig(Matryoshka):
-    """The ``consolidation`` section of ``Settings`` (what one run of one user does)."""
-
-    summary_max_tokens: int = Field(300, ge=16)
-    synthesis_max_tokens: int = Field(400, ge=16)
-    window_hours: float = Field(
-        24.0, gt=0, alias="consolidation_window_hours", description="longest time span one summary covers"
-    )
-    group_size: int = Field(
-        20, ge=1, le=500, alias="consolidation_group_size", description="most STM turns one summary covers"
-    )
-    max_entries: int = Field(
-        500,
-        ge=1,
-        alias="consolidation_max_entries",
-        description="most STM turns one job reads (oldest first; the next run takes the rest)",
-    )
-    duplicate_threshold: float = Field(
-        0.95,
-        gt=0.0,
-        le=1.0,
-        alias="consolidation_duplicate_threshold",
-        description="cosine at which a summary is already known (NONE)",
-    )
-    synthesis_similarity: float = Field(
-        0.6,
-        ge=0.0,
-        le=1.0,
-        alias="consolidation_synthesis_similarity",
-        description="cosine at which summaries and memories are synthesised together",
-    )
-    #: the nearest memories a summary is compared with (the same number extraction is shown)
-    neighbours: int = Field(10, ge=1, le=100, alias="extraction_neighbours")
-    #: the per-user lease: one run at a time, renewed every third of it while the run lasts
-    lease_seconds: float = Field(
-        120.0,
-        ge=5.0,
-        le=3600.0,
-        alias="consolidation_lease_seconds",
-        description="per-user consolidation lease; renewed while the run lasts",
-    )
-
-    @property
-    def window(self) -> timedelta:
-        return timedelta(hours=self.window_hours)
 
 
 @dataclass

@@ -25,12 +25,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
-
 from memstack.domain import versions
 from memstack.domain.categories import CATEGORY_LABELS
 from memstack.domain.ingest import stm_memory_id
-from memstack.domain.vectors import Matryoshka
+from memstack.domain.sections import ProfileConfig
 from memstack.errors import Conflict
 from memstack.models import Kind, MemoryFilters, MemoryRecord, Scope, Tier
 from memstack.ports.embedder import Embedder
@@ -39,27 +37,6 @@ from memstack.ports.store import Fence, MemoryStore
 
 PROFILE = "profile"
 ApplyOperations = Callable[..., list[MemoryRecord]]
-
-
-class ProfileConfig(Matryoshka):
-    """The ``profiles`` section of ``Settings``."""
-
-    # Off by default: measured on LoCoMo with consolidation, recall did not gain (docs/retrieval.md).
-    enabled: bool = Field(
-        False,
-        alias="profile_memories",
-        description="consolidation keeps one profile memory per person and category (cross-session)",
-    )
-    min_items: int = Field(
-        2, ge=1, le=100, alias="profile_min_items", description="memories a profile needs to be written"
-    )
-    max_items: int = Field(
-        12,
-        ge=1,
-        le=100,
-        alias="profile_max_items",
-        description="most memories (newest first) one profile lists",
-    )
 
 
 @dataclass

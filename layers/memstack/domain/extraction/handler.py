@@ -19,54 +19,27 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import Field
-
 from memstack.domain.chunks import split_chunks
 from memstack.domain.erasure import Fence
 from memstack.domain.extraction.apply import apply_operations
 from memstack.domain.indexing import turn_text
 from memstack.domain.ingest import stm_memory_id
-from memstack.domain.scoring import RrfWeights, weighted_rrf
+from memstack.domain.scoring import weighted_rrf
+from memstack.domain.sections import ExtractionConfig
 from memstack.domain.tenant import rules
 from memstack.domain.tenant.config import TenantConfig
 from memstack.domain.tenant.guidance import guidance_of
 from memstack.domain.time.bounds import TimeBounds
 from memstack.domain.time.relative import Resolution, resolve_relative_dates
-from memstack.domain.vectors import Matryoshka, coarse_prefix
+from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryFilters, MemoryRecord, Message, Role, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp, Extractor
 from memstack.ports.queue import Job
 from memstack.ports.stm import ShortTermStore
 from memstack.ports.store import MemoryStore
-from memstack.section import fixed
 
 logger = logging.getLogger(__name__)  # configured at the edges (memstack.logs)
-
-
-class ExtractionConfig(Matryoshka, RrfWeights):
-    """The ``extraction`` section of ``Settings``: neighbours are fused as retrieval fuses (one RRF_K)."""
-
-    neighbours: int = Field(
-        10, ge=1, le=100, alias="extraction_neighbours", description="similar memories the extractor is shown"
-    )
-    max_chars: int = Field(
-        16_000,
-        ge=500,
-        le=1_000_000,
-        alias="extraction_max_chars",
-        description="the extractor reads this many characters of a message at most (its start); "
-        "all of it is stored and searchable",
-    )
-    #: earlier turns of the session given to the extractor as context
-    context_turns: int = fixed(6)
-    #: an event time outside this range (a model's or a phrase's) is dropped, never stored
-    #: (the API's MEMSTACK_EARLIEST_TIME / LATEST_TIME: the factory sets it)
-    time_bounds: TimeBounds = fixed(default_factory=TimeBounds)
-    #: a turn's stored vector is the embedding of its own text (``turn_text``), so the job may
-    #: reuse it as its neighbour query; False when ingest embeds context with each turn
-    #: (MEMSTACK_INDEX_CONTEXT_EMBEDDING: the factory sets it)
-    turn_vector_reusable: bool = fixed(True)
 
 
 def prepare_message(message: Message, received_at: datetime) -> tuple[Message, Resolution]:

@@ -1,7 +1,6 @@
-"""Retrieval: the eight stages of docs/architecture.md (``stages``, run by ``pipeline.Retriever``), types."""
+"""Retrieval: the eight stages of docs/architecture.md (``stages``, run by ``pipeline.Retriever``).
 
-from memstack.domain.retrieval.pipeline import Retriever
-from memstack.domain.retrieval.stages import STAGES
-from memstack.domain.retrieval.types import RetrievalConfig, SearchHit, SearchRequest, SearchResult
-
-__all__ = ["STAGES", "RetrievalConfig", "Retriever", "SearchHit", "SearchRequest", "SearchResult"]
+``config.RetrievalConfig`` is the stages' settings section, ``types`` the request and answer.
+Nothing is imported here: ``memstack.settings`` reads ``config`` at every cold start, which must
+not load the pipeline.
+"""

@@ -17,10 +17,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from memstack.domain.retrieval.category_affinity import CategoryPrototypes
+from memstack.domain.retrieval.config import RetrievalConfig
 from memstack.domain.retrieval.stage import Models, Search, Stage
 from memstack.domain.retrieval.stages import PIPELINE
 from memstack.domain.retrieval.stages.vector import vector_search
-from memstack.domain.retrieval.types import RetrievalConfig, SearchRequest, SearchResult
+from memstack.domain.retrieval.types import SearchRequest, SearchResult
 from memstack.models import ScoredId
 from memstack.ports.embedder import Embedder
 from memstack.ports.reranker import Reranker

@@ -17,8 +17,9 @@ import numpy as np
 
 from memstack.domain.query_analysis import QueryAnalysis
 from memstack.domain.retrieval.category_affinity import CategoryPrototypes
+from memstack.domain.retrieval.config import RetrievalConfig
 from memstack.domain.retrieval.pool import Pool
-from memstack.domain.retrieval.types import RetrievalConfig, SearchHit, SearchRequest
+from memstack.domain.retrieval.types import SearchHit, SearchRequest
 from memstack.models import MemoryFilters, ScoredId
 from memstack.ports.embedder import Embedder
 from memstack.ports.reranker import Reranker

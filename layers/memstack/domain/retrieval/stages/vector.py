@@ -11,9 +11,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from memstack.domain.retrieval.config import RetrievalConfig
 from memstack.domain.retrieval.pool import full_vectors, stacked
 from memstack.domain.retrieval.stage import Search
-from memstack.domain.retrieval.types import RetrievalConfig, SearchRequest
+from memstack.domain.retrieval.types import SearchRequest
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryFilters, ScoredId
 from memstack.ports.store import CandidateVectors, ExactVectors, MemoryStore

@@ -1,0 +1,99 @@
+"""The retrieval pipeline's ``Settings`` section: every parameter of the eight stages.
+
+Apart from the pipeline (``types``, ``pipeline``, the stages) so that ``memstack.settings``,
+read at every cold start, imports no numpy and no stage (see ``domain/sections.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from memstack.domain.retrieval.calibration import ScoreModel
+from memstack.domain.sections import Matryoshka, RrfWeights
+
+if TYPE_CHECKING:
+    from memstack.domain.retrieval.units import FieldWeights
+
+
+class RetrievalConfig(Matryoshka, RrfWeights):
+    """Every parameter of the eight stages: the ``retrieval`` section of ``Settings`` (``MEMSTACK_*``).
+
+    Defaults are from the Cognis paper unless measured better (docs/retrieval.md).
+    ``coarse_dim`` (stage 2) and ``rrf_k`` / ``weight_vector`` / ``weight_bm25``
+    (stage 4) are shared with the sections that cut and fuse the same way.
+    """
+
+    # stage 2: Matryoshka two-stage vector search
+    vector_candidates: int = Field(200, ge=1, le=10_000)
+    # A store holding the full vectors in memory (embedded) ranks them all below this size: the
+    # exact top-k, where the 128-d prefix of a model not trained for it misses some (200
+    # candidates: MiniLM finds 0.85 of the top 10 at 10,000 memories, hashing 0.45;
+    # docs/retrieval.md, "Exact vector search"). 0 keeps the two-stage path at every size.
+    exact_vector_below: int = Field(
+        200_000,
+        ge=0,
+        le=10_000_000,
+        description="memories per user below which stage 2 ranks every full vector (embedded store)",
+    )
+    # stage 3: BM25
+    bm25_candidates: int = Field(200, ge=1, le=10_000)
+    # Off by default: +0.003 recall@10 / +0.007 @25 with extraction on LoCoMo, for a second BM25
+    # query that made each search ~1.5x slower (docs/retrieval.md); MEMSTACK_PRF_TERMS=10 turns it on.
+    prf_terms: int = Field(0, ge=0, le=50, description="terms pseudo-relevance feedback adds (0: off)")
+    prf_docs: int = Field(5, ge=1, le=50, description="first BM25 hits the feedback terms come from")
+    prf_min_docs: int = Field(2, ge=1, le=50, description="feedback hits a term must occur in")
+    # stage 4: weighted RRF (rrf_k, weight_vector, weight_bm25: RrfWeights)
+    weight_prf: float = Field(0.3, ge=0.0, description="RRF weight of the BM25 feedback query's ranking")
+    # A memory whose turn is a candidate too is a second view of it: its embedding adds much,
+    # its BM25 little (LoCoMo, extraction on: docs/retrieval.md, "Evidence units").
+    weight_vector_memory: float = Field(0.3, ge=0.0, description="RRF weight of a memory's vector rank")
+    weight_bm25_memory: float = Field(0.1, ge=0.0, description="RRF weight of a memory's BM25 rank")
+    candidate_pool: int = Field(
+        100,
+        ge=1,
+        le=10_000,
+        alias="retrieval_pool",
+        description="fused candidates carried into the temporal/dedup/rerank stages",
+    )
+    #: the calibrated score of stage 4 (a probability of relevance): MEMSTACK_SCORE_*
+    score_model: ScoreModel = Field(default_factory=ScoreModel)
+    # stage 5: temporal boost
+    temporal_window_days: float = Field(30.0, gt=0.0)
+    temporal_blend: float = Field(0.6, ge=0.0, le=1.0, description="share of the fused score in the blend")
+    temporal_report_lag_days: float = Field(
+        7.0, ge=0.0, le=365.0, description="days after a query's window a memory still counts as inside it"
+    )
+    consolidated_stm_weight: float = Field(
+        0.5, ge=0.0, le=1.0, description="score factor for STM already consolidated (0 hides it)"
+    )
+    # stage 6: near-duplicate removal
+    dedup_threshold: float = Field(0.99, gt=0.0, le=1.0)
+    dedup_by_source: bool = Field(
+        True, description="drop a raw turn when an LTM memory made from it is also a result"
+    )
+    # stage 7: rerank
+    rerank_candidates: int = Field(50, ge=1, le=1000)
+    # stage 8: history
+    history_max_versions: int = Field(
+        20, ge=1, le=1000, description="versions per chain a history query shows"
+    )
+    superseded_turns_last: bool = Field(
+        True, description="rank raw turns whose memories were all replaced below current memories"
+    )
+
+    @property
+    def field_weights(self) -> FieldWeights:
+        """The RRF weight of each ranking in each field (the feedback query's follows BM25's ratio)."""
+        from memstack.domain.retrieval.units import FieldWeights  # the pipeline's: loaded by then
+
+        memory_prf = self.weight_prf * self.weight_bm25_memory / self.weight_bm25 if self.weight_bm25 else 0.0
+        return FieldWeights(
+            turns={"vector": self.weight_vector, "bm25": self.weight_bm25, "bm25_prf": self.weight_prf},
+            memories={
+                "vector": self.weight_vector_memory,
+                "bm25": self.weight_bm25_memory,
+                "bm25_prf": memory_prf,
+            },
+        )
