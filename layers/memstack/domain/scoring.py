@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -46,7 +47,7 @@ def near_duplicates(matrix: np.ndarray, threshold: float) -> list[int]:
     if len(matrix) < 2:
         return []
     similar = (matrix @ matrix.T) >= threshold
-    earlier = np.tril(similar, -1)  # earlier[b, a]: row b is like the better-ranked row a
+    earlier = similar & _below_diagonal(len(matrix))  # earlier[b, a]: row b is like the better-ranked row a
     kept = np.ones(len(matrix), dtype=bool)
     dropped = []
     for row in np.flatnonzero(earlier.any(axis=1)):
@@ -54,3 +55,11 @@ def near_duplicates(matrix: np.ndarray, threshold: float) -> list[int]:
             kept[row] = False
             dropped.append(int(row))
     return dropped
+
+
+@functools.lru_cache(maxsize=8)
+def _below_diagonal(n: int) -> np.ndarray:
+    """``np.tril``'s mask (k=-1) for an n x n matrix, made once per pool size (read-only)."""
+    mask = np.tri(n, k=-1, dtype=bool)
+    mask.flags.writeable = False
+    return mask

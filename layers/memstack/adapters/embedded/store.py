@@ -620,7 +620,7 @@ def vector_on(
     if not view.size or k <= 0:
         return _NOTHING
     seen = view.searchable(filters, rows_with, rows_where)
-    rows = seen.vector_rows if not full else np.flatnonzero(seen.allowed & view.has_full)
+    rows = seen.full_rows if full else seen.vector_rows
     if not len(rows):
         return _NOTHING
     q = np.asarray(query, dtype=np.float32)

@@ -73,8 +73,9 @@ class Searchable:
     """The rows of a view one set of filters lets a search see."""
 
     allowed: np.ndarray  # bool per row
-    #: rows allowed that have a vector (the vector search ranks these)
+    #: rows allowed that have a vector (the vector search ranks these), and a full vector (the exact one)
     vector_rows: np.ndarray
+    full_rows: np.ndarray
     #: rows in the FTS table the filters search (current and live; LTM only for an LTM
     #: search, ``fts.table_for``), and how many of them are allowed
     indexed: int
@@ -146,6 +147,7 @@ class IndexView:
             found = Searchable(
                 allowed=allowed,
                 vector_rows=np.flatnonzero(with_vector),
+                full_rows=np.flatnonzero(allowed & self.has_full),
                 indexed=int(indexed.sum()),
                 indexed_allowed=int((indexed & allowed).sum()),
             )

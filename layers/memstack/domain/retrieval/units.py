@@ -224,12 +224,18 @@ def unit_rrf(
     unit_at: list[int] = []
     id_at: list[str] = []
     sources = sources or {}
-    for u, key in enumerate(keys):
-        candidates = {*members[key], key} if has_turn[u] else set(members[key])
-        if key in sources:
-            candidates |= sources[key]
-        id_at += candidates
-        unit_at += repeat(u, len(candidates))
+    # A record listed twice (the turn among its unit's members too) changes no minimum: no sets.
+    for u, (key, turn) in enumerate(zip(keys, has_turn.tolist(), strict=True)):
+        ids = members[key]
+        id_at += ids
+        unit_at += repeat(u, len(ids))
+        if turn:
+            id_at.append(key)
+            unit_at.append(u)
+        more = sources.get(key)
+        if more:
+            id_at += more
+            unit_at += repeat(u, len(more))
     # -1: a record no ranking holds (only pooled records and their units' turns are looked up)
     row_at = np.fromiter(map(ranks.row.get, id_at, repeat(-1)), dtype=np.int64, count=len(id_at))
     held = row_at >= 0

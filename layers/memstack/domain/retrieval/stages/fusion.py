@@ -51,7 +51,7 @@ class Fusion:
         # The columns in the order explain shows them.
         for name in (col.VECTOR_RANK, col.VECTOR, col.BM25_RANK, col.BM25, col.BM25_PRF_RANK):
             pool.column(name)
-        rows = np.fromiter((fusion.ranks.row[i] for i in pool.ids), dtype=np.int64, count=n)
+        rows = np.fromiter(map(fusion.ranks.row.__getitem__, pool.ids), dtype=np.int64, count=n)
         for name in rankings:
             rank_name, raw_name = RANKINGS[name]
             places = fusion.ranks.places[name][rows].tolist()
@@ -81,10 +81,10 @@ class Fusion:
             for j, value in zip(with_vectors.tolist(), values.tolist(), strict=True):
                 category[j] = float(value)
             pool.column(col.CATEGORY)[:] = category
-        rrf = [fusion.value[i] for i in pool.ids]
+        rrf = list(map(fusion.value.__getitem__, pool.ids))
         pool.column(col.RRF)[:] = rrf
-        pool.column(col.UNIT_RRF)[:] = [fusion.fused[key] for key in fusion.unit_of]
-        pool.column(col.RECORD_RRF)[:] = [fusion.own[i] for i in pool.ids]
+        pool.column(col.UNIT_RRF)[:] = map(fusion.fused.__getitem__, fusion.unit_of)
+        pool.column(col.RECORD_RRF)[:] = map(fusion.own.__getitem__, pool.ids)
         pool.column(col.UNIT_SIZE)[:] = [float(len(fusion.members[key])) for key in fusion.unit_of]
         scaled = [value / top if top > 0 else 0.0 for value in rrf]
         pool.column(col.RRF_SCALED)[:] = scaled

@@ -29,9 +29,8 @@ class TemporalBoost:
             pool.column(col.CONSOLIDATED_WEIGHT)
         pool.column(col.SCORE)
         hidden: set[int] = set()
-        for j in pool.order:
-            score = pool.score[j]
-            if window is not None:
+        if window is not None:  # else every score stays as fusion left it
+            for j in pool.order:
                 when = datetime.fromtimestamp(float(c.when[j]), UTC)
                 t = temporal_score(
                     window.distance_days(when, cfg.temporal_report_lag_days), cfg.temporal_window_days
@@ -40,8 +39,7 @@ class TemporalBoost:
                 pool.put(col.TEMPORAL, j, t)
                 # A factor, so the score stays a probability: inside the window it is unchanged.
                 pool.put(col.TEMPORAL_FACTOR, j, factor)
-                score *= factor
-            pool.score[j] = score
+                pool.score[j] *= factor
         for j in weaker:
             # STM already folded into LTM by consolidation counts for less (0 hides it).
             if cfg.consolidated_stm_weight <= 0:
@@ -51,7 +49,8 @@ class TemporalBoost:
             pool.score[j] *= cfg.consolidated_stm_weight
         if hidden:
             pool.order = [j for j in pool.order if j not in hidden]
+        scores = pool.column(col.SCORE)
         for j in pool.order:
-            pool.put(col.SCORE, j, pool.score[j])
+            scores[j] = pool.score[j]
         pool.ranked(self.name)
         return f"ok: window {window.phrase!r}" if window is not None else "skipped: the query names no time"
