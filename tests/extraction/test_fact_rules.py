@@ -142,3 +142,54 @@ def test_we_is_the_couple_the_team_or_the_household_the_speaker_named() -> None:
     # What a household does is not the team's, whatever was said about work before.
     home = _chat_turns((Role.USER, "My team is fully remote."), (Role.USER, "We moved to Osaka."))
     assert home == ["The user and others moved to Osaka."]
+
+
+@pytest.mark.parametrize(
+    ("asked", "answer", "memory"),
+    [
+        (
+            "What do you work on day to day?",
+            "Mostly reconciliation jobs in Scala.",
+            "The user works on mostly reconciliation jobs in Scala day to day.",
+        ),
+        (
+            "Good question. Where are you based, so I can suggest meetups?",
+            "Just outside Utrecht.",
+            "The user is based just outside Utrecht.",
+        ),
+        (
+            "How long have you been teaching yourself piano?",
+            "About four years.",
+            "The user has been teaching themselves piano for about four years.",
+        ),
+        (
+            "Do you have any pets?",
+            "Two rabbits, Biscuit and Clover.",
+            "The user has two rabbits, Biscuit and Clover.",
+        ),
+        (
+            "What's your go-to breakfast?",
+            "Oats with banana.",
+            "The user's go-to breakfast is oats with banana.",
+        ),
+        (
+            "Are you still on the night shift?",
+            "Yes, four nights a week.",
+            "The user is still on the night shift, four nights a week.",
+        ),
+        (
+            "Do you still live in Bristol?",
+            "No, moved to Cardiff in March.",
+            "The user moved to Cardiff in March 2024.",
+        ),
+    ],
+)
+def test_an_answer_without_a_subject_is_completed_from_the_question(
+    asked: str, answer: str, memory: str
+) -> None:
+    assert _chat_turns((Role.ASSISTANT, asked), (Role.USER, answer)) == [memory]
+
+
+def test_an_answer_with_its_own_subject_or_about_it_says_what_it_says() -> None:
+    assert _chat_turns((Role.ASSISTANT, "Who runs the backend?"), (Role.USER, "Kenji handles that.")) == []
+    assert _chat_turns((Role.ASSISTANT, "Do you enjoy it?"), (Role.USER, "Yeah, most days.")) == []

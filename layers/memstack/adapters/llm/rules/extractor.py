@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from memstack.adapters.llm.rules import cues, grammar, pasted
+from memstack.adapters.llm.rules import answers, cues, grammar, pasted
 from memstack.adapters.llm.rules.attributes import AttributeValue, find_attributes, present, same_value
 from memstack.adapters.llm.rules.rewrite import (
     definite_subject,
@@ -258,8 +258,15 @@ class RuleExtractor:
         turn.own_before = [
             m.content for m in reversed(context) if m.role == Role.USER and m.speaker == message.speaker
         ][:_OWN_TURNS]
+        question = (
+            answers.question_of(context[-1].content)
+            if context and context[-1].speaker != message.speaker
+            else None
+        )
         previous = ""
         for sentence in split_sentences(pasted.prose(message.content)):
+            if question and not previous and (answer := answers.complete(question, sentence)):
+                sentence = answer  # "Where are you based?" - "Just outside Utrecht."
             self._sentence(resolve_pronoun(sentence, strip_lead(previous)) if previous else sentence, turn)
             turn.before.insert(0, sentence)
             turn.own_before.insert(0, sentence)
@@ -314,6 +321,8 @@ class RuleExtractor:
             clause = f"My name is {name.group(1)}."
         if turn.asked and (answer := _gerund_answer(clause)):
             clause = answer
+        elif said_by_speaker := _subjectless_past(clause):
+            clause = said_by_speaker
         first_person = is_first_person(clause)
         instruction = bool(_INSTRUCTION.match(clause))  # "Please keep your answers short": a preference
         about_listener = bool(_SECOND_PERSON.search(clause))
@@ -604,6 +613,24 @@ def _gerund_answer(clause: str) -> str | None:
     if not head.endswith("ing") or not grammar.is_verb(head) or _FINITE.search(" ".join(tokens[at + 1 :])):
         return None
     return "I'm " + clause[:1].lower() + clause[1:]
+
+
+def _subjectless_past(clause: str) -> str | None:
+    """ "Moved to Cardiff in March.", "Got bumped up to senior analyst.": the speaker leaves out
+    the "I" of what they did; "I moved to Cardiff in March." (not "Got it.", not "Tired of Java")."""
+    tokens = clause.split()
+    at = 0
+    while at < len(tokens) - 1 and grammar.is_adverb(tokens[at]):
+        at += 1
+    head = tokens[at].lower().strip(",") if tokens else ""
+    if len(tokens) - at < 3 or not grammar.is_past(head) or _PRONOUN_OBJECT.match(" ".join(tokens[at + 1 :])):
+        return None
+    if "ADJ" in grammar.tags(head) and tokens[at + 1].lower() not in _OBJECT_START:
+        return None  # "Tired of the commute": how they feel, not what they did
+    return "I " + clause[:1].lower() + clause[1:]
+
+
+_OBJECT_START = grammar.word_set("the a an my our to at in up out from with as his her their")
 
 
 def _drop_announcements(turn: _Turn, start: int) -> None:

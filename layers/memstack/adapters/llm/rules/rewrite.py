@@ -152,7 +152,7 @@ def to_third_person(
         (r"\bwe'll\b", lambda m: (group if m.start() == 0 else group_mid) + " will"),
         (r"\bwe\b", lambda m: group if m.start() == 0 else group_mid),
         (r"\bus\b", lambda m: group_mid),
-        (r"\bmyself\b", lambda m: mid),
+        (r"\bmyself\b", lambda m: "themselves"),
         (r"\b(?:mine|ours)\b", lambda m: f"{mid}'s"),
         (r"\bme\b", lambda m: mid),
     ]
