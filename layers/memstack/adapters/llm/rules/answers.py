@@ -166,8 +166,8 @@ def _wh(question: str, answer: str, end: str) -> str | None:
         span = answer if re.match(r"^(?:for|since|ever since)\b", answer, re.I) else f"for {answer}"
         return _join("I've", _first_person(m.group(1)), span) + end
     if m := re.match(r"^(?:how|when)\s+(do|did)\s+you\s+(.+)$", question, re.IGNORECASE):
-        verb, _, tail = _first_person(m.group(2)).partition(" ")
-        return _join("I", _past(verb) if m.group(1).lower() == "did" else verb, tail, answer) + end
+        verb, _, words = _first_person(m.group(2)).partition(" ")
+        return _join("I", _past(verb) if m.group(1).lower() == "did" else verb, words, answer) + end
     if m := re.match(
         r"^(?:what|which|who)((?:\s+[\w'-]+){0,4}?)\s+(do|did|are|were|have)\s+you\s+(.+)$",
         question,
