@@ -91,9 +91,11 @@ def test_bench_extraction_reports_turns_per_second_beside_the_floor() -> None:
         assert run["turns_per_s"] > 0 and run["ltm_memories"] > 0 and run["of_floor"] > 0
         # Each turn is embedded at ingest; the extraction adds its memories' texts.
         assert run["texts_per_turn"] >= 1 and 0 < run["embed_share"] <= 1
+        assert run["cpu_seconds"] > 0 and run["turns_per_cpu_s"] > 0 and run["floor_turns_per_cpu_s"] > 0
     table = CliRunner().invoke(app, ["bench", "extraction", "--turns", "4", "--embedder", "hashing"])
     assert table.exit_code == 0, table.output
     assert "turns/s" in table.stdout and "floor" in table.stdout and "load average" in table.stdout
+    assert "turns/CPU s" in table.stdout
 
 
 def test_bench_coldstart_writes_the_bytecode_it_times_with() -> None:

@@ -12,6 +12,10 @@ extractor. Beside the figure, measured in the same run on the same turns:
 - how many texts the model embedded per turn, and the share of the ingest's
   time spent in the model (a counting wrapper directly around the model,
   below any memo);
+- the process's CPU seconds for the ingest and for the floor, as turns per CPU
+  second: what one otherwise idle core would reach. On a shared machine the
+  wall-clock figures move with the load; these move far less, so a change to
+  the code shows in them even when the machine is busy;
 - optionally (``memo=False``) the same ingest without the embedding memo, so a
   reader sees in one run what the memo and batching are worth.
 """
@@ -77,9 +81,13 @@ class IngestRun:
     #: share of the ingest's wall time spent inside the model
     embed_share: float
     ltm_memories: int
+    #: the process's CPU seconds for the ingest (every thread), and turns per CPU second
+    cpu_seconds: float = 0.0
+    turns_per_cpu_s: float = 0.0
     #: the floor around this run (mean of before and after) and turns/s as a share of it
     floor_turns_per_s: float = 0.0
     of_floor: float = 0.0
+    floor_turns_per_cpu_s: float = 0.0
 
 
 @dataclass
@@ -141,10 +149,11 @@ def _ingest(sessions: list[list[Message]], model: Embedder, embedder: str, memo:
         settings = load_settings(data_dir=Path(tmp), embedder=embedder, embedding_memo=4096 if memo else 0)
         service = build_service(settings, embedder=memoised(counting, settings.embedding.embedding_memo))
         try:
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             for n, msgs in enumerate(sessions):
                 service.add(TENANT, USER, msgs, session_id=f"session-{n}", infer=True, sync=True)
             seconds = time.perf_counter() - started
+            cpu_seconds = time.process_time() - cpu_started
             ltm = _count_ltm(service)
         finally:
             service.close()
@@ -158,6 +167,8 @@ def _ingest(sessions: list[list[Message]], model: Embedder, embedder: str, memo:
         embed_calls=counting.calls,
         embed_share=round(counting.seconds / seconds, 3),
         ltm_memories=ltm,
+        cpu_seconds=round(cpu_seconds, 3),
+        turns_per_cpu_s=round(turns / max(cpu_seconds, 1e-9), 2),
     )
 
 
@@ -178,12 +189,13 @@ def run_extraction_bench(
     model.embed(["load the model before anything is timed"])
     texts = [turn_text(m) for s in sessions for m in s]
 
-    def floor() -> float:
+    def floor() -> tuple[float, float]:
+        """Wall and CPU seconds of the model embedding every turn text once."""
         progress(f"floor: embedding {turns:,} turn texts in batches of {floor_batch}")
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         for i in range(0, len(texts), floor_batch):
             model.embed(texts[i : i + floor_batch])
-        return time.perf_counter() - started
+        return time.perf_counter() - started, time.process_time() - cpu_started
 
     runs, floors = [], []
     for memo in (True, False) if compare else (True,):
@@ -192,9 +204,10 @@ def run_extraction_bench(
         progress(f"ingest with extraction, {turns:,} turns in {len(sessions)} sessions, memo {state}")
         run = _ingest(sessions, model, embedder, memo)
         after = floor()
-        floors += [before, after]
-        run.floor_turns_per_s = round(turns / ((before + after) / 2), 2)
+        floors += [before[0], after[0]]
+        run.floor_turns_per_s = round(turns / ((before[0] + after[0]) / 2), 2)
         run.of_floor = round(run.turns_per_s / run.floor_turns_per_s, 3)
+        run.floor_turns_per_cpu_s = round(turns / max((before[1] + after[1]) / 2, 1e-9), 2)
         runs.append(run)
     floor_seconds = statistics.median(floors)
     return ExtractionReport(

@@ -240,6 +240,8 @@ def extraction(
         "turns/s",
         "floor turns/s",
         "of floor",
+        "turns/CPU s",
+        "floor turns/CPU s",
         "texts embedded/turn",
         "embed calls",
         "time in model",
@@ -252,6 +254,8 @@ def extraction(
             f"{r.turns_per_s:,.2f}",
             f"{r.floor_turns_per_s:,.2f}",
             f"{r.of_floor:.0%}",
+            f"{r.turns_per_cpu_s:,.2f}",
+            f"{r.floor_turns_per_cpu_s:,.2f}",
             f"{r.texts_per_turn:.2f}",
             f"{r.embed_calls:,}",
             f"{r.embed_share:.0%}",
@@ -261,7 +265,8 @@ def extraction(
     out.print(table)
     out.print(
         f"floor: the model alone embeds each turn once, batches of {report.config['floor_batch']}, "
-        f"before and after each run (median {report.floor_turns_per_s:,.2f} turns/s)"
+        f"before and after each run (median {report.floor_turns_per_s:,.2f} turns/s); "
+        "turns/CPU s: turns per second of the process's CPU time, what one idle core would reach"
     )
     out.print(_load_line(report.machine))
 
