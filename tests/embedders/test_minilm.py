@@ -17,6 +17,8 @@ import pytest
 from memstack.adapters.embedders import minilm
 from memstack.adapters.embedders.minilm import MiniLMEmbedder, erf, gelu_
 
+from tests.embedders.padded_forward import minilm_padded
+
 REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "minilm_reference.json"
 
 
@@ -132,3 +134,24 @@ def test_bad_model_dir_is_a_clear_error(tmp_path: Path) -> None:
         MiniLMEmbedder(model_dir=tmp_path).embed(["x"])
     with pytest.raises(ValueError, match="batch_size"):
         MiniLMEmbedder(batch_size=0)
+
+
+# Short and long, so a pass packs texts of very different lengths (and one fills 256 tokens).
+MIXED_LENGTHS = [
+    "",
+    "ok",
+    "Caroline went to the LGBTQ support group yesterday and it was so powerful.",
+    "Melanie: I painted a lake sunrise last year! " * 3,
+    "word " * 400,
+    "The deploy failed again; the stack trace points at the connection pool, not the migration.",
+]
+
+
+def test_packed_pass_matches_the_padded_pass(embedder: MiniLMEmbedder) -> None:
+    model = embedder._get_model()
+    for texts in (MIXED_LENGTHS, MIXED_LENGTHS[2:4], MIXED_LENGTHS[1:2]):
+        expected = minilm_padded(model, texts)
+        # batch_size 2 and 64: texts packed in twos, and all in one pass
+        for batch_size in (2, 64):
+            got = MiniLMEmbedder(batch_size=batch_size).embed(texts)
+            assert np.abs(got - expected).max() < 2e-6

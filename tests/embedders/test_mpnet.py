@@ -21,6 +21,8 @@ from memstack.adapters.embedders import mpnet
 from memstack.adapters.embedders.install import ModelNotInstalled
 from memstack.adapters.embedders.mpnet import MPNetEmbedder, _JoinedParts, relative_position_buckets
 
+from tests.embedders.padded_forward import mpnet_padded
+
 REFERENCE = Path(__file__).resolve().parent.parent / "fixtures" / "mpnet_reference.json"
 
 
@@ -59,6 +61,17 @@ def test_reproduces_sentence_transformers_vectors(embedder: MPNetEmbedder) -> No
     # Alone, each text is padded to nothing; together, short ones are padded to the long ones.
     alone = np.vstack([embedder.embed([t]) for t in texts[:4]])
     assert np.abs(alone - got[:4]).max() < 1e-5
+
+
+@needs_model
+@pytest.mark.slow
+def test_packed_pass_matches_the_padded_pass(embedder: MPNetEmbedder) -> None:
+    model = embedder._get_model()
+    texts = ["", "ok", "the stack trace points at the pool " * 4, "word " * 400, "I moved to Osaka in May."]
+    expected = mpnet_padded(model, texts)
+    for batch_size in (2, 64):
+        got = MPNetEmbedder(batch_size=batch_size, cache_dir=embedder._cache_dir).embed(texts)
+        assert np.abs(got - expected).max() < 2e-6
 
 
 @needs_model

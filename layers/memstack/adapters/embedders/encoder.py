@@ -3,16 +3,18 @@
 Both models are post-LayerNorm transformer encoders with exact-erf GELU,
 mean pooling and L2 normalisation; they differ in their embeddings and
 attention bias (``minilm`` and ``mpnet`` hold those). ``SentenceEncoder`` is
-the embedder both present: lazy, shared model loading, longest-first batches
-of bounded size, one BLAS thread.
+the embedder both present: lazy, shared model loading, longest-first passes
+of bounded size, each pass's texts packed without padding (``Packed``), one
+BLAS thread.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -185,26 +187,65 @@ def read_model_dir(model_dir: Path, supported: Callable[[dict[str, Any]], bool])
     return ModelDir(config, max_len, tokenizer, load_file(str(model_dir / "model.safetensors")))
 
 
-class EncoderModel(Protocol):
-    pad_id: int
+class Packed:
+    """A pass's texts packed end to end, without padding, and how to lay them out padded.
 
+    The per-token work (every projection, the GELU, the LayerNorms: nearly all of a layer's
+    arithmetic) runs over ``tokens`` rows, the texts' real tokens one after another, so
+    no time goes to padding however different the texts' lengths. Only attention, which
+    mixes the tokens of one text, needs the (texts, longest) grid: ``grid`` scatters
+    rows into it (padding rows zero), ``rows`` gathers them back, and ``key_bias`` keeps
+    padding keys out of every softmax.
+    """
+
+    def __init__(self, token_ids: Sequence[Sequence[int]]) -> None:
+        lengths = np.fromiter((len(t) for t in token_ids), dtype=np.int64, count=len(token_ids))
+        if not len(lengths) or lengths.min() < 1:
+            raise ValueError("every text needs at least one token")
+        self.batch, self.length = len(lengths), int(lengths.max())
+        self.lengths = lengths
+        self.tokens = int(lengths.sum())
+        self.starts = np.cumsum(lengths) - lengths
+        self.ids = np.fromiter(chain.from_iterable(token_ids), dtype=np.int64, count=self.tokens)
+        #: each token's position in its text: 0, 1, ... for every text
+        self.positions = np.arange(self.tokens) - np.repeat(self.starts, lengths)
+        mask = np.arange(self.length)[None, :] < lengths[:, None]  # (B, L)
+        # Flat grid cell of every real token; None when every text has the longest length.
+        self._cells = np.flatnonzero(mask) if self.tokens < mask.size else None
+        #: (B, 1, 1, L): a large negative score for padding keys, so softmax gives them ~0 weight
+        self.key_bias = ((~mask).astype(np.float32) * np.float32(-1e4))[:, None, None, :]
+
+    def grid(self, rows: np.ndarray) -> np.ndarray:
+        """(tokens, C) rows as a (B, L, C) padded grid."""
+        if self._cells is None:
+            return rows.reshape(self.batch, self.length, -1)
+        out = np.zeros((self.batch * self.length, rows.shape[1]), dtype=rows.dtype)
+        out[self._cells] = rows
+        return out.reshape(self.batch, self.length, -1)
+
+    def rows(self, grid: np.ndarray) -> np.ndarray:
+        """A (B, L, C) grid's real tokens as (tokens, C) rows."""
+        flat = grid.reshape(self.batch * self.length, -1)
+        return flat if self._cells is None else flat[self._cells]
+
+    def mean(self, x: np.ndarray) -> np.ndarray:
+        """Mean pooling: each text's mean token row, (B, C)."""
+        return np.add.reduceat(x, self.starts, axis=0) / self.lengths[:, None].astype(np.float32)
+
+
+class EncoderModel(Protocol):
     def tokenize(self, texts: list[str]) -> list[list[int]]: ...
 
-    def forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray: ...
+    def forward(self, packed: Packed) -> np.ndarray: ...
 
 
-def self_attention(
-    x: np.ndarray,
-    layer: _Layer,
-    batch: int,
-    length: int,
-    heads: int,
-    bias: np.ndarray,
-) -> np.ndarray:
-    """Multi-head attention of one layer over ``x`` (B·L, H); ``bias`` is added to every score."""
+def self_attention(x: np.ndarray, layer: _Layer, packed: Packed, heads: int, bias: np.ndarray) -> np.ndarray:
+    """Multi-head attention of one layer over ``x`` (tokens, H); ``bias`` is added to every score."""
     hidden = x.shape[-1]
     head_dim = hidden // heads
-    qkv = (x @ layer.qkv_w + layer.qkv_b).reshape(batch, length, 3, heads, head_dim)
+    qkv = x @ layer.qkv_w
+    qkv += layer.qkv_b
+    qkv = packed.grid(qkv).reshape(packed.batch, packed.length, 3, heads, head_dim)
     q = qkv[:, :, 0].transpose(0, 2, 1, 3)  # (B, H, L, d)
     k = qkv[:, :, 1].transpose(0, 2, 3, 1)  # (B, H, d, L)
     v = qkv[:, :, 2].transpose(0, 2, 1, 3)
@@ -215,15 +256,17 @@ def self_attention(
     np.maximum(scores, _SOFTMAX_FLOOR, out=scores)
     np.exp(scores, out=scores)
     scores /= scores.sum(axis=-1, keepdims=True)
-    ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, hidden)
-    return ctx @ layer.out_w + layer.out_b
+    ctx = packed.rows((scores @ v).transpose(0, 2, 1, 3).reshape(packed.batch, packed.length, hidden))
+    out = ctx @ layer.out_w
+    out += layer.out_b
+    return out
 
 
 def encoder_layer(
-    x: np.ndarray, layer: _Layer, batch: int, length: int, heads: int, bias: np.ndarray, eps: float
+    x: np.ndarray, layer: _Layer, packed: Packed, heads: int, bias: np.ndarray, eps: float
 ) -> np.ndarray:
     """One post-LayerNorm block: attention + residual + LN, then GELU feed-forward + residual + LN."""
-    h = self_attention(x, layer, batch, length, heads, bias)
+    h = self_attention(x, layer, packed, heads, bias)
     h += x
     x = layer_norm(h, layer.ln1_w, layer.ln1_b, eps)
     inter = x @ layer.inter_w
@@ -232,18 +275,6 @@ def encoder_layer(
     h += layer.ffn_out_b
     h += x
     return layer_norm(h, layer.ln2_w, layer.ln2_b, eps)
-
-
-def key_padding_bias(mask: np.ndarray) -> np.ndarray:
-    """(B, 1, 1, L): a large negative score for padding keys, so softmax gives them ~0 weight."""
-    return ((1.0 - mask.astype(np.float32)) * np.float32(-1e4))[:, None, None, :]
-
-
-def mean_pool(x: np.ndarray, mask: np.ndarray, batch: int, length: int) -> np.ndarray:
-    tokens = x.reshape(batch, length, -1)
-    weights = mask.astype(np.float32)[:, :, None]
-    counts = np.maximum(weights.sum(axis=1), np.float32(1e-9))
-    return (tokens * weights).sum(axis=1) / counts
 
 
 _TOKENS_PER_PASS = 1024
@@ -287,9 +318,10 @@ class SentenceEncoder:
         model = self._get_model()
         token_ids = model.tokenize(list(texts))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        # Longest first, so each pass pads to lengths close to its own and little work is wasted;
-        # a pass holds at most batch_size texts and about _TOKENS_PER_PASS tokens, which keeps
-        # the intermediate arrays a few MB (near cache size) however long the texts are.
+        # Longest first, so the texts of a pass have similar lengths and its attention grid
+        # (the one padded step) wastes little; a pass holds at most batch_size texts and about
+        # _TOKENS_PER_PASS tokens, which keeps the intermediate arrays a few MB (near cache
+        # size) however long the texts are.
         order = sorted(range(len(texts)), key=lambda i: -len(token_ids[i]))
         with _one_blas_thread:
             self._run_passes(model, token_ids, order, out)
@@ -303,9 +335,4 @@ class SentenceEncoder:
             length = len(token_ids[order[start]])
             rows = order[start : start + max(1, min(self.batch_size, _TOKENS_PER_PASS // length))]
             start += len(rows)
-            ids = np.full((len(rows), length), model.pad_id, dtype=np.int64)
-            mask = np.zeros((len(rows), length), dtype=np.int64)
-            for j, i in enumerate(rows):
-                ids[j, : len(token_ids[i])] = token_ids[i]
-                mask[j, : len(token_ids[i])] = 1
-            out[rows] = model.forward(ids, mask)
+            out[rows] = model.forward(Packed([token_ids[i] for i in rows]))

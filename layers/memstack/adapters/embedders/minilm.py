@@ -27,14 +27,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memstack.adapters.embedders.encoder import (
+    Packed,
     SentenceEncoder,
     _Layer,
     encoder_layer,
     erf,
     gelu_,
-    key_padding_bias,
     layer_norm,
-    mean_pool,
     read_model_dir,
 )
 from memstack.adapters.embedders.install import ModelNotInstalled, installed_dir
@@ -53,8 +52,6 @@ _QKV = ("query", "key", "value")
 
 class _MiniLM:
     """Tokenizer + BERT weights of one model directory; stateless after construction."""
-
-    pad_id = 0  # [PAD]
 
     def __init__(self, model_dir: Path) -> None:
         model = read_model_dir(
@@ -102,15 +99,13 @@ class _MiniLM:
     def tokenize(self, texts: list[str]) -> list[list[int]]:
         return [enc.ids for enc in self.tokenizer.encode_batch(texts)]
 
-    def forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Mean-pooled, unnormalised sentence vectors for a padded batch ``ids`` (B, L)."""
-        batch, length = ids.shape
-        x = self.word_emb[ids] + self.pos_emb[:length] + self.type0_emb
-        x = layer_norm(x, *self.emb_ln, self.eps).reshape(batch * length, self.hidden)
-        bias = key_padding_bias(mask)
+    def forward(self, packed: Packed) -> np.ndarray:
+        """Mean-pooled, unnormalised sentence vectors of a pass's texts, (B, hidden)."""
+        x = self.word_emb[packed.ids] + self.pos_emb[packed.positions] + self.type0_emb
+        x = layer_norm(x, *self.emb_ln, self.eps)
         for layer in self.layers:
-            x = encoder_layer(x, layer, batch, length, self.heads, bias, self.eps)
-        return mean_pool(x, mask, batch, length)
+            x = encoder_layer(x, layer, packed, self.heads, packed.key_bias, self.eps)
+        return packed.mean(x)
 
 
 _MODELS: dict[Path, Any] = {}

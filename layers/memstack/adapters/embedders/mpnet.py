@@ -34,12 +34,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memstack.adapters.embedders.encoder import (
+    Packed,
     SentenceEncoder,
     _Layer,
     encoder_layer,
-    key_padding_bias,
     layer_norm,
-    mean_pool,
     read_model_dir,
 )
 from memstack.adapters.embedders.install import MODEL_FILES, ModelNotInstalled
@@ -214,18 +213,16 @@ class _MPNet:
     def tokenize(self, texts: list[str]) -> list[list[int]]:
         return [enc.ids for enc in self.tokenizer.encode_batch(texts)]
 
-    def forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Mean-pooled, unnormalised sentence vectors for a padded batch ``ids`` (B, L)."""
-        batch, length = ids.shape
-        # RoBERTa-style positions: real tokens count from pad_id + 1, padding sits at pad_id.
-        positions = np.cumsum(mask, axis=1) * mask + self.pad_id
-        x = self.word_emb[ids] + self.pos_emb[positions]
-        x = layer_norm(x, *self.emb_ln, self.eps).reshape(batch * length, self.hidden)
-        rel = self.rel_bias[relative_position_buckets(length, self.buckets)]  # (L, L, H)
-        bias = np.ascontiguousarray(rel.transpose(2, 0, 1))[None] + key_padding_bias(mask)
+    def forward(self, packed: Packed) -> np.ndarray:
+        """Mean-pooled, unnormalised sentence vectors of a pass's texts, (B, hidden)."""
+        # RoBERTa-style positions: real tokens count from pad_id + 1.
+        x = self.word_emb[packed.ids] + self.pos_emb[packed.positions + (self.pad_id + 1)]
+        x = layer_norm(x, *self.emb_ln, self.eps)
+        rel = self.rel_bias[relative_position_buckets(packed.length, self.buckets)]  # (L, L, H)
+        bias = np.ascontiguousarray(rel.transpose(2, 0, 1))[None] + packed.key_bias
         for layer in self.layers:
-            x = encoder_layer(x, layer, batch, length, self.heads, bias, self.eps)
-        return mean_pool(x, mask, batch, length)
+            x = encoder_layer(x, layer, packed, self.heads, bias, self.eps)
+        return packed.mean(x)
 
 
 _MODELS: dict[Path, Any] = {}
