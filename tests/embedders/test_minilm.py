@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from memstack.adapters.embedders import minilm
+from memstack.adapters.embedders.encoder import gelu_rows_
 from memstack.adapters.embedders.minilm import MiniLMEmbedder, erf, gelu_
 
 from tests.embedders.padded_forward import minilm_padded
@@ -127,6 +128,12 @@ def test_gelu_is_the_exact_erf_form() -> None:
     # not the tanh approximation, which is off by up to ~2e-4 near |x| = 2
     tanh_form = 0.5 * xs * (1 + np.tanh(np.sqrt(2 / np.pi) * (xs + 0.044715 * xs**3)))
     assert np.abs(tanh_form - exact).max() > 1e-4
+
+
+def test_gelu_by_blocks_of_rows_equals_one_pass() -> None:
+    # 300 rows: two whole blocks of 128 and a partial one
+    x = np.random.default_rng(7).normal(0, 3, (300, 1536)).astype(np.float32)
+    assert np.array_equal(gelu_rows_(x.copy()), gelu_(x.copy()))
 
 
 def test_bad_model_dir_is_a_clear_error(tmp_path: Path) -> None:

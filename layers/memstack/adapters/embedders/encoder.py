@@ -78,6 +78,21 @@ def gelu_(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def gelu_rows_(x: np.ndarray) -> np.ndarray:
+    """``gelu_`` over a (rows, width) array, a block of rows at a time, in place.
+
+    The exact form takes ~20 elementwise passes; over a whole feed-forward activation
+    (1,000 tokens x 1,536, 6 MB) every pass goes to memory, over a block of
+    ``_GELU_ROWS`` rows (~0.8 MB) they stay in cache: half the time, the same values.
+    """
+    for start in range(0, x.shape[0], _GELU_ROWS):
+        gelu_(x[start : start + _GELU_ROWS])
+    return x
+
+
+_GELU_ROWS = 128
+
+
 def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
     mean = x.mean(axis=-1, keepdims=True)
     centred = x - mean
@@ -271,7 +286,7 @@ def encoder_layer(
     x = layer_norm(h, layer.ln1_w, layer.ln1_b, eps)
     inter = x @ layer.inter_w
     inter += layer.inter_b
-    h = gelu_(inter) @ layer.ffn_out_w
+    h = gelu_rows_(inter) @ layer.ffn_out_w
     h += layer.ffn_out_b
     h += x
     return layer_norm(h, layer.ln2_w, layer.ln2_b, eps)
