@@ -140,6 +140,16 @@ class _OneBlasThread:
 _one_blas_thread = _OneBlasThread()
 
 
+def input_major(torch_weight: np.ndarray) -> np.ndarray:
+    """A torch Linear weight, stored (out, in), as the contiguous (in, out) matrix ``x @ W`` needs.
+
+    A transposed view would skip the copy (~40 MB for MiniLM, a few ms once per process),
+    but OpenBLAS multiplies the few-token passes ingest mostly makes (one or two short
+    texts) 1.3-1.5x faster by a contiguous right-hand matrix (25 rows: 52 vs 34 GFLOPS).
+    """
+    return np.ascontiguousarray(torch_weight.T, dtype=np.float32)
+
+
 @dataclass(frozen=True)
 class _Layer:
     qkv_w: np.ndarray  # (hidden, 3·hidden): query, key and value projections fused into one matmul

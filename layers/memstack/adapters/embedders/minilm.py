@@ -33,6 +33,7 @@ from memstack.adapters.embedders.encoder import (
     encoder_layer,
     erf,
     gelu_,
+    input_major,
     layer_norm,
     read_model_dir,
 )
@@ -66,9 +67,7 @@ class _MiniLM:
             return np.ascontiguousarray(w[prefix + name], dtype=np.float32)
 
         def linear(name: str) -> np.ndarray:
-            # torch stores (out, in); x @ W needs (in, out). A transposed view, not a copy:
-            # BLAS reads it as is, and start-up skips copying 90 MB.
-            return get(name + ".weight").T
+            return input_major(w[prefix + name + ".weight"])
 
         self.word_emb = get("embeddings.word_embeddings.weight")
         self.pos_emb = get("embeddings.position_embeddings.weight")
@@ -81,7 +80,7 @@ class _MiniLM:
             att = p + "attention.self."
             self.layers.append(
                 _Layer(
-                    qkv_w=np.concatenate([get(att + n + ".weight") for n in _QKV]).T,
+                    qkv_w=input_major(np.concatenate([get(att + n + ".weight") for n in _QKV])),
                     qkv_b=np.concatenate([get(att + n + ".bias") for n in _QKV]),
                     out_w=linear(p + "attention.output.dense"),
                     out_b=get(p + "attention.output.dense.bias"),

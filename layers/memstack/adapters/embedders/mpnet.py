@@ -38,6 +38,7 @@ from memstack.adapters.embedders.encoder import (
     SentenceEncoder,
     _Layer,
     encoder_layer,
+    input_major,
     layer_norm,
     read_model_dir,
 )
@@ -183,7 +184,7 @@ class _MPNet:
             return np.ascontiguousarray(w[name], dtype=np.float32)
 
         def linear(name: str) -> np.ndarray:
-            return get(name + ".weight").T  # torch stores (out, in)
+            return input_major(w[name + ".weight"])
 
         self.word_emb = get("embeddings.word_embeddings.weight")
         self.pos_emb = get("embeddings.position_embeddings.weight")
@@ -195,7 +196,7 @@ class _MPNet:
             att = p + "attention.attn."
             self.layers.append(
                 _Layer(
-                    qkv_w=np.concatenate([get(att + n + ".weight") for n in "qkv"]).T,
+                    qkv_w=input_major(np.concatenate([get(att + n + ".weight") for n in "qkv"])),
                     qkv_b=np.concatenate([get(att + n + ".bias") for n in "qkv"]),
                     out_w=linear(att + "o"),
                     out_b=get(att + "o.bias"),
