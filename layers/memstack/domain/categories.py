@@ -202,19 +202,52 @@ def term_pattern(term: str) -> str:
     return rf"\b(?:{escaped}(?:s|es|ed|ing|ies)?|{stem})\b"
 
 
-def _patterns(terms: Sequence[str]) -> list[tuple[re.Pattern[str], float]]:
-    """Each term's pattern and weight (a phrase counts double: it is more specific)."""
-    return [(re.compile(term_pattern(t), re.IGNORECASE), 2.0 if " " in t else 1.0) for t in terms]
+class _Term:
+    """One keyword's pattern and weight, and a literal its every match contains (lower case).
+
+    ``category_scores`` tries ~420 patterns on every text, most of which cannot match:
+    a substring test of ``literal`` in the lower-cased text rules a pattern out ~50x
+    faster than searching it (it was ~10% of an ingest's CPU). Case-insensitive
+    matching equals lower-casing for ASCII only (the regex also matches 'ſ' for 's'),
+    so the test is skipped unless both the literal and the text are ASCII.
+    """
+
+    __slots__ = ("literal", "pattern", "weight")
+
+    def __init__(self, term: str) -> None:
+        self.pattern = re.compile(term_pattern(term), re.IGNORECASE)
+        self.weight = 2.0 if " " in term else 1.0  # a phrase counts double: it is more specific
+        # term_pattern: a word matches as itself plus an ending, or (ending in e) without its e
+        literal = (term[:-1] if term.endswith("e") else term) if term.isalpha() else term
+        self.literal = literal.lower() if literal.isascii() else None
+
+
+def _patterns(terms: Sequence[str]) -> list[_Term]:
+    return [_Term(t) for t in terms]
+
+
+def _score(terms: list[_Term], text: str, lowered: str | None) -> float:
+    """The summed weights of the terms found in ``text`` (``lowered``: the text lower-cased, if ASCII)."""
+    if lowered is None:
+        return sum(t.weight for t in terms if t.pattern.search(text))
+    return sum(
+        t.weight for t in terms if (t.literal is None or t.literal in lowered) and t.pattern.search(text)
+    )
+
+
+def _ascii_lower(text: str) -> str | None:
+    return text.lower() if text.isascii() else None
 
 
 @lru_cache(maxsize=1)
-def _compiled() -> dict[Category, list[tuple[re.Pattern[str], float]]]:
+def _compiled() -> dict[Category, list[_Term]]:
     return {cat: _patterns(terms) for cat, terms in LEXICON.items()}
 
 
 def category_scores(text: str) -> dict[Category, float]:
     """How strongly ``text`` speaks to each category (0 when no keyword matches)."""
-    return {cat: sum(w for p, w in pats if p.search(text)) for cat, pats in _compiled().items()}
+    lowered = _ascii_lower(text)
+    return {cat: _score(terms, text, lowered) for cat, terms in _compiled().items()}
 
 
 def categorise(text: str, bonus: dict[Category, float] | None = None) -> Category | None:
@@ -240,22 +273,22 @@ class Lexicon:
 
     def __init__(self, custom: Sequence[CategoryChoice] = (), *, built_in: bool = True) -> None:
         self.built_in = built_in
-        self.own: dict[str, list[tuple[re.Pattern[str], float]]] = {
-            c.name: _patterns(_own_terms(c)) for c in custom
-        }
+        self.own: dict[str, list[_Term]] = {c.name: _patterns(_own_terms(c)) for c in custom}
         self.priority: tuple[str, ...] = (*self.own, *(PRIORITY if built_in else ()))
 
     def scores(self, text: str) -> dict[str, float]:
         """How strongly ``text`` speaks to each of the tenant's categories (0: no keyword matches)."""
         out: dict[str, float] = {str(c): v for c, v in category_scores(text).items()} if self.built_in else {}
-        for name, pats in self.own.items():
-            out[name] = sum(w for p, w in pats if p.search(text))
+        lowered = _ascii_lower(text)
+        for name, terms in self.own.items():
+            out[name] = _score(terms, text, lowered)
         return out
 
     def topicality(self, text: str) -> float:
         """How clearly ``text`` is about some topic: the built-in lexicon's best score, or a tenant
         category's (the built-in words judge topics even where the tenant replaced the categories)."""
-        own = (sum(w for p, w in pats if p.search(text)) for pats in self.own.values())
+        lowered = _ascii_lower(text)
+        own = (_score(terms, text, lowered) for terms in self.own.values())
         return max([*category_scores(text).values(), *own])
 
     def categorise(self, text: str, bonus: Mapping[str, float] | None = None) -> str | None:
