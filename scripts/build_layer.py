@@ -24,6 +24,10 @@ runtime and architecture no matter what machine runs the build. Left out on purp
   always parses with ``languages=["en"]`` and dateparser imports a language's
   module only when asked for it (2.6 MB; ``tests/infra`` parses the temporal
   test phrases with the other languages blocked).
+- snowballstemmer's stemmers of every language but English: memstack loads
+  its English module alone, without the package's ``__init__`` (which imports
+  all 35; ``domain/text.py``), so the others are never imported (``tests/infra``
+  stems with only what the layer keeps).
 - the packages' own test suites (``tests`` directories, numpy's are 17 MB),
   type stubs (``.pyi``) and numpy's C headers: nothing imports them at run time.
 
@@ -77,6 +81,8 @@ NEVER_IMPORTED = ("opensearch-protobufs", "grpcio", "protobuf")
 # dateparser's per-language modules; memstack parses dates in these languages only.
 DATE_LANGUAGES_KEPT = ("en",)
 DATE_TRANSLATIONS = Path("dateparser") / "data" / "date_translation_data"
+# snowballstemmer's per-language modules (``<language>_stemmer.py``); memstack stems these only.
+STEMMERS_KEPT = ("english",)
 
 
 def layer_requirements(requirements: Path) -> list[str]:
@@ -187,6 +193,13 @@ def keep_date_languages(site: Path, kept: tuple[str, ...] = DATE_LANGUAGES_KEPT)
             module.unlink()
 
 
+def keep_stemmers(site: Path, kept: tuple[str, ...] = STEMMERS_KEPT) -> None:
+    """Drop snowballstemmer's stemmers of languages memstack never stems (its helpers stay)."""
+    for module in (site / "snowballstemmer").glob("*_stemmer.py"):
+        if module.stem.removesuffix("_stemmer") not in kept:
+            module.unlink()
+
+
 def find_python(version: str = PYTHON_VERSION) -> Path | None:
     """A working interpreter of the runtime's version, to compile the layer's bytecode with."""
     pyenv = Path.home() / ".pyenv" / "versions"
@@ -294,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     strip_test_suites(site)
     strip_command_line(site)
     keep_date_languages(site)
+    keep_stemmers(site)
     strip_caches(site)
     compiled = compile_bytecode(site)
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from memstack.bench.coldstart import lambda_environment
+from memstack.domain.text import stem
 
 from scripts.build_layer import (
     CLI_ONLY,
@@ -17,7 +20,9 @@ from scripts.build_layer import (
     DATE_LANGUAGES_KEPT,
     DATE_TRANSLATIONS,
     NEVER_IMPORTED,
+    STEMMERS_KEPT,
     keep_date_languages,
+    keep_stemmers,
     layer_requirements,
 )
 
@@ -113,3 +118,33 @@ def test_the_layer_drops_the_other_date_languages(tmp_path: Path) -> None:
         (data / f"{name}.py").write_text("")
     keep_date_languages(tmp_path)
     assert sorted(p.stem for p in data.glob("*.py")) == ["__init__", "en"]
+
+
+# The layer keeps snowballstemmer's English stemmer only: memstack stems the same with nothing else.
+_STEMS = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from memstack.domain import text
+stems = [text.stem(w) for w in json.loads(sys.argv[2])]
+assert sys.modules["_memstack_snowball_english.english_stemmer"].__file__.startswith(sys.argv[1])
+print(json.dumps(stems))
+"""
+
+
+def test_the_layer_keeps_only_the_english_stemmer_and_memstack_stems_the_same(tmp_path: Path) -> None:
+    spec = importlib.util.find_spec("snowballstemmer")
+    assert spec is not None and spec.submodule_search_locations
+    kept = tmp_path / "snowballstemmer"
+    shutil.copytree(next(iter(spec.submodule_search_locations)), kept)
+    keep_stemmers(tmp_path)
+    assert sorted(p.stem for p in kept.glob("*_stemmer.py")) == [f"{lang}_stemmer" for lang in STEMMERS_KEPT]
+    words = ["camping", "generously", "relational", "skies", "organization", "hopefulness", "dying"]
+    result = subprocess.run(
+        [sys.executable, "-c", _STEMS, str(tmp_path), json.dumps(words)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout.splitlines()[-1]) == [stem(w) for w in words]
