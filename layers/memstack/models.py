@@ -26,6 +26,14 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+#: ``metadata["consolidation"]`` of what consolidation writes: a summary of a group of turns, a
+#: synthesis of several summaries and memories. Both restate their sources in general terms
+#: ("rollups"): retrieval keeps them from taking the places of the evidence they were built from.
+SUMMARY = "summary"
+SYNTHESIS = "synthesis"
+ROLLUPS: tuple[str, ...] = (SUMMARY, SYNTHESIS)
+
+
 def new_id() -> str:
     return uuid.uuid4().hex
 

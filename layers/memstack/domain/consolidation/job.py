@@ -45,15 +45,13 @@ from memstack.domain.ingest import turn_record_ids
 from memstack.domain.sections import ConsolidationConfig
 from memstack.domain.tenant import rules
 from memstack.domain.tenant.config import TenantConfig
-from memstack.models import Kind, MemoryRecord, Role, Scope, Tier, new_id
+from memstack.models import SUMMARY, SYNTHESIS, Kind, MemoryRecord, Role, Scope, Tier, new_id
 from memstack.ports.embedder import Embedder
 from memstack.ports.lease import Leases
 from memstack.ports.llm import ExtractionOp, Summariser
 from memstack.ports.stm import ShortTermStore, StmEntry
 from memstack.ports.store import MemoryStore
 
-SUMMARY = "summary"
-SYNTHESIS = "synthesis"
 LEASE = "consolidation"
 #: the report of a run that found another consolidation of the user still running
 BUSY = "busy"

@@ -21,13 +21,11 @@ they rank: a profile is meant to be the answer to "what are Mel's hobbies".
 
 from __future__ import annotations
 
-from memstack.domain.consolidation.job import SUMMARY, SYNTHESIS
 from memstack.domain.retrieval import columns as col
 from memstack.domain.retrieval.pool import Pool
 from memstack.domain.retrieval.types import SearchRequest
+from memstack.models import ROLLUPS
 from memstack.ports.store import MemoryStore
-
-_ROLLUPS = (SUMMARY, SYNTHESIS)
 
 
 def place_rollups(store: MemoryStore, req: SearchRequest, pool: Pool, *, window: int) -> int:
@@ -37,7 +35,7 @@ def place_rollups(store: MemoryStore, req: SearchRequest, pool: Pool, *, window:
     if not ltm:
         return 0
     records = pool.records(store, req.tenant, req.user_id, ltm)
-    rollups = [j for j in ltm if j in records and records[j].metadata.get("consolidation") in _ROLLUPS]
+    rollups = [j for j in ltm if j in records and records[j].metadata.get("consolidation") in ROLLUPS]
     if not rollups:
         return 0
     kept, extra = rollups[0], set(rollups[1:])
