@@ -4,7 +4,9 @@ Temporal intent comes with a reference window when the query names a time
 ("last weekend", "in May 2023"); a bare "when ..." question has temporal
 intent but no window, so stage 5 leaves its ranking alone. History intent
 ("used to", "previously", "has X changed") makes stage 8 return superseded
-versions of the memories found.
+versions of the memories found. A question about the present ("what is my
+Redis maxmemory", "what score did I get most recently") has *current* intent:
+stage 8 then ranks a newer statement of the same thing above an older one.
 """
 
 from __future__ import annotations
@@ -40,6 +42,34 @@ _HISTORY = [
     )
 ]
 
+# What makes a question ask about what is true now: a present-tense lead verb ("what is",
+# "how many ... have I", "what does she eat") or a word that asks for the latest ("currently",
+# "most recently", "so far"), and no history cue. A question in the past tense ("when did",
+# "what was") asks about one moment, not about what holds now: left alone.
+_LATEST = re.compile(
+    r"\b(?:current(?:ly)?|now|nowadays|these days|latest|newest|most recent(?:ly)?|so far|"
+    r"still|at the moment|up to date)\b",
+    re.I,
+)
+_PRESENT_VERB = re.compile(
+    r"\b(?:is|are|am|isn't|aren't|do|does|don't|doesn't|has|have|can|should)\b|'s\b", re.I
+)
+_PAST_VERB = re.compile(r"\b(?:did|was|were|had|didn't|wasn't|weren't)\b", re.I)
+
+
+def asks_current(text: str) -> bool:
+    """Whether a question (without a history cue) asks what holds now (module docstring).
+
+    The first of a present-tense and a past-tense auxiliary decides ("what is the
+    limit I set" is present, "when did I set it" past); a latest-word makes it present.
+    """
+    if _LATEST.search(text):
+        return True
+    present, past = _PRESENT_VERB.search(text), _PAST_VERB.search(text)
+    if present is None:
+        return False
+    return past is None or present.start() < past.start()
+
 
 @dataclass(frozen=True)
 class QueryAnalysis:
@@ -49,6 +79,8 @@ class QueryAnalysis:
     window: TimeWindow | None
     history_intent: bool
     cues: list[str] = field(default_factory=list)
+    #: the question asks what holds now (no history cue; ``asks_current``)
+    current_intent: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +88,7 @@ class QueryAnalysis:
             "temporal_intent": self.temporal_intent,
             "window": self.window.as_dict() if self.window else None,
             "history_intent": self.history_intent,
+            "current_intent": self.current_intent,
             "cues": self.cues,
         }
 
@@ -75,6 +108,9 @@ def analyse_query(text: str, reference_time: datetime) -> QueryAnalysis:
             history = True
             cues.append(f"history: {m.group(0).strip()}")
             break
+    current = not history and asks_current(text)
+    if current:
+        cues.append("current")
     return QueryAnalysis(
         text=text,
         reference_time=reference_time,
@@ -82,4 +118,5 @@ def analyse_query(text: str, reference_time: datetime) -> QueryAnalysis:
         window=window,
         history_intent=history,
         cues=cues,
+        current_intent=current,
     )

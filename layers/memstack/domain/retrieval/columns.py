@@ -61,6 +61,8 @@ SUPERSEDED_FROM = "superseded_from"
 #: a consolidation summary/synthesis moved below the specific hits it was built from: its score before
 ROLLUP_FROM = "rollup_from"
 HISTORY_VERSION = "history_version"
+#: a newer statement of the same thing moved above an older one (present-tense query): its score before
+NEWER_FROM = "newer_from"
 
 
 def rank_after(stage: str) -> str:

@@ -82,6 +82,15 @@ class RetrievalConfig(Matryoshka, RrfWeights):
     superseded_turns_last: bool = Field(
         True, description="rank raw turns whose memories were all replaced below current memories"
     )
+    newest_first: bool = Field(
+        True, description="for a question about the present, rank a newer statement of the same thing first"
+    )
+    newest_first_similarity: float = Field(
+        0.8, gt=0.0, le=1.0, description="cosine at which two hits count as statements of the same thing"
+    )
+    newest_first_ratio: float = Field(
+        0.7, ge=0.0, le=1.0, description="least share of the older hit's score the newer one needs to move up"
+    )
 
     @property
     def field_weights(self) -> FieldWeights:

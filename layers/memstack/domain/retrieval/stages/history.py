@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from memstack.domain import versions
 from memstack.domain.retrieval import columns as col
+from memstack.domain.retrieval.newest_first import order_newest_first
 from memstack.domain.retrieval.rollups import place_rollups
 from memstack.domain.retrieval.stage import Search
 from memstack.domain.retrieval.superseded import mark_superseded_turns
@@ -29,6 +30,16 @@ class History:
             window=2 * req.top_k,
             demote=cfg.superseded_turns_last and not search.history,
         )
+        newer = 0
+        if cfg.newest_first and search.query.current_intent:
+            newer = order_newest_first(
+                search.store,
+                req,
+                pool,
+                window=2 * req.top_k,
+                similarity=cfg.newest_first_similarity,
+                ratio=cfg.newest_first_ratio,
+            )
         rollups = place_rollups(search.store, req, pool, window=2 * req.top_k)
         rows = pool.order
         if req.min_score is not None:
@@ -38,6 +49,8 @@ class History:
             search.hits = expand_history(search.store, req, hits, cfg.history_max_versions)[: req.top_k]
             return "ok: version chains expanded"
         search.hits = hits
+        if newer:
+            return f"ok: {stale} superseded turns ranked last, {newer} newer statements ranked first"
         if rollups:
             return f"ok: {stale} superseded turns ranked last, {rollups} summaries below their evidence"
         if stale:
