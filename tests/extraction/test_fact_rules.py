@@ -193,3 +193,18 @@ def test_an_answer_without_a_subject_is_completed_from_the_question(
 def test_an_answer_with_its_own_subject_or_about_it_says_what_it_says() -> None:
     assert _chat_turns((Role.ASSISTANT, "Who runs the backend?"), (Role.USER, "Kenji handles that.")) == []
     assert _chat_turns((Role.ASSISTANT, "Do you enjoy it?"), (Role.USER, "Yeah, most days.")) == []
+
+
+def test_her_him_and_there_are_the_person_and_place_named_before() -> None:
+    said = _said("My sister Aiko visits from Vancouver in July. We want to take her to Nara.", speaker="Maya")
+    assert said[1] == "Maya and family want to take their sister Aiko to Nara."
+    flying = _said("My brother moved to Auckland last year. I'm flying out there in December.")
+    assert flying[1] == "The user is flying out to Auckland in December 2024."
+    across_turns = _chat_turns(
+        (Role.USER, "I spent two summers working in Lisbon."),
+        (Role.ASSISTANT, "Lovely city."),
+        (Role.USER, "I still go back there every year."),
+    )
+    assert across_turns == ["The user still goes back to Lisbon every year."]
+    # A clause that names whom it means keeps its pronoun; "there is" is no place.
+    assert _said("My mum loves her garden.", speaker="Maya") == ["Maya's mum loves her garden."]

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from memstack.adapters.llm.rules import answers, cues, grammar, pasted
 from memstack.adapters.llm.rules.attributes import AttributeValue, find_attributes, present, same_value
+from memstack.adapters.llm.rules.refs import resolve_references
 from memstack.adapters.llm.rules.rewrite import (
     definite_subject,
     drop_duration,
@@ -323,6 +324,7 @@ class RuleExtractor:
             clause = answer
         elif said_by_speaker := _subjectless_past(clause):
             clause = said_by_speaker
+        clause = resolve_references(clause, turn.own_before)  # "take her to Nara": whom, where
         first_person = is_first_person(clause)
         instruction = bool(_INSTRUCTION.match(clause))  # "Please keep your answers short": a preference
         about_listener = bool(_SECOND_PERSON.search(clause))
