@@ -208,3 +208,17 @@ def test_her_him_and_there_are_the_person_and_place_named_before() -> None:
     assert across_turns == ["The user still goes back to Lisbon every year."]
     # A clause that names whom it means keeps its pronoun; "there is" is no place.
     assert _said("My mum loves her garden.", speaker="Maya") == ["Maya's mum loves her garden."]
+
+
+def test_an_elaboration_stays_with_what_it_elaborates() -> None:
+    assert _said("I'm allergic to peanuts, I found out the hard way at a street food stall.", "Maya") == [
+        "Maya is allergic to peanuts; Maya found out the hard way at a street food stall."
+    ]
+    assert _said("I'm allergic to shellfish. Learned that the hard way in Busan.", "Maya") == [
+        "Maya is allergic to shellfish; Maya learned that the hard way in Busan."
+    ]
+    assert _said("I play the oud. It was my grandfather's.", "Omar") == [
+        "Omar plays the oud; it was Omar's grandfather's."
+    ]
+    # With nothing before it to join, it is no memory of its own.
+    assert _said("Found out the hard way at a street food stall.", "Maya") == []

@@ -127,6 +127,18 @@ _FINITE = re.compile(
 # "I sold it last month", "I gave them away": the object is a pronoun.
 _PRONOUN_OBJECT = re.compile(r"^(?:it|them|that|this|those|these|one|him|her)\b", re.IGNORECASE)
 
+# What only says more about the clause before it: "(I) found out the hard way at a street food
+# stall", "It was my grandfather's", "which is why ...". It joins that clause's memory.
+_ELABORATION = re.compile(
+    r"^(?:(?:I|we)\s+)?(?:found out|learned|learnt|discovered|realised|realized|figured (?:it|that) out)"
+    r"(?:\s+(?:that|it|this))?(?=\s*(?:[,.;!]|$)|\s+(?:the hard way|when|after|at|in|on|during|from|last|"
+    r"years?|early|quickly|back|recently|while|because)\b)"
+    r"|^(?:that|this|it)(?:'s|\s+is|\s+was|\s+has been|\s+happened|\s+started|\s+began|\s+came)\b"
+    r"|^(?:which|because|since then|ever since|especially|mainly because|mostly because|that's why|hence)\b",
+    re.IGNORECASE,
+)
+_LOWER_OPENINGS = grammar.word_set("it that this which because since ever especially mainly mostly hence the")
+
 # "We" and "us": who they are is read from the speaker's words (``rules.we``), this message's
 # and their last few turns'.
 _WE = re.compile(r"\b(?:we|we're|we've|we'll|us)\b", re.IGNORECASE)
@@ -208,6 +220,8 @@ class _Turn:
     #: the same, of the speaker's own words only (this message's earlier sentences, their last turns)
     own_before: list[str] = field(default_factory=list)
     decisions: list[_Decision] = field(default_factory=list)
+    #: the decision the clause just before made, which an elaboration joins
+    last: _Decision | None = None
 
     @property
     def sources(self) -> list[str]:
@@ -313,6 +327,24 @@ class RuleExtractor:
         _drop_announcements(turn, before)
 
     def _clause(self, clause: str, raw: str, turn: _Turn) -> None:
+        """One clause; an elaboration ("found out the hard way at a street food stall") joins the
+        memory the clause before it made, and makes none of its own."""
+        elaboration = strip_lead(clause)
+        if _ELABORATION.match(elaboration):
+            if grammar.is_past(elaboration.split()[0]):
+                elaboration = "I " + elaboration[:1].lower() + elaboration[1:]  # "Learned that the hard way"
+            if turn.last is not None and turn.last.op.content:
+                said = self._rewrite(elaboration, turn).text
+                if said.split()[0].lower() in _LOWER_OPENINGS:
+                    said = said[:1].lower() + said[1:]
+                content = turn.last.op.content.rstrip(".!") + "; " + said
+                turn.last.op = turn.last.op.model_copy(update={"content": content})
+            return
+        made = len(turn.decisions)
+        self._statement(clause, raw, turn)
+        turn.last = turn.decisions[-1] if len(turn.decisions) > made else None
+
+    def _statement(self, clause: str, raw: str, turn: _Turn) -> None:
         if len(words(clause)) < 2 or clause.endswith("?") or cues.REQUEST.match(clause):
             return  # "Book me a window seat, I always get airsick": the request is not a memory, the rest is
         name = _NAME.fullmatch(clause)
