@@ -21,6 +21,8 @@ from memstack.domain.consolidation.job import Consolidator
 from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, housekeeping, schedule
 from memstack.domain.cursors import CursorSigner
+from memstack.domain.embedding_memo import forget_all
+from memstack.domain.erasure import Erased
 from memstack.domain.ingest import Ingestor, IngestResult, stm_memory_id
 from memstack.domain.retrieval.pipeline import Retriever
 from memstack.domain.retrieval.types import SearchRequest, SearchResult
@@ -419,6 +421,7 @@ class MemoryService:
             counts = self._erase(tenant, user_id)
         if self.reserve is not None:
             self.reserve.refill()
+        forget_all(self.embedder)  # the memo holds the user's texts by their words
         return counts
 
     def _erase(self, tenant: str, user_id: str) -> dict[str, int]:
@@ -458,7 +461,11 @@ class MemoryService:
         handler = self.job_handlers.get(job.type)
         if handler is None:
             raise RuntimeError(f"no handler for job type {job.type!r}")
-        handler(job)
+        try:
+            handler(job)
+        except Erased:
+            forget_all(self.embedder)  # it may have embedded the erased user's texts again
+            raise
         # (a webhook delivery writes no memory: nothing to keep up)
         if job.type != "webhook" and isinstance(self.store, Compacting):
             # The store's upkeep for this user (the small tier's snapshot), after the job's writes.

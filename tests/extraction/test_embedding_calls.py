@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.domain.embedding_memo import EmbeddingMemo, memoised
+from memstack.domain.erasure import Erased
 from memstack.domain.extraction.apply import apply_operations
 from memstack.factory import build_service
 from memstack.models import Message, Scope
 from memstack.ports.llm import ExtractionOp
+from memstack.ports.queue import Job
 from memstack.settings import Settings
 
 T, U = "t1", "u1"
@@ -119,3 +121,37 @@ def test_turns_embedded_with_context_are_not_reused_as_the_query(settings: Setti
     )
     model = _extract(with_context, "I moved to Osaka and I love the food there.")
     assert model.texts.count("Maya: I moved to Osaka and I love the food there.") == 2
+
+
+def test_erasing_a_user_empties_the_memo(settings: Settings) -> None:
+    model = Recording(settings.embedding.embedding_dim)
+    memo = EmbeddingMemo(model, size=100)
+    service = build_service(settings, embedder=memo)
+    try:
+        msg = Message(id="m1", speaker="Maya", content="I moved to Osaka.", timestamp="2026-03-02T10:00:00Z")  # type: ignore[arg-type]
+        service.add(T, U, [msg], infer=True, sync=True)
+        assert memo.held > 0
+        service.erase_user(T, U)
+        assert memo.held == 0  # the user's texts are not kept, even in memory
+        model.calls.clear()
+        memo.embed(["Maya: I moved to Osaka."])
+        assert model.calls == [["Maya: I moved to Osaka."]]  # embedded again, not remembered
+    finally:
+        service.close()
+
+
+def test_a_job_an_erase_stopped_empties_the_memo(settings: Settings) -> None:
+    memo = EmbeddingMemo(Recording(settings.embedding.embedding_dim), size=100)
+    service = build_service(settings, embedder=memo)
+
+    def embeds_then_is_fenced(job: Job) -> None:
+        service.embedder.embed(["Maya: I moved to Osaka."])  # the job read the turn before the erase
+        raise Erased("the user was erased while this job ran")
+
+    service.job_handlers["extract"] = embeds_then_is_fenced
+    try:
+        with pytest.raises(Erased):
+            service.process_job(Job(id="j1", type="extract", tenant=T, user_id=U))
+        assert memo.held == 0
+    finally:
+        service.close()

@@ -11,7 +11,11 @@ embeds a text twice within a call.
 
 A vector is a pure function of the model and the text, so the memo changes no
 result; it holds vectors, never writes them anywhere, and lives as long as its
-process (a warm Lambda keeps it between jobs).
+process (a warm Lambda keeps it between jobs). It holds users' texts, so an
+erase empties it (``forget_all``): the service's after erasing a user, and
+after a job the erase stopped midway (it may have embedded the user's texts
+again). Another process's memo (another Lambda instance) keeps what it holds
+until evicted or the instance ends.
 """
 
 from __future__ import annotations
@@ -40,6 +44,15 @@ class EmbeddingMemo:
         self.hits = 0
         self.misses = 0
 
+    def clear(self) -> None:
+        with self._lock:
+            self._vectors.clear()
+
+    @property
+    def held(self) -> int:
+        """How many vectors the memo holds now."""
+        return len(self._vectors)
+
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return self.inner.embed(texts)
@@ -66,6 +79,12 @@ class EmbeddingMemo:
             self.hits += len(texts) - len(missing)
             self.misses += len(missing)
         return np.vstack([found[t] for t in texts])
+
+
+def forget_all(embedder: Embedder) -> None:
+    """Empty ``embedder``'s memo, if it has one."""
+    if isinstance(embedder, EmbeddingMemo):
+        embedder.clear()
 
 
 def memoised(embedder: Embedder, size: int) -> Embedder:
