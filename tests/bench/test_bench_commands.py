@@ -85,7 +85,7 @@ def test_bench_extraction_reports_turns_per_second_beside_the_floor() -> None:
     result = CliRunner().invoke(app, [*args, "--compare", "--json"])
     assert result.exit_code == 0, result.output
     report = _json(result.stdout)
-    assert report["turns"] == 8 and report["floor_turns_per_s"] > 0
+    assert report["turns"] == 8 and report["floor_turns_per_s"] > 0 and report["warmup_seconds"] > 0
     assert [r["memo"] for r in report["runs"]] == [True, False]
     for run in report["runs"]:
         assert run["turns_per_s"] > 0 and run["ltm_memories"] > 0 and run["of_floor"] > 0

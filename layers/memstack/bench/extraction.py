@@ -3,7 +3,10 @@
 The turns are added one session per call with ``sync`` (the call returns after
 every turn is extracted into LTM), as ``memstack ingest --sync`` and the
 evaluation harness add them, on a fresh embedded store with the offline
-extractor. Beside the figure, measured in the same run on the same turns:
+extractor. What a process loads once is loaded before anything is timed (the
+model; the extractor's word lists and patterns, by ingesting one turn into a
+throwaway store: ``warmup_seconds``), so the figure is the rate of a running
+server or worker. Beside it, measured in the same run on the same turns:
 
 - the **floor**: the model alone embedding each turn's text once, in
   batches: what ingest would reach if embedding the turns were its only work.
@@ -101,6 +104,8 @@ class ExtractionReport:
     floor_seconds: float
     floor_turns_per_s: float
     runs: list[IngestRun]
+    #: the one-off loads done before timing: the model, then one turn ingested (word lists, patterns)
+    warmup_seconds: float = 0.0
     config: dict[str, Any] = field(default_factory=dict)
     machine: dict[str, Any] = field(default_factory=machine)
 
@@ -141,6 +146,21 @@ def _count_ltm(service: MemoryService) -> int:
         total += len(records)
         if not cursor:
             return total
+
+
+#: the turn ingested into a throwaway store before timing, so one-off loads are not timed
+WARM_UP = Message(
+    id="warm-up", speaker="Maya", content="I moved to Osaka last year and I really love the food there."
+)
+
+
+def _warm_up(model: Embedder, embedder: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="memstack-bench-extract-") as tmp:
+        service = build_service(load_settings(data_dir=Path(tmp), embedder=embedder), embedder=model)
+        try:
+            service.add(TENANT, USER, [WARM_UP], session_id="warm-up", infer=True, sync=True)
+        finally:
+            service.close()
 
 
 def _ingest(sessions: list[list[Message]], model: Embedder, embedder: str, memo: bool) -> IngestRun:
@@ -185,8 +205,10 @@ def run_extraction_bench(
     turns = sum(len(s) for s in sessions)
     if not turns:
         raise ValueError("no turns to ingest")
+    started = time.perf_counter()
     model = build_embedder(load_settings(embedder=embedder))
-    model.embed(["load the model before anything is timed"])
+    _warm_up(model, embedder)
+    warmup_seconds = time.perf_counter() - started
     texts = [turn_text(m) for s in sessions for m in s]
 
     def floor() -> tuple[float, float]:
@@ -218,5 +240,6 @@ def run_extraction_bench(
         floor_seconds=round(floor_seconds, 3),
         floor_turns_per_s=round(turns / floor_seconds, 2),
         runs=runs,
+        warmup_seconds=round(warmup_seconds, 3),
         config={"floor_batch": floor_batch, "compare": compare},
     )

@@ -266,7 +266,8 @@ def extraction(
     out.print(
         f"floor: the model alone embeds each turn once, batches of {report.config['floor_batch']}, "
         f"before and after each run (median {report.floor_turns_per_s:,.2f} turns/s); "
-        "turns/CPU s: turns per second of the process's CPU time, what one idle core would reach"
+        "turns/CPU s: turns per second of the process's CPU time, what one idle core would reach; "
+        f"one-off loads (model, extractor word lists) {report.warmup_seconds:.1f} s before timing"
     )
     out.print(_load_line(report.machine))
 
