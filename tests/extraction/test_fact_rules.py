@@ -222,3 +222,30 @@ def test_an_elaboration_stays_with_what_it_elaborates() -> None:
     ]
     # With nothing before it to join, it is no memory of its own.
     assert _said("Found out the hard way at a street food stall.", "Maya") == []
+
+
+def _after(known: str, content: str, speaker: str = "Kai") -> list[tuple[str, str | None, str]]:
+    """The operations ``content`` makes beside a memory ``known`` (an event, as a past start is)."""
+    from memstack.models import Kind, MemoryRecord
+
+    memory = MemoryRecord(
+        id="known", tenant="t", user_id="u", content=known, kind=Kind.EVENT, event_time=MARCH
+    )
+    message = Message(id="m2", role=Role.USER, speaker=speaker, content=content, timestamp=MARCH)
+    return [(op.op, op.target_id, op.content or "") for op in extractor.extract(message, [], [memory])]
+
+
+@pytest.mark.parametrize(
+    ("known", "said"),
+    [
+        (
+            "Kai started out as a line cook at a hotel in Bergen.",
+            "These days I run the kitchen as head chef.",
+        ),
+        ("Kai joined Tessera as a support engineer in 2019.", "I'm the engineering manager for billing now."),
+        ("Kai started as a junior analyst.", "Got bumped up to senior analyst last month."),
+    ],
+)
+def test_a_new_role_supersedes_the_role_a_career_started_in(known: str, said: str) -> None:
+    [(op, target, _content)] = _after(known, said)
+    assert (op, target) == ("UPDATE", "known")

@@ -83,10 +83,14 @@ def test_retraction_of_something_unknown_is_kept_as_a_fact() -> None:
 
 
 def test_past_happenings_are_history_not_state() -> None:
-    started = memory("Maya started as a data engineer at a startup.", kind=Kind.EVENT)
-    ops = extractor.extract(msg("I got promoted to senior data engineer yesterday!"), [], [started])
+    moved = memory("Maya moved to Tokyo in 2020.", kind=Kind.EVENT)
+    ops = extractor.extract(msg("I moved to Osaka yesterday!"), [], [moved])
     assert [o.op for o in ops] == ["ADD"]
     assert ops[0].kind == Kind.EVENT
+    # A role is the exception: the job a career started in is the job until a promotion says otherwise.
+    started = memory("Maya started as a data engineer at a startup.", kind=Kind.EVENT)
+    ops = extractor.extract(msg("I got promoted to senior data engineer yesterday!"), [], [started])
+    assert [(o.op, o.target_id, o.kind) for o in ops] == [("UPDATE", started.id, Kind.EVENT)]
 
 
 def test_job_title_update_on_a_stated_fact() -> None:

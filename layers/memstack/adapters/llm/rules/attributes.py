@@ -154,14 +154,27 @@ _PATTERNS = (
         "job_title",
         r"{S}"
         + _ADV
-        + r"\s+(?:has\s+)?(?:started|began|begun|starts)\s+(?:work(?:ing)?\s+)?as\s+(?:an?\s+)?"
+        + r"\s+(?:has\s+)?(?:started|began|begun|starts)(?:\s+out|\s+off)?"
+        + r"\s+(?:work(?:ing)?\s+)?as\s+(?:an?\s+)?"
         + _TITLE,
         False,
     ),
     _Pattern(
         "job_title",
-        r"{S}" + _ADV + r"\s+(?:got\s+|was\s+|has been\s+|have been\s+)?promoted\s+to\s+(?:an?\s+)?" + _TITLE,
+        r"{S}"
+        + _ADV
+        + r"\s+(?:got\s+|was\s+|has been\s+|have been\s+)?(?:promoted|bumped up|moved up|stepped up)"
+        r"\s+to\s+(?:an?\s+)?" + _TITLE,
         False,
+    ),
+    # "joined Tessera as a support engineer", "runs the kitchen as head chef": a role, said in passing.
+    _Pattern(
+        "job_title",
+        r"{S}" + _ADV + r"\s+(?:has\s+)?joined\s+[^,.;]{1,40}?\s+as\s+(?:an?\s+)?" + _TITLE,
+        False,
+    ),
+    _Pattern(
+        "job_title", r"{S}" + _ADV + r"\s+[a-z]+s\s+[^,.;]{1,40}?\bas\s+(?:an?\s+|the\s+)?" + _JOB, False
     ),
     _Pattern(
         "diet",

@@ -481,8 +481,10 @@ class RuleExtractor:
                     if same_value(old.value, attr.value):
                         turn.decisions.append(_Decision(_op("NONE", turn, target=n), _ATTRIBUTE))
                         return True
-                    if n.kind == Kind.EVENT:
-                        continue  # a past happening stays true: history, not state
+                    if n.kind == Kind.EVENT and old.name != "job_title":
+                        # A past happening stays true: history, not state. Not a role: "started as a
+                        # data engineer" is the job they held until a promotion says otherwise.
+                        continue
                     turn.decisions.append(_Decision(_attribute_op(turn, n, old, attr, said), _ATTRIBUTE))
                     return True
         return False
