@@ -40,3 +40,12 @@ def test_plain_messages_are_left_as_they_are() -> None:
     assert prose(one_line) == one_line
     wrapped = "I moved to Osaka last month\nand started a new job at a bakery."
     assert prose(wrapped) == wrapped
+
+
+def test_a_one_line_query_and_assignments_are_pasted_not_said() -> None:
+    from memstack.adapters.llm.rules.pasted import prose
+
+    assert prose("SELECT id, email FROM accounts WHERE deleted_at IS NULL;") == ""
+    config = 'My config:\nretries = 3\ntimeout_ms = 2500\n"backoff": "exponential",\nI use the Go SDK v2.'
+    assert prose(config) == "My config:\nI use the Go SDK v2."
+    assert prose("My score = 3 points, not bad.") == "My score = 3 points, not bad."

@@ -29,6 +29,12 @@ _CODE_LINE = re.compile(
     r"|\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\]?[: ]"
     r"|[\w.-]+:\s*$"  # a configuration key that opens a block ("services:")
     r"|-\s+[\w./:-]+\s*$"  # a list item of one token ("- 8080:80")
+    r"|[A-Za-z_][\w.\[\]\"']*\s*(?:[-+*/|&]?=|:=)\s*\S"  # an assignment ("timeout_ms = 2500")
+    r'|"[^"]+"\s*:'  # a JSON key
+    r"|</?[a-zA-Z][\w-]*[\s>/]"  # a markup tag
+    r"|@\w+"  # a decorator
+    r"|(?:SELECT|UPDATE\s+\w+\s+SET|DELETE\s+FROM|WITH\s+\w+\s+AS|DROP\s+TABLE|CREATE\s+(?:UNIQUE\s+)?INDEX)\b"
+    r"|[\w.]+\([^()]*\)\s*;?\s*$"  # a call on a line of its own ("print(df.head())")
     r")"
     r"|[{;]\s*$",  # a line that ends in an opening brace or a semicolon
 )
@@ -48,6 +54,6 @@ def _looks_pasted(line: str) -> bool:
 def prose(text: str) -> str:
     """``text`` without what it pastes (an empty string when it is all pasted)."""
     if "\n" not in text and "```" not in text:
-        return text
+        return "" if _looks_pasted(text.strip()) else text  # a one-line query or assignment pasted alone
     lines = _FENCED.sub("", text).splitlines()
     return "\n".join(line for line in lines if line.strip() and not _looks_pasted(line)).strip()
