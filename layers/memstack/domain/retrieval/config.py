@@ -26,7 +26,9 @@ class RetrievalConfig(Matryoshka, RrfWeights):
     """
 
     # stage 2: Matryoshka two-stage vector search
-    vector_candidates: int = Field(200, ge=1, le=10_000)
+    # 400 candidates from each of stages 2 and 3 (200 before): turn recall @10 / @25 up on LoCoMo
+    # dev and on BEAM together (docs/retrieval.md, "Recall techniques measured on both benchmarks").
+    vector_candidates: int = Field(400, ge=1, le=10_000)
     # A store holding the full vectors in memory (embedded) ranks them all below this size: the
     # exact top-k, where the 128-d prefix of a model not trained for it misses some (200
     # candidates: MiniLM finds 0.85 of the top 10 at 10,000 memories, hashing 0.45;
@@ -38,7 +40,7 @@ class RetrievalConfig(Matryoshka, RrfWeights):
         description="memories per user below which stage 2 ranks every full vector (embedded store)",
     )
     # stage 3: BM25
-    bm25_candidates: int = Field(200, ge=1, le=10_000)
+    bm25_candidates: int = Field(400, ge=1, le=10_000)
     # Off by default: +0.003 recall@10 / +0.007 @25 with extraction on LoCoMo, for a second BM25
     # query that made each search ~1.5x slower (docs/retrieval.md); MEMSTACK_PRF_TERMS=10 turns it on.
     prf_terms: int = Field(0, ge=0, le=50, description="terms pseudo-relevance feedback adds (0: off)")
