@@ -10,8 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from memstack.adapters.embedders.encoder import gelu_, layer_norm
+from memstack.adapters.embedders.encoder import gelu_
 from memstack.adapters.embedders.mpnet import relative_position_buckets
+
+
+def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    var = np.mean(centred * centred, axis=-1, keepdims=True)
+    return centred / np.sqrt(var + np.float32(eps)) * weight + bias
 
 
 def _attention(

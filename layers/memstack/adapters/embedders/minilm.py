@@ -34,7 +34,7 @@ from memstack.adapters.embedders.encoder import (
     erf,
     gelu_,
     input_major,
-    layer_norm,
+    layer_norm_,
     read_model_dir,
 )
 from memstack.adapters.embedders.install import ModelNotInstalled, installed_dir
@@ -101,7 +101,7 @@ class _MiniLM:
     def forward(self, packed: Packed) -> np.ndarray:
         """Mean-pooled, unnormalised sentence vectors of a pass's texts, (B, hidden)."""
         x = self.word_emb[packed.ids] + self.pos_emb[packed.positions] + self.type0_emb
-        x = layer_norm(x, *self.emb_ln, self.eps)
+        x = layer_norm_(x, *self.emb_ln, self.eps)
         for layer in self.layers:
             x = encoder_layer(x, layer, packed, self.heads, packed.key_bias, self.eps)
         return packed.mean(x)

@@ -39,7 +39,7 @@ from memstack.adapters.embedders.encoder import (
     _Layer,
     encoder_layer,
     input_major,
-    layer_norm,
+    layer_norm_,
     read_model_dir,
 )
 from memstack.adapters.embedders.install import MODEL_FILES, ModelNotInstalled
@@ -218,7 +218,7 @@ class _MPNet:
         """Mean-pooled, unnormalised sentence vectors of a pass's texts, (B, hidden)."""
         # RoBERTa-style positions: real tokens count from pad_id + 1.
         x = self.word_emb[packed.ids] + self.pos_emb[packed.positions + (self.pad_id + 1)]
-        x = layer_norm(x, *self.emb_ln, self.eps)
+        x = layer_norm_(x, *self.emb_ln, self.eps)
         rel = self.rel_bias[relative_position_buckets(packed.length, self.buckets)]  # (L, L, H)
         bias = np.ascontiguousarray(rel.transpose(2, 0, 1))[None] + packed.key_bias
         for layer in self.layers:
