@@ -193,7 +193,7 @@ def test_search_returns_consolidated_ltm_with_its_sources_and_down_weights_conso
     messages = conversation()
     csvc.add(T, U, messages, infer=False)
     csvc.consolidate(T, U, now=NOW)
-    result = csvc.search(SearchRequest(tenant=T, user_id=U, query="Tokyo trip hotel", top_k=5, explain=True))
+    result = csvc.search(SearchRequest(tenant=T, user_id=U, query="Tokyo trip hotel", top_k=10, explain=True))
     summaries = [h for h in result.hits if h.record.metadata.get("consolidation") == SUMMARY]
     assert summaries, "the Tokyo summary should be found"
     tokyo = {m.id for m in messages if "Tokyo" in m.content}

@@ -225,7 +225,9 @@ def test_consolidated_stm_counts_less_or_not_at_all(service: MemoryService) -> N
         record(service, "piano lessons with Clara in the evenings", "b", tier=Tier.STM),
     )
     service.store.mark(T, U, [a.id], consolidated=True)
-    result = search(service, "piano lessons with Clara")
+    # Full weight by default (docs/retrieval.md, "Consolidation"); less when configured so.
+    halved = Retriever(service.store, service.embedder, RetrievalConfig(consolidated_stm_weight=0.5))
+    result = halved.search(SearchRequest(tenant=T, user_id=U, query="piano lessons with Clara", explain=True))
     hit_a = next(h for h in result.hits if h.record.id == a.id)
     assert hit_a.stages["consolidated_weight"] == 0.5
     assert hit_a.score == pytest.approx(0.5 * hit_a.stages["fused"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memstack.domain.retrieval.pipeline import Retriever
 from memstack.domain.retrieval.types import SearchRequest, SearchResult
 from memstack.models import Tier
 from memstack.service import MemoryService
@@ -40,7 +41,8 @@ def test_a_summary_ranks_below_the_turn_and_memory_it_was_built_from(service: Me
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
     moved = next(h for h in hits if h.record.id == rollup.id)
-    assert moved.stages["rollup_from"] >= moved.score
+    # Moved below them by stage 8, or ranked there already by its own evidence.
+    assert moved.stages.get("rollup_from", moved.score) >= moved.score
 
 
 def test_at_most_one_summary_ranks_among_the_specific_hits(service: MemoryService) -> None:
@@ -54,9 +56,11 @@ def test_at_most_one_summary_ranks_among_the_specific_hits(service: MemoryServic
     )
     hits = search(service, QUERY, top_k=10).hits
     kinds = [h.record.metadata.get("consolidation") for h in hits]
-    # The summary keeps its place (nothing it was built from was found); the synthesis, a
-    # second rollup, waits below every specific hit, with a score no higher than theirs.
-    assert kinds == [None, "summary", None, None, "synthesis"]
+    # The summary (nothing it was built from was found) ranks by its own ranks, weighed as a
+    # memory's second view of its turns: here below the specific hits. The synthesis, a second
+    # rollup, is not in the evidence rankings at all: it waits below every specific hit, with a
+    # score no higher than theirs.
+    assert kinds == [None, None, None, "summary", "synthesis"]
     assert hits[-1].score <= min(h.score for h in hits[:-1])
 
 
@@ -69,3 +73,50 @@ def test_without_summaries_nothing_moves(service: MemoryService) -> None:
     result = search(service, QUERY, top_k=10)
     assert not any("rollup_from" in h.stages for h in result.hits)
     assert "summaries" not in result.stage_status["history"]
+
+
+def _search_with(service: MemoryService, query: str, top_k: int, **config: Any) -> SearchResult:
+    retriever = Retriever(service.store, service.embedder, service.retriever.config.model_copy(update=config))
+    return retriever.search(SearchRequest(tenant=T, user_id=U, query=query, reference_time=REF, top_k=top_k))
+
+
+def test_summaries_do_not_take_the_evidence_places_in_the_candidate_pool(service: MemoryService) -> None:
+    # Three rollups say the query's words more often than the two specific memories: fused record by
+    # record they would fill a pool of three, and the evidence would never be seen.
+    rollups = [
+        summary(service, f"pottery class clay bowl glaze pottery clay glaze {n}", [f"s{n}"], kind=kind)
+        for n, kind in (("one", "summary"), ("two", "synthesis"), ("three", "summary"))
+    ]
+    evidence = put(
+        service,
+        record(service, "The user made a clay bowl at the pottery class", "m1"),
+        record(service, "The user chose a green glaze", "m2"),
+        *rollups,
+    )[:2]
+    hits = _search_with(service, QUERY, top_k=3, candidate_pool=3).hits
+    ids = [h.record.id for h in hits]
+    assert all(e.id in ids for e in evidence), [h.record.content for h in hits]
+    # At most one rollup among the specific hits, as before.
+    assert sum(1 for h in hits if h.record.metadata.get("consolidation")) <= 1
+
+
+def test_further_summaries_are_still_found_when_nothing_else_is(service: MemoryService) -> None:
+    put(
+        service,
+        summary(service, "pottery class clay bowl glaze", ["s1"]),
+        summary(service, "pottery clay glaze kiln", ["s2"], kind="synthesis"),
+    )
+    hits = _search_with(service, QUERY, top_k=5, candidate_pool=3).hits
+    assert len(hits) == 2
+
+
+def test_a_summary_never_swallows_a_turn_it_cites(service: MemoryService) -> None:
+    # A memory made from a turn merges the turn into itself (stage 6); a summary citing the turn last
+    # restates twenty turns in general words, not that turn's fact: the turn stays a result.
+    turn, _ = put(
+        service,
+        record(service, "I made a clay bowl at the pottery class", "m3", tier=Tier.STM),
+        summary(service, "pottery class clay bowl glaze kiln pottery clay glaze", ["m1", "m2", "m3"]),
+    )
+    hits = search(service, QUERY, top_k=10).hits
+    assert turn.id in [h.record.id for h in hits]

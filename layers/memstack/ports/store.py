@@ -25,7 +25,16 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from memstack.models import ListOrder, MemoryFilters, MemoryRecord, Ranked, ScoredId, Tier, UserSummary
+from memstack.models import (
+    ROLLUPS,
+    ListOrder,
+    MemoryFilters,
+    MemoryRecord,
+    Ranked,
+    ScoredId,
+    Tier,
+    UserSummary,
+)
 
 
 @dataclass(frozen=True)
@@ -293,6 +302,8 @@ class Candidates:
     deleted: np.ndarray  # bool
     when: np.ndarray  # float64: epoch seconds of event_time, else created_at
     consolidated: np.ndarray  # bool: metadata["consolidated"] is set (and truthy)
+    #: bool: a consolidation summary or synthesis (metadata["consolidation"] is one of ``ROLLUPS``)
+    rollup: np.ndarray
     n_sources: np.ndarray  # int32: len(source_ids)
     last_source: list[str | None]  # source_ids[-1] (None without sources)
     vectors: np.ndarray  # float32 (n, full dim): zeros where has_vector is False
@@ -325,6 +336,7 @@ class Candidates:
             deleted=np.array([r.deleted for r in rows], dtype=bool),
             when=np.array([_epoch(r) for r in rows], dtype=np.float64),
             consolidated=np.array([bool(r.metadata.get("consolidated")) for r in rows], dtype=bool),
+            rollup=np.array([r.metadata.get("consolidation") in ROLLUPS for r in rows], dtype=bool),
             n_sources=np.array([len(r.source_ids) for r in rows], dtype=np.int32),
             last_source=[r.source_ids[-1] if r.source_ids else None for r in rows],
             vectors=matrix,

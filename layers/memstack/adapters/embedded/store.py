@@ -543,6 +543,7 @@ class EmbeddedMemoryStore:
             deleted=cols.deleted[at],
             when=cols.when[at],
             consolidated=view.consolidated[at],
+            rollup=view.rollup[at],
             n_sources=view.n_sources[at],
             last_source=[view.last_source[r] for r in rows],
             vectors=view.full[at],

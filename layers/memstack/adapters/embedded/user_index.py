@@ -33,7 +33,7 @@ from memstack.adapters.embedded import fts
 from memstack.adapters.embedded.record_cache import RecordCache
 from memstack.adapters.filter_columns import TIERS, FilterColumns, RowsWhere, RowsWithTerms
 from memstack.domain.ingest import is_turn_id
-from memstack.models import MemoryFilters, Tier
+from memstack.models import ROLLUPS, MemoryFilters, Tier
 
 # The columns of a row the index keeps (deleted rows are left out when first read), and
 # what the stages after fusion read of a candidate (``ports.store.Candidates``): SQLite's
@@ -42,7 +42,7 @@ _COLUMNS = (
     "rid, id, session_id, scope, tier, kind, category, COALESCE(event_time, created_at), "
     "is_current, deleted, emb_coarse, emb_full, json_array_length(source_ids), "
     "json_extract(source_ids, '$[#-1]'), json_extract(metadata, '$.consolidated'), "
-    "json_type(metadata, '$.consolidated')"
+    "json_type(metadata, '$.consolidated'), json_extract(metadata, '$.consolidation')"
 )
 (
     _RID,
@@ -61,7 +61,8 @@ _COLUMNS = (
     _LAST_SOURCE,
     _CONSOLIDATED,
     _CONSOLIDATED_TYPE,
-) = range(16)
+    _CONSOLIDATION,
+) = range(17)
 
 
 #: filters whose masks a view keeps (a user searched with many different filters starts over)
@@ -100,6 +101,8 @@ class IndexView:
     row_of: dict[str, int]
     #: per row: metadata["consolidated"] is set and truthy (copied when a row changes)
     consolidated: np.ndarray
+    #: per row: a consolidation summary or synthesis (``models.ROLLUPS``; copied when a row changes)
+    rollup: np.ndarray
     #: per row: how many source ids, and the last one (a row's sources never change)
     n_sources: np.ndarray
     last_source: list[str | None]  # shared and append-only, like ``ids``
@@ -197,6 +200,7 @@ def empty_view(uid: int = 0, generation: int = 0) -> IndexView:
         columns=_columns([], {}),
         row_of={},
         consolidated=np.zeros(0, dtype=bool),
+        rollup=np.zeros(0, dtype=bool),
         n_sources=np.zeros(0, dtype=np.int32),
         last_source=[],
         turn=np.zeros(0, dtype=bool),
@@ -294,6 +298,7 @@ class UserIndex:
         self._n_sources = np.zeros(capacity, dtype=np.int32)
         self._turn = np.zeros(capacity, dtype=bool)
         self._consolidated = np.zeros(capacity, dtype=bool)
+        self._rollup = np.zeros(capacity, dtype=bool)
         self._coarse = _Vectors(_COARSE, capacity)
         self._full = _Vectors(_FULL, capacity)
         self._columns = _grown(_columns([], self.sessions), capacity)
@@ -363,6 +368,7 @@ class UserIndex:
                 sessions=self.sessions,
             )
             self._consolidated = self._consolidated.copy()
+            self._rollup = self._rollup.copy()
             self._write_rows_at(pos[known], changed)
         if added:
             self._reserve(self.size + len(added))
@@ -383,6 +389,7 @@ class UserIndex:
         self._n_sources = _grow(self._n_sources, capacity)
         self._turn = _grow(self._turn, capacity)
         self._consolidated = _grow(self._consolidated, capacity)
+        self._rollup = _grow(self._rollup, capacity)
         self._coarse.grow(capacity)
         self._full.grow(capacity)
         self._columns = _grown(self._columns, capacity)
@@ -400,6 +407,7 @@ class UserIndex:
         for name in FilterColumns.array_names():
             getattr(self._columns, name)[positions] = getattr(values, name)
         self._consolidated[positions] = [_truthy(r[_CONSOLIDATED], r[_CONSOLIDATED_TYPE]) for r in rows]
+        self._rollup[positions] = [r[_CONSOLIDATION] in ROLLUPS for r in rows]
 
     def _make_view(self) -> IndexView:
         n = self.size
@@ -419,6 +427,7 @@ class UserIndex:
             ),
             row_of=self.row_of,
             consolidated=self._consolidated[:n],
+            rollup=self._rollup[:n],
             n_sources=self._n_sources[:n],
             last_source=self.last_source,
             turn=self._turn[:n],

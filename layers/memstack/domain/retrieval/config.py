@@ -67,8 +67,11 @@ class RetrievalConfig(Matryoshka, RrfWeights):
     temporal_report_lag_days: float = Field(
         7.0, ge=0.0, le=365.0, description="days after a query's window a memory still counts as inside it"
     )
+    # 1.0: with consolidation's summaries kept out of the evidence rankings (stage 4), a turn they
+    # cover is still the evidence; at 0.5 it lost to the memories and @10 fell 0.01-0.02 on LoCoMo
+    # and BEAM (docs/retrieval.md, "Consolidation").
     consolidated_stm_weight: float = Field(
-        0.5, ge=0.0, le=1.0, description="score factor for STM already consolidated (0 hides it)"
+        1.0, ge=0.0, le=1.0, description="score factor for STM already consolidated (0 hides it)"
     )
     # stage 6: near-duplicate removal
     dedup_threshold: float = Field(0.99, gt=0.0, le=1.0)

@@ -31,12 +31,20 @@ def merge_turns_into_memories(pool: Pool) -> set[int]:
     The turn and the memory state one fact: the memory is kept (it is current,
     categorised, dated) and takes the better of the two scores, so merging
     never pushes the fact down the list. Provenance is unchanged: the memory's
-    ``source_ids`` name the turn.
+    ``source_ids`` name the turn. A consolidation summary or synthesis restates
+    many turns in general terms, not one turn's fact: it never takes a turn's place.
     """
     sources = pool.facts.last_source
+    rollup = pool.facts.rollup.tolist()
     memory_of: dict[str | None, int] = {}
     for j in pool.order:
-        if not pool.stm[j] and pool.current[j] and not pool.deleted[j] and pool.n_sources[j]:
+        if (
+            not pool.stm[j]
+            and pool.current[j]
+            and not pool.deleted[j]
+            and pool.n_sources[j]
+            and not rollup[j]
+        ):
             # Only the newest source: an updated memory ("lives in Osaka", from the
             # Tokyo turn and the Osaka turn) replaces what the Osaka turn said, while
             # the Tokyo turn stays findable as what was said before.

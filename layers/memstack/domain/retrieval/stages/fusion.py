@@ -20,12 +20,15 @@ from memstack.domain.retrieval.calibration import coverage
 from memstack.domain.retrieval.pool import Pool, read_candidates
 from memstack.domain.retrieval.stage import Search
 from memstack.domain.text import index_terms, query_index_terms
-from memstack.models import ScoredId
+from memstack.models import Ranked, ScoredId
 
-#: each ranking fused, with its rank column and its raw-score column (the feedback query shows only its rank)
+#: how often the pool is picked again, each time without the further rollups it found
+_POOL_PASSES = 3
+
 #: the place a query's first result is compared with (the margins of ``_query_signals``)
 MARGIN_RANK = 10
 
+#: each ranking fused, with its rank column and its raw-score column (the feedback query shows only its rank)
 RANKINGS = {
     "vector": (col.VECTOR_RANK, col.VECTOR),
     "bm25": (col.BM25_RANK, col.BM25),
@@ -51,10 +54,12 @@ class Fusion:
         # The columns in the order explain shows them.
         for name in (col.VECTOR_RANK, col.VECTOR, col.BM25_RANK, col.BM25, col.BM25_PRF_RANK):
             pool.column(name)
-        rows = np.fromiter(map(fusion.ranks.row.__getitem__, pool.ids), dtype=np.int64, count=n)
+        # -1: a rollup set aside (``_pool``), in no ranking the fusion read
+        rows = np.fromiter((fusion.ranks.row.get(i, -1) for i in pool.ids), dtype=np.int64, count=n)
+        ranked = rows >= 0
         for name in rankings:
             rank_name, raw_name = RANKINGS[name]
-            places = fusion.ranks.places[name][rows].tolist()
+            places = np.where(ranked, fusion.ranks.places[name][rows], 0).tolist()
             pool.column(rank_name)[:] = [float(p) if p else None for p in places]
             if raw_name is not None:
                 raws = fusion.ranks.scores[name][rows].tolist()
@@ -143,26 +148,58 @@ class _Units:
 
 
 def _pool(search: Search) -> tuple[Pool, _Units]:
-    """The best candidates by their own fusion, read as columns, grouped into units and fused per unit."""
+    """The best candidates by their own fusion, read as columns, grouped into units and fused per unit.
+
+    Consolidation's summaries and syntheses (``Candidates.rollup``) restate many
+    turns in general terms and match many queries a little: in the rankings they
+    would take the places of the evidence they were built from. So the pool is
+    picked again without them: only the best of them (by its own fusion) keeps
+    its ranks, as a unit of its own weighed as a memory's second view of its
+    turns; the others join the pool with no fusion
+    value (below the evidence, still there when nothing else is), and stage 8
+    (``rollups``) places them among the hits.
+    """
     cfg, req = search.config, search.req
-    ranks = units.field_ranks({"vector": search.vector, "bm25": search.bm25, "bm25_prf": search.prf})
-    own_of, met = units.record_rrf(ranks, cfg.field_weights, cfg.rrf_k)
-    # Best first; a tie keeps the order the fusion met the candidates in.
-    best = met[np.argsort(-own_of[met], kind="stable")][: max(cfg.candidate_pool, req.top_k)]
-    pool_ids = [ranks.ids[r] for r in best.tolist()]
-    own = dict(zip(pool_ids, own_of[best].tolist(), strict=True))
-    facts, records = read_candidates(search.store, req.tenant, req.user_id, pool_ids, search.vectors)
+    rankings = {"vector": search.vector, "bm25": search.bm25, "bm25_prf": search.prf}
+    size = max(cfg.candidate_pool, req.top_k)
+    kept: str | None = None
+    aside: list[str] = []  # the further rollups, best first
+    for _ in range(_POOL_PASSES):
+        ranks = units.field_ranks(rankings)
+        own_of, met = units.record_rrf(ranks, cfg.field_weights, cfg.rrf_k)
+        # Best first; a tie keeps the order the fusion met the candidates in.
+        best = met[np.argsort(-own_of[met], kind="stable")][:size]
+        pool_ids = [ranks.ids[r] for r in best.tolist()]
+        own = dict(zip(pool_ids, own_of[best].tolist(), strict=True))
+        pool_ids += aside
+        facts, records = read_candidates(search.store, req.tenant, req.user_id, pool_ids, search.vectors)
+        known = {kept, *aside}
+        rollups = [i for i, is_rollup in zip(facts.ids, facts.rollup.tolist(), strict=True) if is_rollup]
+        found = [i for i in rollups if i not in known]
+        if kept is None and found:
+            kept, found = found[0], found[1:]  # the pool lists the best first
+        if not found:
+            break
+        aside += found
+        out = set(aside)
+        rankings = {name: _without(ranking, out) for name, ranking in rankings.items()}
+    own.update((i, 0.0) for i in aside)
     pool = Pool(facts, records)
+    rollup = facts.rollup.tolist()
+    # A rollup is a unit of its own: joined to a turn it cites, it would take that turn's evidence.
     unit_of = [
-        units.unit_key_of(req.tenant, req.user_id, i, is_turn, newest)
-        for i, is_turn, newest in zip(pool.ids, pool.stm, facts.last_source, strict=True)
+        units.unit_key_of(req.tenant, req.user_id, i, is_turn or is_rollup, newest)
+        for i, is_turn, newest, is_rollup in zip(pool.ids, pool.stm, facts.last_source, rollup, strict=True)
     ]
     members: dict[str, list[str]] = {}
     for i, key in zip(pool.ids, unit_of, strict=True):
         members.setdefault(key, []).append(i)
     candidate_turns = {ranks.ids[r] for r in np.flatnonzero(ranks.is_turn).tolist()}
-    sources = _source_turns(search, pool, unit_of)
-    fused = units.unit_rrf(members, candidate_turns, ranks, cfg.field_weights, cfg.rrf_k, sources)
+    sources = _source_turns(search, pool, unit_of, rollup)
+    # The rollup kept restates turns: its ranks count with a memory's weights (a second view of
+    # evidence), never with a turn's, as if it were all the evidence there is.
+    seconds = candidate_turns | {kept} if kept is not None else candidate_turns
+    fused = units.unit_rrf(members, seconds, ranks, cfg.field_weights, cfg.rrf_k, sources)
     # A unit's best member at the unit's value, its other members by their own evidence.
     value = units.member_values(members, own, fused)
     n = len(pool)
@@ -173,19 +210,31 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
     return pool, _Units(ranks, len(met), own=own, unit_of=unit_of, members=members, fused=fused, value=value)
 
 
-def _source_turns(search: Search, pool: Pool, unit_of: list[str]) -> dict[str, set[str]]:
+def _without(ranking: Sequence[ScoredId], out: set[str]) -> Sequence[ScoredId]:
+    """``ranking`` without the ids in ``out`` (a ``Ranked`` stays columns)."""
+    if isinstance(ranking, Ranked):
+        keep = np.fromiter((i not in out for i in ranking.ids), dtype=bool, count=len(ranking))
+        turn = ranking.turn[keep] if ranking.turn is not None else None
+        return Ranked(
+            [i for i, k in zip(ranking.ids, keep.tolist(), strict=True) if k], ranking.scores[keep], turn
+        )
+    return [c for c in ranking if c.id not in out]
+
+
+def _source_turns(search: Search, pool: Pool, unit_of: list[str], rollup: list[bool]) -> dict[str, set[str]]:
     """Per unit, the turns of every source of its memories (``units.source_turns``).
 
     The index holds each memory's newest source; a memory made from several
-    turns (an update) is read for the older ones, and kept for the hits.
+    turns (an update) is read for the older ones, and kept for the hits. A
+    rollup's sources are not its words: it scores by its own ranks.
     """
     req = search.req
-    updated = [j for j in range(len(pool)) if not pool.stm[j] and pool.n_sources[j] > 1]
+    updated = [j for j in range(len(pool)) if not pool.stm[j] and pool.n_sources[j] > 1 and not rollup[j]]
     records = pool.records(search.store, req.tenant, req.user_id, updated)
     sources: dict[str, set[str]] = {}
     for j, key in enumerate(unit_of):
         newest = pool.facts.last_source[j]
-        if pool.stm[j] or newest is None:
+        if pool.stm[j] or newest is None or rollup[j]:
             continue
         record = records.get(j)
         ids = record.source_ids if record is not None else [newest]
