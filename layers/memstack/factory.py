@@ -8,7 +8,7 @@ adapters (fakes, moto clients) through the keyword arguments.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypedDict, Unpack, cast
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast
 
 from memstack.adapters.blas import limit_blas_threads
 from memstack.domain.consolidation.job import Consolidator
@@ -19,7 +19,6 @@ from memstack.domain.embedding_memo import memoised
 from memstack.domain.extraction.handler import ExtractionJobHandler
 from memstack.domain.ingest import Ingestor, UnitOfWork
 from memstack.domain.jobs import JobRecorder
-from memstack.domain.retrieval.pipeline import Retriever
 from memstack.domain.tenant.configs import TenantConfigs
 from memstack.domain.time.bounds import TimeBounds
 from memstack.logs import configure_logging
@@ -35,6 +34,9 @@ from memstack.ports.tenant_config import TenantConfigHost
 from memstack.registry import Registry
 from memstack.service import MemoryService
 from memstack.settings import Settings
+
+if TYPE_CHECKING:
+    from memstack.domain.retrieval.pipeline import Retriever
 
 # The edges' one logging set-up (memstack.logs), as soon as anything that builds a service is imported,
 # so it is the memstack logger's first configuration in every process; the domain only logs.
@@ -310,7 +312,12 @@ def build_service(
         queue,
         unit=shared_transaction(store, stm),
     )
-    retriever = Retriever(store, embedder, settings.retrieval, reranker)
+
+    def make_retriever() -> Retriever:
+        from memstack.domain.retrieval.pipeline import Retriever
+
+        return Retriever(store, embedder, settings.retrieval, reranker)
+
     tenant_configs = build_tenant_configs(store, db)
     extractor = clients.get("extractor") or build_extractor(
         settings, clients.get("bedrock_runtime"), clients.get("openai_http"), embedder
@@ -335,7 +342,7 @@ def build_service(
         stm=stm,
         embedder=embedder,
         ingestor=ingestor,
-        retriever=retriever,
+        make_retriever=make_retriever,
         queue=queue,
         job_handlers={"extract": extract},
         closers=closers,

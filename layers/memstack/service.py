@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstack.domain import conflicts, expiry, filter_expr, jobs, keyed, transfer, versions
 from memstack.domain.consolidation.job import Consolidator
@@ -24,7 +25,6 @@ from memstack.domain.cursors import CursorSigner
 from memstack.domain.embedding_memo import forget_all
 from memstack.domain.erasure import Erased
 from memstack.domain.ingest import Ingestor, IngestResult, stm_memory_id
-from memstack.domain.retrieval.pipeline import Retriever
 from memstack.domain.retrieval.types import SearchRequest, SearchResult
 from memstack.domain.tenant import guidance
 from memstack.domain.tenant.configs import TenantConfigs
@@ -47,6 +47,9 @@ from memstack.ports.reserve import SpaceReserve
 from memstack.ports.stm import ShortTermStore
 from memstack.ports.store import Compacting, Fence, MemoryStore
 from memstack.settings import Settings
+
+if TYPE_CHECKING:  # built on the first search (``make_retriever``): an add never imports the pipeline
+    from memstack.domain.retrieval.pipeline import Retriever
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +74,9 @@ class MemoryService:
     stm: ShortTermStore
     embedder: Embedder
     ingestor: Ingestor
-    retriever: Retriever
+    #: builds the retrieval pipeline when a search first needs it, so a container that only adds
+    #: never imports or builds it (its date/time patterns alone are a tenth of a cold import's domain)
+    make_retriever: Callable[[], Retriever]
     #: tenants' own configuration (custom categories, extraction instructions), cached for the hot paths
     tenant_configs: TenantConfigs
     queue: JobQueue | None = None
@@ -86,6 +91,10 @@ class MemoryService:
     job_recorder: jobs.JobRecorder | None = None
     #: webhook events of the memories written here (None: none are sent)
     webhooks: WebhookPublisher | None = None
+
+    @functools.cached_property
+    def retriever(self) -> Retriever:
+        return self.make_retriever()
 
     def __post_init__(self) -> None:
         # Consolidation is the service's own job (it refreshes profiles and sweeps expiry too);

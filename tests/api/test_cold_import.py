@@ -20,6 +20,13 @@ NOT_ON_THE_API_COLD_PATH = (
     "memstack.adapters.embedded.fts",
     "aws_lambda_powertools.event_handler.openapi.models",
 )
+#: what only a search needs: the retrieval pipeline (and the date/time patterns its query analysis
+#: compiles); the API builds it on the first search, so a container that only adds never loads it
+THE_SEARCH_PIPELINE = (
+    "memstack.domain.retrieval.pipeline",
+    "memstack.domain.query_analysis",
+    "memstack.domain.time.windows",
+)
 #: never needed by any function: snowballstemmer's package (its ``__init__`` imports all 35
 #: languages' stemmers; ``domain.text`` loads the English one alone) and Powertools' parser models
 #: (the batch utility imports them for a ``model=`` argument the workers never pass)
@@ -58,6 +65,10 @@ def loaded_by(function: str, modules: tuple[str, ...]) -> list[str]:
 
 def test_the_api_handler_imports_without_the_embedded_store_or_the_openapi_models() -> None:
     assert loaded_by("api", NOT_ON_THE_API_COLD_PATH) == []
+
+
+def test_the_api_handler_imports_without_the_search_pipeline() -> None:
+    assert loaded_by("api", THE_SEARCH_PIPELINE) == []
 
 
 @pytest.mark.parametrize("function", HANDLERS)
