@@ -206,6 +206,9 @@ def test_her_him_and_there_are_the_person_and_place_named_before() -> None:
         (Role.USER, "I still go back there every year."),
     )
     assert across_turns == ["The user still goes back to Lisbon every year."]
+    # The place named earlier in the same sentence is nearer than one named in an earlier sentence.
+    same_sentence = _said("I grew up in Denver. My next away game is in Seattle, I'm stoked to play there.")
+    assert same_sentence[-1] == "The user is stoked to play in Seattle."
     # A clause that names whom it means keeps its pronoun; "there is" is no place.
     assert _said("My mum loves her garden.", speaker="Maya") == ["Maya's mum loves her garden."]
 

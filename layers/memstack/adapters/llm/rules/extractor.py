@@ -219,6 +219,8 @@ class _Turn:
     before: list[str] = field(default_factory=list)
     #: the same, of the speaker's own words only (this message's earlier sentences, their last turns)
     own_before: list[str] = field(default_factory=list)
+    #: the sentence's clauses before this one, newest first: "It's Seattle, I'm stoked for my game there"
+    clauses_before: list[str] = field(default_factory=list)
     decisions: list[_Decision] = field(default_factory=list)
     #: the decision the clause just before made, which an elaboration joins
     last: _Decision | None = None
@@ -322,8 +324,10 @@ class RuleExtractor:
         if cues.CORRECTION.search(raw) and self._correction(sentence, turn):
             return
         before = len(turn.decisions)
+        turn.clauses_before = []
         for clause in cues.clauses(sentence):
             self._clause(clause, raw, turn)
+            turn.clauses_before.insert(0, clause)
         _drop_announcements(turn, before)
 
     def _clause(self, clause: str, raw: str, turn: _Turn) -> None:
@@ -356,7 +360,8 @@ class RuleExtractor:
             clause = answer
         elif said_by_speaker := _subjectless_past(clause):
             clause = said_by_speaker
-        clause = resolve_references(clause, turn.own_before)  # "take her to Nara": whom, where
+        # "take her to Nara": whom, where; the sentence's own earlier clauses first
+        clause = resolve_references(clause, turn.clauses_before + turn.own_before)
         first_person = is_first_person(clause)
         instruction = bool(_INSTRUCTION.match(clause))  # "Please keep your answers short": a preference
         about_listener = bool(_SECOND_PERSON.search(clause))
