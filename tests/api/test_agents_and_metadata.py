@@ -73,10 +73,18 @@ def _add(api: Api, content: str, **body: Any) -> None:
     assert status == 202
 
 
+#: what _seed stores, by the memory each filter case expects back
+PORTO, RAMEN, OSAKA = (
+    "I booked the train to Porto",
+    "I booked a table for ramen",
+    "I booked a flight to Osaka",
+)
+
+
 def _seed(api: Api) -> None:
-    _add(api, "I booked the train to Porto", agent_id="travel-bot", metadata={"topic": "travel", "n": 1})
-    _add(api, "I booked a table for ramen", agent_id="food-bot", metadata={"topic": "food", "n": "1"})
-    _add(api, "I booked a flight to Osaka", metadata={"topic": "travel", "urgent": True})
+    _add(api, PORTO, agent_id="travel-bot", metadata={"topic": "travel", "n": 1})
+    _add(api, RAMEN, agent_id="food-bot", metadata={"topic": "food", "n": "1"})
+    _add(api, OSAKA, metadata={"topic": "travel", "urgent": True})
 
 
 def _search(api: Api, **body: Any) -> tuple[int, Any]:
@@ -89,19 +97,14 @@ def _contents(answer: Any, key: str = "results") -> set[str]:
 
 def test_search_and_list_filter_on_agent_and_metadata(api: Api) -> None:
     _seed(api)
-    porto, ramen, osaka = (
-        "I booked the train to Porto",
-        "I booked a table for ramen",
-        "I booked a flight to Osaka",
-    )
     cases: list[tuple[dict[str, Any], set[str]]] = [
-        ({"agent_id": "travel-bot"}, {porto}),
-        ({"filters": {"metadata": {"topic": "travel"}}}, {porto, osaka}),
-        ({"filters": {"metadata": {"topic": {"in": ["food", "music"]}}}}, {ramen}),
+        ({"agent_id": "travel-bot"}, {PORTO}),
+        ({"filters": {"metadata": {"topic": "travel"}}}, {PORTO, OSAKA}),
+        ({"filters": {"metadata": {"topic": {"in": ["food", "music"]}}}}, {RAMEN}),
         ({"agent_id": "travel-bot", "filters": {"metadata": {"topic": "food"}}}, set()),
-        ({"filters": {"metadata": {"n": 1.0}}}, {porto}),  # 1.0 is 1; "1" is not
-        ({"filters": {"metadata": {"urgent": True}, "tier": "stm"}}, {osaka}),
-        ({"filters": {"metadata": {}}}, {porto, ramen, osaka}),  # no condition
+        ({"filters": {"metadata": {"n": 1.0}}}, {PORTO}),  # 1.0 is 1; "1" is not
+        ({"filters": {"metadata": {"urgent": True}, "tier": "stm"}}, {OSAKA}),
+        ({"filters": {"metadata": {}}}, {PORTO, RAMEN, OSAKA}),  # no condition
     ]
     for body, want in cases:
         status, found = _search(api, **body)
@@ -161,26 +164,21 @@ def test_list_metadata_that_is_not_json_and_agent_given_twice_are_422(api: Api) 
 # ------------------------------------------------------------- logic and comparisons (filters.where)
 def test_search_and_list_take_logic_and_comparisons_in_mem0s_shape(api: Api) -> None:
     _seed(api)
-    _add(api, "I booked a concert ticket", metadata={"topic": "music", "n": 5, "priority": 3})
-    porto, ramen, osaka, concert = (
-        "I booked the train to Porto",
-        "I booked a table for ramen",
-        "I booked a flight to Osaka",
-        "I booked a concert ticket",
-    )
+    concert = "I booked a concert ticket"
+    _add(api, concert, metadata={"topic": "music", "n": 5, "priority": 3})
     cases: list[tuple[dict[str, Any], set[str]]] = [
         # metadata with operators: once answered "unknown operator"
         ({"metadata": {"n": {"gt": 1}}}, {concert}),  # "1" is a string: never greater than a number
-        ({"metadata": {"n": {"gte": 1, "lt": 5}}}, {porto}),
-        ({"metadata": {"topic": {"ne": "travel"}}}, {ramen, concert}),
-        ({"metadata": {"topic": {"nin": ["travel", "music"]}}}, {ramen}),
-        ({"metadata": {"topic": {"contains": "av"}}}, {porto, osaka}),
+        ({"metadata": {"n": {"gte": 1, "lt": 5}}}, {PORTO}),
+        ({"metadata": {"topic": {"ne": "travel"}}}, {RAMEN, concert}),
+        ({"metadata": {"topic": {"nin": ["travel", "music"]}}}, {RAMEN}),
+        ({"metadata": {"topic": {"contains": "av"}}}, {PORTO, OSAKA}),
         # Mem0's top-level AND / OR / NOT, on metadata and on the record's fields
-        ({"OR": [{"agent_id": "food-bot"}, {"metadata": {"priority": {"gte": 3}}}]}, {ramen, concert}),
-        ({"AND": [{"NOT": {"agent_id": "travel-bot"}}, {"metadata.topic": "travel"}]}, {osaka}),
+        ({"OR": [{"agent_id": "food-bot"}, {"metadata": {"priority": {"gte": 3}}}]}, {RAMEN, concert}),
+        ({"AND": [{"NOT": {"agent_id": "travel-bot"}}, {"metadata.topic": "travel"}]}, {OSAKA}),
         ({"where": {"created_at": {"lt": "2000-01-01T00:00:00Z"}}}, set()),
-        ({"where": {"kind": "fact", "metadata": {"urgent": True}}, "tier": "stm"}, {osaka}),  # raw turns
-        ({"NOT": {"created_at": {"lt": "2000-01-01T00:00:00Z"}}, "metadata": {"topic": "food"}}, {ramen}),
+        ({"where": {"kind": "fact", "metadata": {"urgent": True}}, "tier": "stm"}, {OSAKA}),  # raw turns
+        ({"NOT": {"created_at": {"lt": "2000-01-01T00:00:00Z"}}, "metadata": {"topic": "food"}}, {RAMEN}),
     ]
     for filters, want in cases:
         status, found = _search(api, filters=filters)
@@ -201,21 +199,16 @@ def test_search_and_list_take_logic_and_comparisons_in_mem0s_shape(api: Api) -> 
 def test_a_record_fields_condition_given_directly_in_filters_is_read_as_where(api: Api) -> None:
     """Mem0 writes {"category": {"in": [...]}} or {"created_at": {"gte": ...}} at the top of filters."""
     _seed(api)
-    porto, ramen, osaka = (
-        "I booked the train to Porto",
-        "I booked a table for ramen",
-        "I booked a flight to Osaka",
-    )
     cases: list[tuple[dict[str, Any], set[str]]] = [
-        ({"agent_id": "food-bot"}, {ramen}),
-        ({"agent_id": {"in": ["food-bot", "travel-bot"]}, "tier": "stm"}, {porto, ramen}),
+        ({"agent_id": "food-bot"}, {RAMEN}),
+        ({"agent_id": {"in": ["food-bot", "travel-bot"]}, "tier": "stm"}, {PORTO, RAMEN}),
         ({"created_at": {"lt": "2000-01-01T00:00:00Z"}}, set()),
         (
             {"created_at": {"gte": "2000-01-01T00:00:00Z"}, "tier": "stm", "metadata": {"urgent": True}},
-            {osaka},
+            {OSAKA},
         ),
-        ({"kind": {"in": ["fact"]}, "tier": "stm", "metadata": {"topic": "food"}}, {ramen}),
-        ({"category": {"nin": ["travel"]}, "tier": "stm"}, {porto, ramen, osaka}),  # raw turns: no category
+        ({"kind": {"in": ["fact"]}, "tier": "stm", "metadata": {"topic": "food"}}, {RAMEN}),
+        ({"category": {"nin": ["travel"]}, "tier": "stm"}, {PORTO, RAMEN, OSAKA}),  # raw turns: no category
     ]
     for filters, want in cases:
         status, found = _search(api, filters=filters)
