@@ -25,7 +25,6 @@ from __future__ import annotations
 from memstack.domain.retrieval import columns as col
 from memstack.domain.retrieval.pool import Pool
 from memstack.domain.retrieval.types import SearchRequest
-from memstack.models import ROLLUPS
 from memstack.ports.store import MemoryStore
 
 
@@ -38,10 +37,7 @@ def order_newest_first(
     movable = {
         j
         for j in head
-        if j in records
-        and pool.has_vector[j]
-        and not pool.superseded[j]
-        and records[j].metadata.get("consolidation") not in ROLLUPS
+        if j in records and pool.has_vector[j] and not pool.superseded[j] and not pool.facts.rollup[j]
     }
     if len(movable) < 2:
         return 0

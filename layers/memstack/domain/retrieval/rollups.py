@@ -24,7 +24,6 @@ from __future__ import annotations
 from memstack.domain.retrieval import columns as col
 from memstack.domain.retrieval.pool import Pool
 from memstack.domain.retrieval.types import SearchRequest
-from memstack.models import ROLLUPS
 from memstack.ports.store import MemoryStore
 
 
@@ -34,8 +33,12 @@ def place_rollups(store: MemoryStore, req: SearchRequest, pool: Pool, *, window:
     ltm = [j for j in head if not pool.stm[j]]
     if not ltm:
         return 0
-    records = pool.records(store, req.tenant, req.user_id, ltm)
-    rollups = [j for j in ltm if j in records and records[j].metadata.get("consolidation") in ROLLUPS]
+    # The candidates say which are rollups (``Candidates.rollup``): records are read only when some are.
+    marked = [j for j in ltm if pool.facts.rollup[j]]
+    if not marked:
+        return 0
+    records = pool.records(store, req.tenant, req.user_id, marked)
+    rollups = [j for j in marked if j in records]
     if not rollups:
         return 0
     kept, extra = rollups[0], set(rollups[1:])
