@@ -176,6 +176,8 @@ GOAL = re.compile(
     re.IGNORECASE,
 )
 FUTURE = re.compile(r"\b(?:will|going to|planning|plans?|next|upcoming|tomorrow|soon)\b", re.IGNORECASE)
+# "I sold it last month", "I gave them away": the object is a pronoun.
+PRONOUN_OBJECT = re.compile(r"^(?:it|them|that|this|those|these|one|him|her)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
