@@ -217,6 +217,9 @@ def test_searches_equal_brute_force_after_any_writes_from_any_process(
                         assert_same_top_k(
                             view.bm25_search(t, u, query, k, f), _brute_bm25(reader.db, t, u, query, k, f)
                         )
+                        exact = view.exact_vector_search(t, u, q, k, f, below=1_000_000)
+                        assert exact is not None
+                        assert_same_top_k(list(exact), _brute_vector(reader.db, t, u, q, k, f, "emb_full"))
         finally:
             reader.close()
             writer.close()
@@ -438,3 +441,16 @@ def test_full_vector_ranking_is_exact_and_only_below_its_size(store: EmbeddedMem
         assert got is not None
         assert_same_top_k(got, _brute_vector(store.db, "t1", "u1", q, 7, f, column="emb_full"))
     assert store.exact_vector_search("t1", "u1", q, 7, MemoryFilters(), below=120) is None
+
+
+def test_exact_ranking_stays_exact_while_the_index_grows_in_place(store: EmbeddedMemoryStore) -> None:
+    """The full vectors' second layout (one dimension per row) follows every append and every growth."""
+    rng = np.random.default_rng(22)
+    for step in range(30):  # past the index's first capacity (64 rows) and its doubling, one refresh each
+        store.put([_record(rng, "t1", "u1", step * 10 + j) for j in range(int(rng.integers(1, 9)))])
+        q = np.asarray(_vector(rng), dtype=np.float32)
+        for f in (MemoryFilters(), MemoryFilters(scope=Scope.USER)):
+            got = store.exact_vector_search("t1", "u1", q, 12, f, below=1_000_000)
+            assert got is not None
+            assert_same_top_k(list(got), _brute_vector(store.db, "t1", "u1", q, 12, f, column="emb_full"))
+    assert store.index("t1", "u1").size > 128

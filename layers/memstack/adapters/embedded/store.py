@@ -626,12 +626,12 @@ def vector_on(
         return _NOTHING
     q = np.asarray(query, dtype=np.float32)
     matrix = view.full if full else view.coarse
-    if len(rows) == view.size:
-        scores = matrix @ q
-    elif 4 * len(rows) < view.size:
+    if 4 * len(rows) < view.size:
         scores = matrix[rows] @ q  # few rows pass: score only those
     else:
-        scores = (matrix @ q)[rows]
+        # Every full vector: over the layout one dimension per row (``user_index._Vectors``).
+        every = q @ view.full_by_dimension if full else matrix @ q
+        scores = every if len(rows) == view.size else every[rows]
     top = top_indices(scores, k)
     positions = rows[top] if len(rows) < view.size else top
     return Ranked(

@@ -7,8 +7,9 @@ Ingesting into a user with 100,000 memories therefore costs the next search
 a few rows, not the whole user.
 
 Both vectors of every row are held: the coarse ones for the candidate pass,
-the full ones for the rescoring and the near-duplicate check, so a search
-reads no vector from SQLite (about 2 KB per memory at 384 + 128 dimensions).
+the full ones for the exact ranking, the rescoring and the near-duplicate
+check (these twice, see ``_Vectors``), so a search reads no vector from SQLite
+(about 3.5 KB per memory at 384 + 128 dimensions).
 
 Searches read an ``IndexView``: the rows as of one generation. A view never
 changes under its reader: rows are appended past the end every older view
@@ -95,6 +96,8 @@ class IndexView:
     coarse: np.ndarray  # float32 (size, dim); zeros where a row has no vector
     has_vector: np.ndarray  # bool
     full: np.ndarray  # float32 (size, full dim); zeros where a row has none
+    #: the same vectors one dimension per row (full dim, size): what the exact search multiplies
+    full_by_dimension: np.ndarray
     has_full: np.ndarray  # bool
     columns: FilterColumns
     #: id -> row (shared and growing: a row at or past ``size`` is not in this view)
@@ -196,6 +199,7 @@ def empty_view(uid: int = 0, generation: int = 0) -> IndexView:
         coarse=np.zeros((0, 1), dtype=np.float32),
         has_vector=np.zeros(0, dtype=bool),
         full=np.zeros((0, 1), dtype=np.float32),
+        full_by_dimension=np.zeros((1, 0), dtype=np.float32),
         has_full=np.zeros(0, dtype=bool),
         columns=_columns([], {}),
         row_of={},
@@ -230,17 +234,32 @@ def _columns(rows: Sequence[Sequence[Any]], sessions: dict[str, int]) -> FilterC
 
 
 class _Vectors:
-    """One vector column of the index (coarse or full): float32 rows, appended in place."""
+    """One vector column of the index (coarse or full): float32 rows, appended in place.
 
-    def __init__(self, column: int, capacity: int) -> None:
+    With ``by_dimension`` the rows are also kept a second time, one dimension per row
+    (``columns``: dim x capacity): the exact search multiplies the query by every full
+    vector, and OpenBLAS's matrix-vector product runs 2-2.5x faster over that layout
+    (10,000 x 384 on one thread: 0.69 ms against 1.62 ms; 100,000: 12 against 22 ms).
+    The row layout stays for what gathers a few rows (the pool's vectors): gathering 400
+    rows from the other one costs 0.8 ms at 10,000. It costs 1.5 KB per memory at 384
+    dimensions.
+    """
+
+    def __init__(self, column: int, capacity: int, *, by_dimension: bool = False) -> None:
         self.column = column
         #: the dimension, known from the first row that has a vector (0 until then)
         self.dim = 0
         self.data = np.zeros((capacity, 1), dtype=np.float32)
+        self.by_dimension = by_dimension
+        self.columns = np.zeros((1, capacity), dtype=np.float32)
         self.present = np.zeros(capacity, dtype=bool)
 
     def grow(self, capacity: int) -> None:
         self.data = _grow(self.data, capacity)
+        if self.by_dimension:
+            columns = np.zeros((self.columns.shape[0], capacity), dtype=np.float32)
+            columns[:, : self.columns.shape[1]] = self.columns
+            self.columns = columns
         self.present = _grow(self.present, capacity)
 
     def write(self, start: int, rows: Sequence[Sequence[Any]]) -> None:
@@ -251,6 +270,8 @@ class _Vectors:
                 return
             self.dim = len(first) // 4
             self.data = np.zeros((len(self.present), self.dim), dtype=np.float32)
+            if self.by_dimension:
+                self.columns = np.zeros((self.dim, len(self.present)), dtype=np.float32)
         for b in blobs:
             if b is not None and len(b) != self.dim * 4:
                 raise ValueError(
@@ -261,7 +282,13 @@ class _Vectors:
         joined = b"".join(b if b is not None else zero for b in blobs)
         end = start + len(rows)
         self.data[start:end] = np.frombuffer(joined, dtype=np.float32).reshape(len(rows), self.dim)
+        if self.by_dimension:
+            self.columns[:, start:end] = self.data[start:end].T
         self.present[start:end] = [b is not None for b in blobs]
+
+    def by_dimension_view(self, size: int) -> np.ndarray:
+        """The first ``size`` rows one dimension per row (a view: BLAS reads it with its row stride)."""
+        return self.columns[:, :size]
 
 
 def user_head(conn: sqlite3.Connection, tenant: str, user_id: str) -> tuple[int, int] | None:
@@ -300,7 +327,7 @@ class UserIndex:
         self._consolidated = np.zeros(capacity, dtype=bool)
         self._rollup = np.zeros(capacity, dtype=bool)
         self._coarse = _Vectors(_COARSE, capacity)
-        self._full = _Vectors(_FULL, capacity)
+        self._full = _Vectors(_FULL, capacity, by_dimension=True)
         self._columns = _grown(_columns([], self.sessions), capacity)
         self._records = RecordCache(uid, generation)
         self._write_rows(0, rows)
@@ -420,6 +447,7 @@ class UserIndex:
             coarse=self._coarse.data[:n],
             has_vector=self._coarse.present[:n],
             full=self._full.data[:n],
+            full_by_dimension=self._full.by_dimension_view(n),
             has_full=self._full.present[:n],
             columns=FilterColumns(
                 **{name: getattr(self._columns, name)[:n] for name in FilterColumns.array_names()},
