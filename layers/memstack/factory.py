@@ -11,8 +11,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast
 
 from memstack.adapters.blas import limit_blas_threads
-from memstack.domain.consolidation.job import Consolidator
-from memstack.domain.consolidation.profiles import ProfileBuilder
 from memstack.domain.cursors import CursorSigner
 from memstack.domain.embedder_record import check_embedder
 from memstack.domain.embedding_memo import memoised
@@ -36,6 +34,8 @@ from memstack.service import MemoryService
 from memstack.settings import Settings
 
 if TYPE_CHECKING:
+    from memstack.domain.consolidation.job import Consolidator
+    from memstack.domain.consolidation.profiles import ProfileBuilder
     from memstack.domain.retrieval.pipeline import Retriever
 
 # The edges' one logging set-up (memstack.logs), as soon as anything that builds a service is imported,
@@ -325,15 +325,33 @@ def build_service(
     summariser = clients.get("summariser") or build_summariser(
         settings, clients.get("bedrock_runtime"), clients.get("openai_http")
     )
-    consolidator = Consolidator(
-        store,
-        stm,
-        embedder,
-        summariser,
-        settings.consolidation,
-        leases=build_leases(settings, db, clients),
-        configs=tenant_configs.current,
-    )
+
+    # Consolidation and profiles are built on the first consolidation: only the consolidation
+    # worker (and a local service) runs one; the API and the other workers never import them.
+    def make_consolidator() -> Consolidator:
+        from memstack.domain.consolidation.job import Consolidator
+
+        consolidator = Consolidator(
+            store,
+            stm,
+            embedder,
+            summariser,
+            settings.consolidation,
+            leases=service.leases,
+            configs=tenant_configs.current,
+        )
+        if service.webhooks is not None:
+            consolidator.on_written = service.webhooks.memories_written
+        return consolidator
+
+    def make_profiles() -> ProfileBuilder:
+        from memstack.domain.consolidation.profiles import ProfileBuilder
+
+        profiles = ProfileBuilder(store, embedder, settings.profiles)
+        if service.webhooks is not None:
+            profiles.on_written = service.webhooks.memories_written
+        return profiles
+
     extract = extraction_handler(settings, store, stm, embedder, extractor, tenant_configs)
     service = MemoryService(
         cursors=CursorSigner(lambda: cursor_key(settings, clients.get("secretsmanager"))),
@@ -346,8 +364,9 @@ def build_service(
         queue=queue,
         job_handlers={"extract": extract},
         closers=closers,
-        consolidator=consolidator,
-        profiles=ProfileBuilder(store, embedder, settings.profiles) if settings.profiles.enabled else None,
+        make_consolidator=make_consolidator,
+        leases=build_leases(settings, db, clients),
+        make_profiles=make_profiles if settings.profiles.enabled else None,
         reserve=reserve,
         tenant_configs=tenant_configs,
         job_recorder=recorder,
@@ -374,10 +393,8 @@ def wire_webhooks(
 
     publisher = WebhookPublisher(service.tenant_configs, queue)
     service.webhooks = publisher
+    # (the consolidator and the profile builder, built later, take it from ``service.webhooks``)
     extract.on_written = publisher.memories_written
-    for writer in (service.consolidator, service.profiles):
-        if writer is not None:
-            writer.on_written = publisher.memories_written
     if service.job_recorder is not None:
         service.job_recorder.on_failed.append(publisher.job_failed)
     hooks = settings.webhooks

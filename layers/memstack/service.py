@@ -18,9 +18,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memstack.domain import conflicts, expiry, filter_expr, jobs, keyed, transfer, versions
-from memstack.domain.consolidation.job import Consolidator
-from memstack.domain.consolidation.profiles import ProfileBuilder
-from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, housekeeping, schedule
 from memstack.domain.cursors import CursorSigner
 from memstack.domain.embedding_memo import forget_all
 from memstack.domain.erasure import Erased
@@ -42,13 +39,18 @@ from memstack.models import (
 )
 from memstack.ports.embedder import Embedder
 from memstack.ports.job_status import JobStatus
+from memstack.ports.lease import Leases
 from memstack.ports.queue import Job, JobQueue
 from memstack.ports.reserve import SpaceReserve
 from memstack.ports.stm import ShortTermStore
 from memstack.ports.store import Compacting, Fence, MemoryStore
 from memstack.settings import Settings
 
-if TYPE_CHECKING:  # built on the first search (``make_retriever``): an add never imports the pipeline
+if TYPE_CHECKING:
+    # Built when first needed (``make_*``): an add never imports the search pipeline, and a container
+    # that never consolidates (the API, the extraction and webhook workers) never imports consolidation.
+    from memstack.domain.consolidation.job import Consolidator
+    from memstack.domain.consolidation.profiles import ProfileBuilder
     from memstack.domain.retrieval.pipeline import Retriever
 
 logger = logging.getLogger(__name__)
@@ -82,10 +84,14 @@ class MemoryService:
     queue: JobQueue | None = None
     job_handlers: dict[str, JobHandler] = field(default_factory=dict)
     closers: list[Callable[[], None]] = field(default_factory=list)
-    consolidator: Consolidator | None = None
+    #: builds the consolidation job on its first run (None: consolidation is not configured)
+    make_consolidator: Callable[[], Consolidator] | None = None
+    #: per-user leases (one consolidation of a user at a time); an erase removes the user's
+    leases: Leases | None = None
     # ``build_service`` passes the deployment's key; a service built by hand signs with a key of its own.
     cursors: CursorSigner = field(default_factory=lambda: CursorSigner(secrets.token_bytes(32)))
-    profiles: ProfileBuilder | None = None
+    #: builds the profile builder on the first consolidation (None: profiles are off)
+    make_profiles: Callable[[], ProfileBuilder] | None = None
     reserve: SpaceReserve | None = None
     #: where the queues and workers report each job's state (None: not recorded)
     job_recorder: jobs.JobRecorder | None = None
@@ -95,6 +101,14 @@ class MemoryService:
     @functools.cached_property
     def retriever(self) -> Retriever:
         return self.make_retriever()
+
+    @functools.cached_property
+    def consolidator(self) -> Consolidator | None:
+        return None if self.make_consolidator is None else self.make_consolidator()
+
+    @functools.cached_property
+    def profiles(self) -> ProfileBuilder | None:
+        return None if self.make_profiles is None else self.make_profiles()
 
     def __post_init__(self) -> None:
         # Consolidation is the service's own job (it refreshes profiles and sweeps expiry too);
@@ -440,8 +454,8 @@ class MemoryService:
         counts["stm"] = self.stm.erase_user(tenant, user_id)
         if self.queue is not None:
             counts["jobs"] = self.queue.erase_user(tenant, user_id)
-        if self.consolidator is not None and self.consolidator.leases is not None:
-            counts["leases"] = self.consolidator.leases.erase_user(tenant, user_id)
+        if self.leases is not None:
+            counts["leases"] = self.leases.erase_user(tenant, user_id)
         for name, late in self.store.erase_user(tenant, user_id).items():
             counts[name] = counts.get(name, 0) + late
         return counts
@@ -529,6 +543,8 @@ class MemoryService:
 
     def schedule_consolidation(self, now: datetime | None = None) -> dict[str, Any]:
         """Purge expired STM, then fan out one consolidate job per due user (run inline without a queue)."""
+        from memstack.domain.consolidation.scheduler import OutboxSweep, due_users, housekeeping, schedule
+
         s = self.settings.scheduler
         now_ = now or datetime.now(UTC)
         max_age = timedelta(hours=s.consolidation_max_age_hours)

@@ -27,6 +27,17 @@ THE_SEARCH_PIPELINE = (
     "memstack.domain.query_analysis",
     "memstack.domain.time.windows",
 )
+#: what only consolidation needs (the job, the profile builder, the scheduler's fan-out) and the relative-date
+#: patterns only a running extraction job needs: ``build_service`` builds the consolidator on the first
+#: consolidation, and the extraction handler (which the API builds only to queue "extract" jobs: SQS
+#: carries them to the worker) imports the patterns with its first job
+CONSOLIDATION_AND_EXTRACTION_RUNS = (
+    "memstack.domain.consolidation.job",
+    "memstack.domain.consolidation.profiles",
+    "memstack.domain.consolidation.scheduler",
+    "memstack.domain.consolidation.similarity",
+    "memstack.domain.time.relative",
+)
 #: never needed by any function: snowballstemmer's package (its ``__init__`` imports all 35
 #: languages' stemmers; ``domain.text`` loads the English one alone) and Powertools' parser models
 #: (the batch utility imports them for a ``model=`` argument the workers never pass)
@@ -69,6 +80,11 @@ def test_the_api_handler_imports_without_the_embedded_store_or_the_openapi_model
 
 def test_the_api_handler_imports_without_the_search_pipeline() -> None:
     assert loaded_by("api", THE_SEARCH_PIPELINE) == []
+
+
+@pytest.mark.parametrize("function", ["api", "webhook_worker"])
+def test_the_api_and_webhook_worker_import_without_running_consolidation_or_extraction(function: str) -> None:
+    assert loaded_by(function, CONSOLIDATION_AND_EXTRACTION_RUNS) == []
 
 
 @pytest.mark.parametrize("function", HANDLERS)

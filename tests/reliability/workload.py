@@ -117,8 +117,7 @@ def make_rig(
     # The faults strike the workload's calls; the start-up embedder check (a read, and a write the
     # first time) would take the first call of those operations (tests/conformance/test_embedder_switch.py).
     service = build_service(settings, embedder_check=False, **ports)
-    assert service.consolidator is not None
-    service.consolidator.leases = leases or EmbeddedLeases(db, clock=clock)
+    service.leases = leases or EmbeddedLeases(db, clock=clock)  # the consolidator, built later, takes them
     return Rig(service, build_api(service, settings), db, clock, ports)
 
 

@@ -18,7 +18,7 @@ from memstack.api.schemas import (
     HealthResponse,
     UserList,
 )
-from memstack.domain.consolidation.job import BUSY
+from memstack.domain.consolidation.status import BUSY
 from memstack.errors import Conflict
 
 #: users per page at most: each one's counts are an aggregate over its records

@@ -38,6 +38,7 @@ import numpy as np
 from memstack.domain.categories import categorise
 from memstack.domain.consolidation.grouping import Group, classify, group_entries
 from memstack.domain.consolidation.similarity import RunEmbedder, clusters, nearest_ltm
+from memstack.domain.consolidation.status import BUSY
 from memstack.domain.erasure import Fence
 from memstack.domain.heartbeat import LeaseKeeper
 from memstack.domain.indexing import turn_text
@@ -53,8 +54,6 @@ from memstack.ports.stm import ShortTermStore, StmEntry
 from memstack.ports.store import MemoryStore
 
 LEASE = "consolidation"
-#: the report of a run that found another consolidation of the user still running
-BUSY = "busy"
 ApplyOperations = Callable[..., builtins.list[MemoryRecord]]
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstack.domain.chunks import split_chunks
 from memstack.domain.erasure import Fence
@@ -30,7 +30,6 @@ from memstack.domain.tenant import rules
 from memstack.domain.tenant.config import TenantConfig
 from memstack.domain.tenant.guidance import guidance_of
 from memstack.domain.time.bounds import TimeBounds
-from memstack.domain.time.relative import Resolution, resolve_relative_dates
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryFilters, MemoryRecord, Message, Role, Scope, Tier
 from memstack.ports.embedder import Embedder
@@ -39,11 +38,18 @@ from memstack.ports.queue import Job
 from memstack.ports.stm import ShortTermStore
 from memstack.ports.store import MemoryStore
 
+if TYPE_CHECKING:
+    from memstack.domain.time.relative import Resolution
+
 logger = logging.getLogger(__name__)  # configured at the edges (memstack.logs)
 
 
 def prepare_message(message: Message, received_at: datetime) -> tuple[Message, Resolution]:
     """Stage 2: the message with its time settled and relative dates made absolute."""
+    # Imported by the first job, not with the handler: the API builds this handler (it queues "extract"
+    # jobs) but runs none when the queue is SQS, and the relative-date patterns are most of its import.
+    from memstack.domain.time.relative import resolve_relative_dates
+
     when = message.timestamp or received_at  # a Message's timestamp is always aware
     resolution = resolve_relative_dates(message.content, when)
     return message.model_copy(update={"content": resolution.text, "timestamp": when}), resolution
