@@ -147,7 +147,15 @@ def _metadata_condition(value: Any) -> tuple[str | int | float | bool, ...] | Me
     return (_filter_value(value),)
 
 
-class MetadataIn(BaseModel):
+class Schema(BaseModel):
+    """Every request and response model here is built on its first use, not at import: a request
+    builds only its own route's models (``defer_build``; building all of them was a twentieth of the
+    API function's cold import, and no call needs most of them)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class MetadataIn(Schema):
     """A condition met by any of these values: ``{"in": ["food", "travel"]}``."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -224,7 +232,7 @@ def _no_reserved_keys(value: dict[str, Any] | None) -> dict[str, Any] | None:
     return value
 
 
-class Strict(BaseModel):
+class Strict(Schema):
     """Unknown fields are an error, never silently dropped."""
 
     model_config = ConfigDict(extra="forbid")
@@ -415,7 +423,7 @@ class ConsolidationRequest(Strict):
 
 
 # ---------------------------------------------------------------------- responses
-class AddMemoriesResponse(BaseModel):
+class AddMemoriesResponse(Schema):
     accepted: list[str] = Field(description="ids of every message in the request, all durably stored")
     stored: list[str] = Field(description="ids stored by this request (a retried id is not stored twice)")
     queued: int = Field(description="extraction jobs queued")
@@ -425,7 +433,7 @@ class AddMemoriesResponse(BaseModel):
     )
 
 
-class Memory(BaseModel):
+class Memory(Schema):
     id: str
     user_id: str
     session_id: str | None = None
@@ -466,7 +474,7 @@ class SearchResultItem(Memory):
     )
 
 
-class SearchExplain(BaseModel):
+class SearchExplain(Schema):
     analysis: dict[str, Any] = Field(
         description="stage 1's reading of the query: reference time, temporal window, history intent, cues"
     )
@@ -476,45 +484,45 @@ class SearchExplain(BaseModel):
     )
 
 
-class SearchMemoriesResponse(BaseModel):
+class SearchMemoriesResponse(Schema):
     results: list[SearchResultItem]
     degraded: list[str] = Field(default_factory=list, description="stages skipped because a part failed")
     explain: SearchExplain | None = Field(None, description="how the search ran (explain=true)")
 
 
-class MemoryList(BaseModel):
+class MemoryList(Schema):
     memories: list[Memory]
     next_cursor: str | None = None
 
 
-class MemoryHistory(BaseModel):
+class MemoryHistory(Schema):
     memories: list[Memory] = Field(description="the version chain, oldest first")
 
 
-class DeleteMemoryResponse(BaseModel):
+class DeleteMemoryResponse(Schema):
     id: str
     deleted: bool
     tombstone_id: str
     version: int
 
 
-class DeleteMemoriesResponse(BaseModel):
+class DeleteMemoriesResponse(Schema):
     deleted: int = Field(description="how many memories were deleted (each now ends in a tombstone version)")
     ids: list[str] = Field(description="the ids of the versions that were current and are now deleted")
 
 
-class SourceTurn(BaseModel):
+class SourceTurn(Schema):
     message_id: str
     turn: Memory | None = Field(
         None, description="the raw turn (tier stm) stored for that message; null once it is gone"
     )
 
 
-class MemorySources(BaseModel):
+class MemorySources(Schema):
     sources: list[SourceTurn] = Field(description="the messages the memory was made from, in its order")
 
 
-class JobEntry(BaseModel):
+class JobEntry(Schema):
     id: str
     type: str
     user_id: str | None = None
@@ -523,14 +531,14 @@ class JobEntry(BaseModel):
     error: str | None = Field(None, description="the last failure, as the worker reported it")
 
 
-class JobList(BaseModel):
+class JobList(Schema):
     waiting: list[JobEntry] | None = Field(
         description="jobs not done yet, oldest first; null where the queue cannot list them (SQS)"
     )
     dead_lettered: list[JobEntry]
 
 
-class JobFailure(BaseModel):
+class JobFailure(Schema):
     code: str = Field(
         description="throttled, dependency_failed, storage_full, invalid_input, not_found, conflict, "
         "worker_lost or internal_error"
@@ -538,7 +546,7 @@ class JobFailure(BaseModel):
     message: str = Field(description="what failed and what happens next, for a person to read")
 
 
-class JobStatusResponse(BaseModel):
+class JobStatusResponse(Schema):
     id: str
     type: str = Field(description="extract or consolidate")
     user_id: str
@@ -554,16 +562,16 @@ class JobStatusResponse(BaseModel):
     expires_at: datetime = Field(description="after this the job is no longer shown (404)")
 
 
-class RedriveResponse(BaseModel):
+class RedriveResponse(Schema):
     redriven: int
 
 
-class TierCounts(BaseModel):
+class TierCounts(Schema):
     stm: int = Field(description="current raw turns (short-term memory)")
     ltm: int = Field(description="current memories (long-term memory), deleted ones left out")
 
 
-class UserSummary(BaseModel):
+class UserSummary(Schema):
     user_id: str
     counts: TierCounts
     last_write: datetime | None = Field(
@@ -571,12 +579,12 @@ class UserSummary(BaseModel):
     )
 
 
-class UserList(BaseModel):
+class UserList(Schema):
     users: list[UserSummary] = Field(description="this tenant's users with records, by user id")
     next_cursor: str | None = None
 
 
-class ImportUserResponse(BaseModel):
+class ImportUserResponse(Schema):
     user_id: str
     imported: int = Field(description="records written")
     skipped_existing: int = Field(description="records already there (an import sent again skips them)")
@@ -585,12 +593,12 @@ class ImportUserResponse(BaseModel):
     )
 
 
-class EraseUserResponse(BaseModel):
+class EraseUserResponse(Schema):
     user_id: str
     erased: dict[str, int]
 
 
-class ConsolidationResponse(BaseModel):
+class ConsolidationResponse(Schema):
     model_config = ConfigDict(extra="allow")
 
     user_id: str
@@ -602,23 +610,23 @@ class ConsolidationResponse(BaseModel):
     marked: int = 0
 
 
-class HealthResponse(BaseModel):
+class HealthResponse(Schema):
     status: Literal["ok"]
     version: str
     backends: dict[str, str]
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(Schema):
     code: str
     message: str
     details: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class ErrorResponse(BaseModel):
+class ErrorResponse(Schema):
     error: ErrorBody
 
 
-class TenantConfigResponse(BaseModel):
+class TenantConfigResponse(Schema):
     """``GET/PUT/PATCH /v1/config``: the tenant's configuration (every section, defaults filled in)."""
 
     config: TenantConfig
