@@ -16,6 +16,7 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
+from memstack.startup import LIBRARY_ENVIRONMENT
 
 from stacks.config import ConfigError, StackConfig
 
@@ -105,6 +106,7 @@ class StandardFunction(Construct):
                 "POWERTOOLS_SERVICE_NAME": config.service_name,
                 "POWERTOOLS_LOG_LEVEL": config.log_level,
                 "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+                **LIBRARY_ENVIRONMENT,
                 **environment,
             },
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from memstack.startup import LIBRARY_ENVIRONMENT
 
 from stacks.constructs.environment import (
     deployment_settings,
@@ -174,7 +175,7 @@ def _recomputed(synth: Synth, config: Any, resources: dict[str, str], fn: str, b
     settings = deployment_settings(config, resources)
     env = function_environment(settings, function_reads(config, fn))
     powertools = {k: v for k, v in base.items() if k.startswith("POWERTOOLS_")}
-    return {**env, **powertools}
+    return {**env, **powertools, **LIBRARY_ENVIRONMENT}
 
 
 @pytest.mark.parametrize("fixture", FIXTURES)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from memstack.bench.stats import machine
+from memstack.startup import LIBRARY_ENVIRONMENT
 
 #: the import's wall time, then its CPU time (what it costs an idle core: a loaded machine
 #: stretches the first, hardly the second), in milliseconds
@@ -88,6 +89,7 @@ def _runtime(function: str) -> dict[str, str]:
         "POWERTOOLS_SERVICE_NAME": "memstack",
         "POWERTOOLS_LOG_LEVEL": "INFO",
         "POWERTOOLS_METRICS_NAMESPACE": "memstack",
+        **LIBRARY_ENVIRONMENT,
     }
 
 
