@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from memstack.bench.coldstart import lambda_environment, repository_root
@@ -57,11 +58,17 @@ THE_DOMAIN = (
 def loaded_by(function: str, modules: tuple[str, ...]) -> list[str]:
     """Which of ``modules`` a fresh interpreter holds after importing ``function``'s handler, in the
     environment the small tier's stack gives that function."""
+    return list(after_import(function, f"[m for m in {list(modules)!r} if m in sys.modules]"))
+
+
+def after_import(function: str, expression: str) -> Any:
+    """``expression`` (JSON) in a fresh interpreter that has imported ``function``'s handler, in the
+    environment the small tier's stack gives that function."""
     handler_dir = str(repository_root() / "lambdas" / function)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSTACK_", "POWERTOOLS_", "AWS_"))}
     code = (
         f"import json, sys; sys.path.insert(0, {handler_dir!r}); import handler; "
-        f"print(json.dumps([m for m in {list(modules)!r} if m in sys.modules]))"
+        f"print(json.dumps({expression}))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -71,7 +78,7 @@ def loaded_by(function: str, modules: tuple[str, ...]) -> list[str]:
         timeout=300,
         check=True,
     )
-    return list(json.loads(out.stdout.strip().splitlines()[-1]))
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def test_the_api_handler_imports_without_the_embedded_store_or_the_openapi_models() -> None:
@@ -80,6 +87,16 @@ def test_the_api_handler_imports_without_the_embedded_store_or_the_openapi_model
 
 def test_the_api_handler_imports_without_the_search_pipeline() -> None:
     assert loaded_by("api", THE_SEARCH_PIPELINE) == []
+
+
+def test_the_api_handler_imports_without_building_the_request_and_response_models() -> None:
+    """Each is built when a request first uses it (``schemas.Schema``), so a call builds its own."""
+    built = after_import(
+        "api",
+        "[n for n, c in vars(sys.modules['memstack.api.schemas']).items() if isinstance(c, type) "
+        "and c.__module__ == 'memstack.api.schemas' and getattr(c, '__pydantic_complete__', False)]",
+    )
+    assert built == []
 
 
 @pytest.mark.parametrize("function", ["api", "webhook_worker"])
