@@ -37,10 +37,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from memstack.section import Section
+
+if TYPE_CHECKING:  # settings read this module at every cold start: no numpy import
+    import numpy as np
 
 
 class ScoreModel(Section):
@@ -78,11 +82,31 @@ class ScoreModel(Section):
     ) -> float:
         z = self.bias + self.rrf * rrf + self.vector * best_cosine + self.coverage * best_coverage
         z += self.category * category + self.result_cosine * cosine + self.result_coverage * coverage
-        # Written to never overflow: exp of a large positive number is avoided on either side.
-        if z >= 0:
-            return 1.0 / (1.0 + math.exp(-z))
-        e = math.exp(z)
-        return e / (1.0 + e)
+        return _sigmoid(z)
+
+    def probabilities(
+        self,
+        rrf: np.ndarray,
+        best_cosine: float,
+        best_coverage: float,
+        category: np.ndarray,
+        cosine: np.ndarray,
+        coverage: np.ndarray,
+    ) -> list[float]:
+        """``probability`` of every candidate of a query at once, the same to the last bit: the same
+        float64 sums in the same order (numpy's elementwise arithmetic is IEEE's, as Python's), and each
+        exponential by ``math.exp`` (``np.exp`` may differ from it in the last bit)."""
+        z = self.bias + self.rrf * rrf + self.vector * best_cosine + self.coverage * best_coverage
+        z += self.category * category + self.result_cosine * cosine + self.result_coverage * coverage
+        return list(map(_sigmoid, z.tolist()))
+
+
+def _sigmoid(z: float) -> float:
+    # Written to never overflow: exp of a large positive number is avoided on either side.
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
 
 
 def coverage(query_terms: set[str], document_terms: Iterable[str]) -> float:

@@ -22,6 +22,8 @@ what it restates.
 
 from __future__ import annotations
 
+import numpy as np
+
 from memstack.domain.retrieval import columns as col
 from memstack.domain.retrieval.pool import Pool
 from memstack.domain.retrieval.types import SearchRequest
@@ -33,18 +35,20 @@ def order_newest_first(
 ) -> int:
     """Reorder ``pool.order``'s first ``window`` as the module says; returns how many hits moved up."""
     head = pool.order[:window]
-    records = pool.records(store, req.tenant, req.user_id, head)
-    movable = {
-        j
-        for j in head
-        if j in records and pool.has_vector[j] and not pool.superseded[j] and not pool.facts.rollup[j]
-    }
-    if len(movable) < 2:
+    rollup = pool.facts.rollup
+    rows = [j for j in head if pool.has_vector[j] and not pool.superseded[j] and not rollup[j]]
+    if len(rows) < 2:
         return 0
-    said = {j: records[j].created_at.timestamp() for j in movable}
-    rows = [j for j in head if j in movable]
     at = {j: r for r, j in enumerate(rows)}
     alike = pool.facts.vectors[rows] @ pool.facts.vectors[rows].T >= similarity
+    # Only a candidate alike to another can move or be passed: only those need their record (its
+    # time), and most queries have none (no record is read then).
+    paired = (alike & ~np.eye(len(rows), dtype=bool)).any(axis=1)
+    if not paired.any():
+        return 0
+    records = pool.records(store, req.tenant, req.user_id, [rows[r] for r in np.flatnonzero(paired).tolist()])
+    movable = set(records)  # a record erased since the pool was read is gone, and stays where it is
+    said = {j: records[j].created_at.timestamp() for j in movable}
     moved = 0
     p = 0
     while p < len(head):

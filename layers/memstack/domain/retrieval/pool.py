@@ -10,6 +10,7 @@ ranking so far.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -82,6 +83,10 @@ def derivations(
     }
 
 
+#: the stage values a block holds (a search through the eight stages writes at most about 35)
+_COLUMNS = 48
+
+
 class Pool:
     def __init__(self, facts: Candidates, records: dict[str, MemoryRecord]) -> None:
         self.facts = facts
@@ -96,27 +101,33 @@ class Pool:
         self.deleted: list[bool] = facts.deleted.tolist()
         self.n_sources: list[int] = facts.n_sources.tolist()
         self.has_vector: list[bool] = facts.has_vector.tolist()
-        #: per-stage values, in the order explain lists them (None: the stage set none)
-        self._stages: dict[str, list[float | None]] = {}
+        #: per-stage values, in the order explain lists them: value ``_stages[name]`` is one row
+        #: of float64 per candidate (NaN where the stage set none) in blocks of ``_COLUMNS`` rows
+        #: (a search allocates one; a row never moves), read out only for the hits returned
+        self._stages: dict[str, int] = {}
+        self._blocks = [np.full((_COLUMNS, n), np.nan)]
         self._records = records
 
     def __len__(self) -> int:
         return len(self.ids)
 
     # ------------------------------------------------------------ stage values
-    def column(self, name: str) -> list[float | None]:
-        col = self._stages.get(name)
-        if col is None:
-            col = self._stages[name] = [None] * len(self.ids)
-        return col
+    def column(self, name: str) -> np.ndarray:
+        """The values ``name`` per candidate (NaN: none set; a view to write them in), made on first use."""
+        at = self._stages.get(name)
+        if at is None:
+            at = self._stages[name] = len(self._stages)
+            if at == _COLUMNS * len(self._blocks):  # a stage of its own named more: another block
+                self._blocks.append(np.full((_COLUMNS, len(self.ids)), np.nan))
+        return self._blocks[at // _COLUMNS][at % _COLUMNS]
 
     def put(self, name: str, j: int, value: float) -> None:
         self.column(name)[j] = value
 
     def get(self, name: str, j: int, default: float) -> float:
-        col = self._stages.get(name)
-        value = col[j] if col is not None else None
-        return default if value is None else value
+        at = self._stages.get(name)
+        value = float(self._blocks[at // _COLUMNS][at % _COLUMNS, j]) if at is not None else math.nan
+        return default if math.isnan(value) else value
 
     def rescore(self, j: int, score: float) -> None:
         self.score[j] = score
@@ -127,11 +138,17 @@ class Pool:
         if sort:
             self.order = sorted(self.order, key=self.score.__getitem__, reverse=True)
         ranks = self.column(col.rank_after(stage))
-        for rank, j in enumerate(self.order, start=1):
-            ranks[j] = float(rank)
+        ranks[self.order] = np.arange(1, len(self.order) + 1, dtype=np.float64)
 
-    def stages_of(self, j: int) -> dict[str, float]:
-        return {name: value for name, col in self._stages.items() if (value := col[j]) is not None}
+    def stages_of(self, rows: list[int]) -> list[dict[str, float]]:
+        """Each of ``rows``' stage values (the ones set), in the order explain lists them."""
+        if not rows or not self._stages:
+            return [{} for _ in rows]
+        names = list(self._stages)
+        block = self._blocks[0] if len(self._blocks) == 1 else np.vstack(self._blocks)
+        values = block[: len(names), rows].T.tolist()
+        # NaN (not set) is the one value unequal to itself
+        return [{n: v for n, v in zip(names, row, strict=True) if v == v} for row in values]
 
     # ---------------------------------------------------------------- records
     def records(
@@ -148,13 +165,8 @@ class Pool:
     def hits(self, store: MemoryStore, tenant: str, user_id: str, rows: list[int]) -> list[SearchHit]:
         """``SearchHit`` s of candidates ``rows``, in that order, with their records and stage values."""
         records = self.records(store, tenant, user_id, rows)
+        found = [j for j in rows if j in records]
         return [
-            SearchHit(
-                record=records[j],
-                score=self.score[j],
-                stages=self.stages_of(j),
-                superseded=self.superseded[j],
-            )
-            for j in rows
-            if j in records
+            SearchHit(record=records[j], score=self.score[j], stages=stages, superseded=self.superseded[j])
+            for j, stages in zip(found, self.stages_of(found), strict=True)
         ]

@@ -120,6 +120,10 @@ def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
     columns: list[tuple[str, str]] = []
     for name, ranking in rankings.items():
         at = at_of[name]
+        if not len(at):  # a ranking that found nothing (the feedback query when it did not run)
+            ranks[name], places[name] = np.zeros(len(ids), dtype=np.int64), np.zeros(len(ids), dtype=np.int64)
+            scores[name] = np.zeros(len(ids))
+            continue
         turn = is_turn[at]
         # the k-th turn (or memory) of the ranking has rank k in its field
         within = np.where(turn, np.cumsum(turn), np.cumsum(~turn))
@@ -131,12 +135,11 @@ def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
             if isinstance(ranking, Ranked)
             else np.fromiter(map(_SCORE, ranking), dtype=np.float64, count=len(ranking))
         )
-        if len(at):
-            first = TURNS if turn[0] else MEMORIES
-            columns.append((name, first))
-            other = MEMORIES if first == TURNS else TURNS
-            if bool((~turn if first == TURNS else turn).any()):
-                columns.append((name, other))
+        first = TURNS if turn[0] else MEMORIES
+        columns.append((name, first))
+        other = MEMORIES if first == TURNS else TURNS
+        if bool((~turn if first == TURNS else turn).any()):
+            columns.append((name, other))
     return FieldRanks(ids, row, is_turn, ranks, places, scores, tuple(columns))
 
 
@@ -219,39 +222,53 @@ def unit_rrf(
     Kenji" and "we moved to Osaka") restates the words of both.
     """
     keys = list(members)
-    has_turn = np.fromiter((key in candidate_turns for key in keys), dtype=bool, count=len(keys))
-    # (unit, row) for every record whose ranks count for a unit
-    unit_at: list[int] = []
-    id_at: list[str] = []
-    sources = sources or {}
-    # A record listed twice (the turn among its unit's members too) changes no minimum: no sets.
-    for u, (key, turn) in enumerate(zip(keys, has_turn.tolist(), strict=True)):
-        ids = members[key]
-        id_at += ids
-        unit_at += repeat(u, len(ids))
-        if turn:
-            id_at.append(key)
-            unit_at.append(u)
-        more = sources.get(key)
-        if more:
-            id_at += more
-            unit_at += repeat(u, len(more))
+    n = len(keys)
+    has_turn = np.fromiter(map(candidate_turns.__contains__, keys), dtype=bool, count=n)
+    # (unit, id) for every record whose ranks count for a unit: its members, its turn when that is
+    # a candidate, its memories' older source turns. A record listed twice (the turn among its
+    # unit's members too) changes no minimum: no sets, and any order.
+    id_at = list(chain.from_iterable(members.values()))
+    unit_parts = [np.repeat(np.arange(n), np.fromiter(map(len, members.values()), dtype=np.int64, count=n))]
+    turn_units = np.flatnonzero(has_turn)
+    id_at += map(keys.__getitem__, turn_units.tolist())
+    unit_parts.append(turn_units)
+    if sources:
+        unit_index = dict(zip(keys, range(n), strict=True))
+        for key, more in sources.items():
+            u = unit_index.get(key)
+            if u is not None and more:
+                id_at += more
+                unit_parts.append(np.full(len(more), u))
     # -1: a record no ranking holds (only pooled records and their units' turns are looked up)
     row_at = np.fromiter(map(ranks.row.get, id_at, repeat(-1)), dtype=np.int64, count=len(id_at))
     held = row_at >= 0
-    unit = np.asarray(unit_at, dtype=np.int64)[held]
+    unit = np.concatenate(unit_parts)[held]
     at = row_at[held]
-    total = np.zeros(len(keys))
-    # Column by column in ``ranks.columns`` order: each unit's sum adds up in one order, always.
-    for name, field in ranks.columns:
-        w = np.where(has_turn, weights.of(field, name, True), weights.of(field, name, False))
-        rank = ranks.ranks[name][at]
-        hit = (rank > 0) & ranks.in_field(field)[at]
-        best = np.full(len(keys), np.iinfo(np.int64).max)
-        np.minimum.at(best, unit[hit], rank[hit])
-        found = (best < np.iinfo(np.int64).max) & (w != 0.0)
-        total[found] += w[found] / (k + best[found])
+    total = np.zeros(n)
+    if not ranks.columns:
+        return dict.fromkeys(keys, 0.0)
+    # Every (ranking, field) column at once: per unit, the best rank of its records in each.
+    names = [name for name, _ in ranks.columns]
+    in_turns = np.array([field == TURNS for _, field in ranks.columns])
+    rank = np.stack([ranks.ranks[name] for name in names], axis=1)[at]
+    rank[(rank == 0) | (ranks.is_turn[at][:, None] != in_turns)] = _NO_RANK
+    best = np.full((n, len(names)), _NO_RANK)
+    np.minimum.at(best, unit, rank)
+    # A unit without its turn among the candidates weighs its memories as turns.
+    with_turn = np.array([weights.of(field, name, True) for name, field in ranks.columns])
+    alone = np.array([weights.of(field, name, False) for name, field in ranks.columns])
+    w = np.where(has_turn[:, None], with_turn, alone)
+    found = (best < _NO_RANK) & (w != 0.0)
+    term = np.divide(w, k + best, out=np.zeros_like(w), where=found)
+    # Column by column in ``ranks.columns`` order: each unit's sum adds up in one order, always
+    # (adding 0.0 where a column found nothing leaves a sum as it was).
+    for c in range(len(names)):
+        total += term[:, c]
     return dict(zip(keys, total.tolist(), strict=True))
+
+
+#: no rank in a column: above every real one, and ``k +`` it still an int64
+_NO_RANK = 1 << 62
 
 
 #: how much lower each further member of a unit scores than the one before it, when their own

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from memstack.domain.retrieval import columns as col
 from memstack.domain.retrieval.pool import Pool
 from memstack.domain.retrieval.stage import Search
@@ -68,7 +70,7 @@ def merge_turns_into_memories(pool: Pool) -> set[int]:
             # The memory's score is now the turn's (its unit's value when the turn was the unit's
             # best member): explain, and the calibration fitted on it, read the values it came from.
             for name in (col.RRF, col.RRF_SCALED):
-                value = pool.column(name)[j]
-                if value is not None:
+                value = pool.get(name, j, math.nan)
+                if not math.isnan(value):
                     pool.put(name, memory, value)
     return merged

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
 
 import numpy as np
 
@@ -44,32 +45,31 @@ class Fusion:
         pool, fusion = _pool(search)
         search.pool = pool
         n = len(pool)
-        rankings = {"vector": search.vector, "bm25": search.bm25, "bm25_prf": search.prf}
         weights = {"vector": cfg.weight_vector, "bm25": cfg.weight_bm25, "bm25_prf": cfg.weight_prf}
         # First place in the vector and BM25 rankings (and the feedback one, when it ran)
         # scales to 1. A query no word of which matches anything has no BM25 ranking:
         # its best result then scales to the vector weight alone, and scores low.
         ran = ("vector", "bm25", *(("bm25_prf",) if search.prf else ()))  # a tuple: one summation order
         top = sum(weights[name] for name in ran) / (cfg.rrf_k + 1)
-        # The columns in the order explain shows them.
-        for name in (col.VECTOR_RANK, col.VECTOR, col.BM25_RANK, col.BM25, col.BM25_PRF_RANK):
-            pool.column(name)
         # -1: a rollup set aside (``_pool``), in no ranking the fusion read
-        rows = np.fromiter((fusion.ranks.row.get(i, -1) for i in pool.ids), dtype=np.int64, count=n)
+        rows = np.fromiter(map(fusion.ranks.row.get, pool.ids, repeat(-1)), dtype=np.int64, count=n)
         ranked = rows >= 0
-        for name in rankings:
-            rank_name, raw_name = RANKINGS[name]
-            places = np.where(ranked, fusion.ranks.places[name][rows], 0).tolist()
-            pool.column(rank_name)[:] = [float(p) if p else None for p in places]
+        # Each column whole, as arrays, in the order explain shows them (NaN: not in that ranking);
+        # only the hits returned read theirs out (``Pool.hits``).
+        for name, (rank_name, raw_name) in RANKINGS.items():
+            places = np.where(ranked, fusion.ranks.places[name][rows], 0)
+            found = places > 0
+            pool.column(rank_name)[found] = places[found]
             if raw_name is not None:
-                raws = fusion.ranks.scores[name][rows].tolist()
-                pool.column(raw_name)[:] = [r if p else None for p, r in zip(places, raws, strict=True)]
-        cosines = (pool.facts.vectors @ search.query_vec if n else np.zeros(0, dtype=np.float32)).tolist()
-        cosines = [c if has else 0.0 for c, has in zip(cosines, pool.has_vector, strict=True)]
+                pool.column(raw_name)[found] = fusion.ranks.scores[name][rows][found]
+        facts = pool.facts
+        cosines = np.zeros(n)
+        if n:  # float32 products read as float64: the values the per-candidate floats had
+            cosines = np.where(facts.has_vector, (facts.vectors @ search.query_vec).astype(np.float64), 0.0)
         pool.column(col.COSINE)[:] = cosines
         # Coverage reads every pooled text: only when it counts, or when explain asks for it.
         model = cfg.score_model
-        coverages = [0.0] * n
+        coverages = np.zeros(n)
         if bool(model.coverage or model.result_coverage) or req.explain:
             query_terms = query_index_terms(req.query)
             texts = pool.records(search.store, req.tenant, req.user_id, range(n))
@@ -77,40 +77,34 @@ class Fusion:
             for j, record in texts.items():
                 coverages[j] = coverage_col[j] = coverage(query_terms, index_terms(record.indexed_text))
         # Computed when it counts, or when explain asks for every signal.
-        category = [0.0] * n
-        with_vectors = np.flatnonzero(pool.facts.has_vector)
+        category = np.zeros(n)
+        with_vectors = np.flatnonzero(facts.has_vector)
         if (model.category or req.explain) and len(with_vectors):
             prototypes = search.models.categories
             p_category = prototypes.query_weights(search.query_vec)
-            values = prototypes.affinity(p_category, pool.facts.vectors[with_vectors])
-            for j, value in zip(with_vectors.tolist(), values.tolist(), strict=True):
-                category[j] = float(value)
+            category[with_vectors] = prototypes.affinity(p_category, facts.vectors[with_vectors])
             pool.column(col.CATEGORY)[:] = category
-        rrf = list(map(fusion.value.__getitem__, pool.ids))
+        rrf = np.fromiter(map(fusion.value.__getitem__, pool.ids), dtype=np.float64, count=n)
         pool.column(col.RRF)[:] = rrf
-        pool.column(col.UNIT_RRF)[:] = map(fusion.fused.__getitem__, fusion.unit_of)
-        pool.column(col.RECORD_RRF)[:] = map(fusion.own.__getitem__, pool.ids)
-        pool.column(col.UNIT_SIZE)[:] = [float(len(fusion.members[key])) for key in fusion.unit_of]
-        scaled = [value / top if top > 0 else 0.0 for value in rrf]
+        pool.column(col.UNIT_RRF)[:] = list(map(fusion.fused.__getitem__, fusion.unit_of))
+        pool.column(col.RECORD_RRF)[:] = list(map(fusion.own.__getitem__, pool.ids))
+        pool.column(col.UNIT_SIZE)[:] = [len(fusion.members[key]) for key in fusion.unit_of]
+        scaled = rrf / top if top > 0 else np.zeros(n)
         pool.column(col.RRF_SCALED)[:] = scaled
         # What the query found at all: the same for each of its results.
-        best_cosine = max(cosines, default=0.0)
-        best_coverage = max(coverages, default=0.0)
-        pool.column(col.QUERY_COSINE)[:] = [best_cosine] * n
-        pool.column(col.QUERY_COVERAGE)[:] = [best_coverage] * n
-        signals = _query_signals(search, cosines, pool.stm)
-        for name, value in signals.items():
-            pool.column(name)[:] = [value] * n
-        pool.score = [
-            model.probability(scaled[j], best_cosine, best_coverage, category[j], cosines[j], coverages[j])
-            for j in range(n)
-        ]
+        best_cosine = float(cosines.max()) if n else 0.0
+        best_coverage = float(coverages.max()) if n else 0.0
+        pool.column(col.QUERY_COSINE)[:] = best_cosine
+        pool.column(col.QUERY_COVERAGE)[:] = best_coverage
+        for name, value in _query_signals(search, cosines, facts.stm).items():
+            pool.column(name)[:] = value
+        pool.score = model.probabilities(scaled, best_cosine, best_coverage, category, cosines, coverages)
         pool.column(col.FUSED)[:] = pool.score
         pool.ranked(self.name)
         return f"ok: {fusion.candidates} fused, {n} carried on in {len(fusion.members)} units"
 
 
-def _query_signals(search: Search, cosines: list[float], stm: list[bool]) -> dict[str, float]:
+def _query_signals(search: Search, cosines: np.ndarray, stm: np.ndarray) -> dict[str, float]:
     """What the query found at all, the same for each of its results: the vector stage's margin of
     its first cosine over its tenth, the best cosine of a pooled raw turn, the BM25 stage's first
     score and its margin over the tenth (as a share of the first; 0 without a BM25 match)."""
@@ -118,7 +112,7 @@ def _query_signals(search: Search, cosines: list[float], stm: list[bool]) -> dic
     bm25_first, bm25_margin = _first_and_margin(search.bm25)
     return {
         col.QUERY_COSINE_MARGIN: vector_margin,
-        col.QUERY_TURN_COSINE: max((c for c, turn in zip(cosines, stm, strict=True) if turn), default=0.0),
+        col.QUERY_TURN_COSINE: float(cosines[stm].max()) if stm.any() else 0.0,
         col.QUERY_BM25_TOP: bm25_first,
         col.QUERY_BM25_MARGIN: bm25_margin / bm25_first if bm25_first else 0.0,
     }
@@ -169,12 +163,14 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
         own_of, met = units.record_rrf(ranks, cfg.field_weights, cfg.rrf_k)
         # Best first; a tie keeps the order the fusion met the candidates in.
         best = met[np.argsort(-own_of[met], kind="stable")][:size]
-        pool_ids = [ranks.ids[r] for r in best.tolist()]
+        pool_ids = list(map(ranks.ids.__getitem__, best.tolist()))
         own = dict(zip(pool_ids, own_of[best].tolist(), strict=True))
         pool_ids += aside
         facts, records = read_candidates(search.store, req.tenant, req.user_id, pool_ids, search.vectors)
+        if not facts.rollup.any():  # most users: nothing consolidated
+            break
         known = {kept, *aside}
-        rollups = [i for i, is_rollup in zip(facts.ids, facts.rollup.tolist(), strict=True) if is_rollup]
+        rollups = list(compress(facts.ids, facts.rollup.tolist()))
         found = [i for i in rollups if i not in known]
         if kept is None and found:
             kept, found = found[0], found[1:]  # the pool lists the best first
@@ -185,17 +181,17 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
         rankings = {name: _without(ranking, out) for name, ranking in rankings.items()}
     own.update((i, 0.0) for i in aside)
     pool = Pool(facts, records)
-    rollup = facts.rollup.tolist()
-    # A rollup is a unit of its own: joined to a turn it cites, it would take that turn's evidence.
-    unit_of = [
-        units.unit_key_of(req.tenant, req.user_id, i, is_turn or is_rollup, newest)
-        for i, is_turn, newest, is_rollup in zip(pool.ids, pool.stm, facts.last_source, rollup, strict=True)
-    ]
+    # A turn is its own unit, and so is a rollup: joined to a turn it cites, it would take that
+    # turn's evidence. A memory joins its newest source's turn.
+    memories = np.flatnonzero(~(facts.stm | facts.rollup)).tolist()
+    unit_of = list(pool.ids)
+    for j in memories:
+        unit_of[j] = units.unit_key_of(req.tenant, req.user_id, pool.ids[j], False, facts.last_source[j])
     members: dict[str, list[str]] = {}
     for i, key in zip(pool.ids, unit_of, strict=True):
         members.setdefault(key, []).append(i)
-    candidate_turns = {ranks.ids[r] for r in np.flatnonzero(ranks.is_turn).tolist()}
-    sources = _source_turns(search, pool, unit_of, rollup)
+    candidate_turns = set(compress(ranks.ids, ranks.is_turn.tolist()))
+    sources = _source_turns(search, pool, unit_of, memories)
     # The rollup kept restates turns: its ranks count with a memory's weights (a second view of
     # evidence), never with a turn's, as if it were all the evidence there is.
     seconds = candidate_turns | {kept} if kept is not None else candidate_turns
@@ -221,22 +217,23 @@ def _without(ranking: Sequence[ScoredId], out: set[str]) -> Sequence[ScoredId]:
     return [c for c in ranking if c.id not in out]
 
 
-def _source_turns(search: Search, pool: Pool, unit_of: list[str], rollup: list[bool]) -> dict[str, set[str]]:
-    """Per unit, the turns of every source of its memories (``units.source_turns``).
+def _source_turns(search: Search, pool: Pool, unit_of: list[str], memories: list[int]) -> dict[str, set[str]]:
+    """Per unit, the turns of every source of its memories (``units.source_turns``); ``memories``: the
+    pool's rows that are memories (not turns, not rollups: a rollup's sources are not its words, it
+    scores by its own ranks).
 
     The index holds each memory's newest source; a memory made from several
-    turns (an update) is read for the older ones, and kept for the hits. A
-    rollup's sources are not its words: it scores by its own ranks.
+    turns (an update) is read for the older ones, and kept for the hits.
     """
-    req = search.req
-    updated = [j for j in range(len(pool)) if not pool.stm[j] and pool.n_sources[j] > 1 and not rollup[j]]
-    records = pool.records(search.store, req.tenant, req.user_id, updated)
+    req, last_source = search.req, pool.facts.last_source
+    updated = [j for j in memories if pool.n_sources[j] > 1]
+    records = pool.records(search.store, req.tenant, req.user_id, updated) if updated else {}
     sources: dict[str, set[str]] = {}
-    for j, key in enumerate(unit_of):
-        newest = pool.facts.last_source[j]
-        if pool.stm[j] or newest is None or rollup[j]:
+    for j in memories:
+        newest = last_source[j]
+        if newest is None:
             continue
         record = records.get(j)
         ids = record.source_ids if record is not None else [newest]
-        sources.setdefault(key, set()).update(units.source_turns_of(req.tenant, req.user_id, ids))
+        sources.setdefault(unit_of[j], set()).update(units.source_turns_of(req.tenant, req.user_id, ids))
     return sources

@@ -49,8 +49,6 @@ class TemporalBoost:
             pool.score[j] *= cfg.consolidated_stm_weight
         if hidden:
             pool.order = [j for j in pool.order if j not in hidden]
-        scores = pool.column(col.SCORE)
-        for j in pool.order:
-            scores[j] = pool.score[j]
+        pool.column(col.SCORE)[pool.order] = [pool.score[j] for j in pool.order]
         pool.ranked(self.name)
         return f"ok: window {window.phrase!r}" if window is not None else "skipped: the query names no time"
