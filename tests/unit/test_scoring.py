@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from memstack.domain.scoring import near_duplicates, temporal_factor, weighted_rrf
+from memstack.domain.scoring import _may_have_near_duplicates, near_duplicates, temporal_factor, weighted_rrf
 from memstack.models import ScoredId
 
 
@@ -64,3 +64,26 @@ def test_near_duplicates_drop_what_the_one_by_one_rule_drops(seed: int) -> None:
     matrix = matrix[rng.permutation(len(matrix))]
     for threshold in (0.97, 0.99, 0.995):
         assert near_duplicates(matrix, threshold) == _greedy_near_duplicates(matrix, threshold)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_near_duplicates_of_full_size_vectors_drop_what_the_one_by_one_rule_drops(seed: int) -> None:
+    """Embedder-sized rows: most pools are ruled out by the prefix bound without the full product
+    (``_may_have_near_duplicates``); a pool with near-copies (some just above or below the
+    threshold) is never ruled out, and drops exactly what the rule drops."""
+    rng = np.random.default_rng(seed)
+    n, dim = int(rng.integers(2, 120)), 384
+    matrix = rng.normal(size=(n, dim)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    assert not _may_have_near_duplicates(matrix, 0.99)  # unrelated rows: no full product made
+    assert near_duplicates(matrix, 0.99) == []
+    copies = rng.integers(0, n, size=int(rng.integers(1, 6)))
+    noisy = matrix[copies] + rng.normal(scale=0.005, size=(len(copies), dim)).astype(np.float32)
+    noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+    matrix = np.vstack([matrix, noisy])[rng.permutation(n + len(copies))]
+    similar = matrix @ matrix.T
+    for threshold in (0.97, 0.99, 0.995, float(np.median(similar[similar < 0.999999]))):
+        want = _greedy_near_duplicates(matrix, threshold)
+        if want:
+            assert _may_have_near_duplicates(matrix, threshold)
+        assert near_duplicates(matrix, threshold) == want

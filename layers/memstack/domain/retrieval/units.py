@@ -82,6 +82,8 @@ class FieldRanks:
     scores: Mapping[str, np.ndarray]
     #: the (ranking, field) pairs that hold a candidate, in the order every sum adds them up
     columns: tuple[tuple[str, str], ...]
+    #: ranking name -> its entries' rows, in its order
+    at: Mapping[str, np.ndarray]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -140,7 +142,7 @@ def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
         other = MEMORIES if first == TURNS else TURNS
         if bool((~turn if first == TURNS else turn).any()):
             columns.append((name, other))
-    return FieldRanks(ids, row, is_turn, ranks, places, scores, tuple(columns))
+    return FieldRanks(ids, row, is_turn, ranks, places, scores, tuple(columns), at_of)
 
 
 def _ids(ranking: Sequence[ScoredId]) -> list[str]:
@@ -159,20 +161,19 @@ def record_rrf(ranks: FieldRanks, weights: FieldWeights, k: int) -> tuple[np.nda
     its ranking's order): a candidate no weighted ranking holds is none, and ties keep this order."""
     own = np.zeros(len(ranks))
     met: list[np.ndarray] = []
+    seen = np.zeros(len(ranks), dtype=bool)
     for name, field in ranks.columns:
         w = weights.of(field, name)
         if w == 0.0:
             continue
-        rank, place = ranks.ranks[name], ranks.places[name]
-        hit = (rank > 0) & ranks.in_field(field)
-        own[hit] += w / (k + rank[hit])
-        rows = np.flatnonzero(hit)
-        met.append(rows[np.argsort(place[rows], kind="stable")])
+        at = ranks.at[name]  # the ranking's rows in its order: a row once each
+        rows = at[ranks.is_turn[at] == (field == TURNS)]
+        own[rows] += w / (k + ranks.ranks[name][rows])
+        met.append(rows[~seen[rows]])
+        seen[rows] = True
     if not met:
         return own, np.zeros(0, dtype=np.int64)
-    every = np.concatenate(met)
-    _, first = np.unique(every, return_index=True)
-    return own, every[np.sort(first)]
+    return own, np.concatenate(met)
 
 
 def unit_key(tenant: str, user_id: str, record: MemoryRecord) -> str:
