@@ -65,11 +65,11 @@ CREATE TABLE IF NOT EXISTS memory_sources (
     PRIMARY KEY (tenant, user_id, source_id, memory_id)
 )""",
     # Current, live rows only; every token carries its user's prefix (see fts.py).
-    "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (text, tags, tokenize = 'porter unicode61')",
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (text, tags, tokenize = '{fts.TOKENIZER}')",
     # The same, for LTM rows only: a search of LTM memories (extraction's neighbours) reads
     # postings of memories alone, not of every raw turn sharing a word (see fts.py).
     "CREATE VIRTUAL TABLE IF NOT EXISTS memories_ltm_fts USING fts5 "
-    "(text, tags, tokenize = 'porter unicode61')",
+    f"(text, tags, tokenize = '{fts.TOKENIZER}')",
     # One row per user with memories: ``uid`` names the user's FTS prefix and is never
     # reused (AUTOINCREMENT), ``generation`` is bumped by every write transaction, so
     # (uid, generation) tells a cache whether what it holds is still the user's state.

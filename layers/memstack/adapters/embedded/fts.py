@@ -1,5 +1,10 @@
 """The embedded store's FTS5 index, partitioned by user inside one table.
 
+Searches no longer read it: BM25 is scored from the postings beside each user's
+index (``postings``), with the tokens this module's text produces and the
+tokenizer it names. The tables are still written with every row (and erased
+with the user); what follows is how they are laid out and why.
+
 Every token a user's text puts in the index carries that user's owner prefix
 (six consonants encoding the user's ``uid``): "biscuit" of user 7 is indexed
 as ``cbbbbbbiscuit``. A query asks only for its own user's prefixed terms, so
@@ -53,8 +58,12 @@ PREFIX_WIDTH = 6
 MAX_UID = len(_ALPHABET) ** PREFIX_WIDTH - 1
 # Letters and digits only: every token we write must stay one token for FTS5's
 # unicode61 tokenizer, which splits at the underscore that ``\w`` allows.
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+WORD = r"[^\W_]+"
+_TOKEN = re.compile(WORD, re.UNICODE)
 
+
+#: the tokenizer of both tables (``database.py``) and of ``postings``' stemming
+TOKENIZER = "porter unicode61"
 
 #: every row that is current and live / LTM rows among them
 MAIN, LTM = "memories_fts", "memories_ltm_fts"
@@ -143,9 +152,14 @@ def filter_expression(prefix: str, filters: MemoryFilters) -> str:
     return " AND ".join(f"tags : {c}" for c in clauses)
 
 
+def words(text: str) -> list[str]:
+    """The words of ``text`` the index holds (each prefixed, then tokenised by FTS5)."""
+    return _TOKEN.findall(text.lower())
+
+
 def indexed_text(prefix: str, text: str) -> str:
     """What goes into the FTS5 ``text`` column for this user's ``text``."""
-    return " ".join(prefix + token for token in _TOKEN.findall(text.lower()))
+    return " ".join(prefix + token for token in words(text))
 
 
 def match_expression(prefix: str, query: str) -> str | None:

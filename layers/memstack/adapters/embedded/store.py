@@ -1,11 +1,11 @@
-"""The embedded memory store: SQLite rows, FTS5 BM25, exact numpy cosine on float32 blobs.
+"""The embedded memory store: SQLite rows, BM25 and exact numpy cosine from a per-user index.
 
 Reads by id go through the primary key and the ``id`` index (``+tenant``
 keeps SQLite from preferring the per-user index, which would read every row
 of the user); the tenant and user are still checked on every row. Searches
-run on the user's ``UserIndex`` (coarse vectors and filter columns in numpy,
-see ``user_index``) and on the user's own partition of the FTS5 index
-(``fts``), so neither reads another user's rows nor all of this user's.
+run on the user's ``UserIndex`` (vectors, filter columns and BM25 postings in
+memory, see ``user_index`` and ``postings``): no search reads another user's
+rows, and BM25's statistics are the user's own.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memstack.adapters.embedded import fts, metadata_terms
+from memstack.adapters.embedded import fts, metadata_terms, postings
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.index_cache import IndexCache
 from memstack.adapters.embedded.rows import COLUMNS, INSERT, M_COLUMNS, filter_sql, insert_values, to_record
@@ -38,8 +38,6 @@ from memstack.ports.tenant_config import TenantConfigStore
 
 #: ids per ``IN (...)`` list (SQLite's default limit on bound parameters is far above it)
 _CHUNK = 500
-#: hits read from FTS5 at a time while filters still drop some
-_BM25_BATCH = 256
 #: an empty ranking
 _NOTHING = Ranked([], np.zeros(0), np.zeros(0, dtype=bool))
 
@@ -476,59 +474,26 @@ class EmbeddedMemoryStore:
         return lookup
 
     def bm25_on(self, view: IndexView, query: str, k: int, filters: MemoryFilters) -> Ranked:
-        """BM25 top-k of the user's FTS partition, among the rows of ``view`` the filters allow."""
+        """BM25 top-k among the rows of ``view`` the filters allow, the user's rows the collection.
+
+        Scored from the postings beside the user's index (``postings``): no SQL, and no other
+        user's rows in the statistics. An LTM search ranks among the user's LTM rows.
+        """
         if not view.size or k <= 0:
             return _NOTHING
-        match = fts.match_expression(fts.owner_prefix(view.uid), query)
-        if match is None:
+        phrases = view.text.stems.query(query)
+        if not phrases:
             return _NOTHING
         seen = view.searchable(filters, self.rows_with(view), self.rows_where(view))
-        allowed = seen.allowed
-        # The FTS table holds exactly the current, live rows (LTM ones, for an LTM search). If
-        # the filters drop none of them, FTS5's own top-k is the answer. Otherwise hits are
-        # read until k pass, and when most rows are filtered out, the filters' tags narrow
-        # the MATCH first (metadata is not a tag: the row mask applies it).
-        searchable, passing = seen.indexed, seen.indexed_allowed
-        if not passing:
+        if not seen.indexed_allowed:
             return _NOTHING
-        every_hit_allowed = passing == searchable
-        if 2 * passing < searchable:
-            match = f"{match} AND {fts.filter_expression(fts.owner_prefix(view.uid), filters)}"
-        table = fts.table_for(filters)
-        sql = f"SELECT rowid, {fts.rank(table)} FROM {table} WHERE {table} MATCH ? ORDER BY 2"
-        params: tuple[object, ...] = (match,)
-        if every_hit_allowed:
-            sql, params = sql + " LIMIT ?", (match, k)
-        cur = self.db.read().cursor()
-        cur.row_factory = None
-        rows: list[np.ndarray] = []
-        scores: list[np.ndarray] = []
-        found = 0
-        try:
-            cur.execute(sql, params)
-            while found < k:
-                batch = cur.fetchmany(k if every_hit_allowed else _BM25_BATCH)
-                if not batch:
-                    break
-                rids = np.fromiter((r[0] for r in batch), dtype=np.int64, count=len(batch))
-                pos = view.positions(rids)
-                # A hit the view does not hold was written after it was made: not visible yet.
-                keep = pos >= 0
-                keep[keep] = allowed[pos[keep]]
-                hits = np.flatnonzero(keep)[: k - found]
-                rows.append(pos[hits])
-                # FTS5's bm25() is negative (more negative = better); flip it so higher is better.
-                raw = np.fromiter((r[1] for r in batch), dtype=np.float64, count=len(batch))
-                scores.append(-raw[hits])
-                found += len(hits)
-        finally:
-            cur.close()
-        at = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-        return Ranked(
-            list(map(view.ids.__getitem__, at.tolist())),
-            np.concatenate(scores) if scores else np.zeros(0),
-            view.turn[at],
+        ltm = fts.table_for(filters) == fts.LTM
+        rows, scores = postings.bm25(
+            view.text.ltm if ltm else view.text.main, phrases, view.indexed(ltm), view.length, seen.allowed
         )
+        top = top_indices(scores, k)  # equal scores in row (write) order
+        at = rows[top]
+        return Ranked(list(map(view.ids.__getitem__, at.tolist())), scores[top], view.turn[at])
 
     def candidates(self, tenant: str, user_id: str, ids: builtins.list[str]) -> Candidates:
         """The pool's columns from the user's index (``ports.store.CandidateReader``): no SQL at all."""

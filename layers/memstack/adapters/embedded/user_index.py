@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from memstack.adapters.embedded import fts
+from memstack.adapters.embedded.postings import TextIndex
 from memstack.adapters.embedded.record_cache import RecordCache
 from memstack.adapters.filter_columns import TIERS, FilterColumns, RowsWhere, RowsWithTerms
 from memstack.domain.ingest import is_turn_id
@@ -43,7 +44,8 @@ _COLUMNS = (
     "rid, id, session_id, scope, tier, kind, category, COALESCE(event_time, created_at), "
     "is_current, deleted, emb_coarse, emb_full, json_array_length(source_ids), "
     "json_extract(source_ids, '$[#-1]'), json_extract(metadata, '$.consolidated'), "
-    "json_type(metadata, '$.consolidated'), json_extract(metadata, '$.consolidation')"
+    "json_type(metadata, '$.consolidated'), json_extract(metadata, '$.consolidation'), "
+    "COALESCE(search_text, content)"
 )
 (
     _RID,
@@ -63,7 +65,8 @@ _COLUMNS = (
     _CONSOLIDATED,
     _CONSOLIDATED_TYPE,
     _CONSOLIDATION,
-) = range(17)
+    _TEXT,
+) = range(18)
 
 
 #: filters whose masks a view keeps (a user searched with many different filters starts over)
@@ -113,6 +116,9 @@ class IndexView:
     turn: np.ndarray
     #: records searches returned, kept under the user's write sequence (shared by every view)
     records: RecordCache
+    #: the rows' BM25 postings (shared and append-only) and each row's length in FTS5 tokens
+    text: TextIndex
+    length: np.ndarray
 
     #: what ``searchable`` worked out for each filters this view was searched with
     _searches: dict[tuple[Any, ...], Searchable] = field(default_factory=dict, compare=False, repr=False)
@@ -147,9 +153,7 @@ class IndexView:
         if found is None:
             allowed = self.columns.mask(filters, rows_with=rows_with, rows_where=rows_where)
             with_vector = allowed & self.has_vector
-            indexed = self.columns.current & ~self.columns.deleted
-            if fts.table_for(filters) == fts.LTM:
-                indexed &= self.columns.tier == TIERS.index(Tier.LTM.value)
+            indexed = self.indexed(fts.table_for(filters) == fts.LTM)
             found = Searchable(
                 allowed=allowed,
                 vector_rows=np.flatnonzero(with_vector),
@@ -163,6 +167,18 @@ class IndexView:
                 self._searches.clear()
             self._searches[key] = found
         return found
+
+    def indexed(self, ltm: bool) -> np.ndarray:
+        """The rows FTS5 would hold for the user: current and live, and LTM ones for an LTM search."""
+        return self._indexed_ltm if ltm else self._indexed
+
+    @functools.cached_property
+    def _indexed(self) -> np.ndarray:
+        return self.columns.current & ~self.columns.deleted
+
+    @functools.cached_property
+    def _indexed_ltm(self) -> np.ndarray:
+        return self._indexed & (self.columns.tier == TIERS.index(Tier.LTM.value))
 
     @functools.cached_property
     def replaced_ltm(self) -> bool:
@@ -209,6 +225,8 @@ def empty_view(uid: int = 0, generation: int = 0) -> IndexView:
         last_source=[],
         turn=np.zeros(0, dtype=bool),
         records=RecordCache(uid, generation),
+        text=TextIndex(0),
+        length=np.zeros(0, dtype=np.int64),
     )
 
 
@@ -330,6 +348,7 @@ class UserIndex:
         self._full = _Vectors(_FULL, capacity, by_dimension=True)
         self._columns = _grown(_columns([], self.sessions), capacity)
         self._records = RecordCache(uid, generation)
+        self._text = TextIndex(capacity)
         self._write_rows(0, rows)
         self._view = self._make_view()
 
@@ -419,6 +438,7 @@ class UserIndex:
         self._rollup = _grow(self._rollup, capacity)
         self._coarse.grow(capacity)
         self._full.grow(capacity)
+        self._text.grow(capacity)
         self._columns = _grown(self._columns, capacity)
 
     def _write_rows(self, start: int, rows: list[tuple[Any, ...]]) -> None:
@@ -428,6 +448,13 @@ class UserIndex:
         self._turn[start : start + len(rows)] = [is_turn_id(r[_ID]) for r in rows]
         self._coarse.write(start, rows)
         self._full.write(start, rows)
+        self._text.append(
+            start,
+            [r[_TEXT] or "" for r in rows],
+            # FTS5 counts a row's tags in its length: tier, kind, category, scope, and the session
+            [4 + (r[_SESSION] is not None) for r in rows],
+            [r[_TIER] == Tier.LTM.value for r in rows],
+        )
 
     def _write_rows_at(self, positions: np.ndarray, rows: list[tuple[Any, ...]]) -> None:
         values = _columns(rows, self.sessions)
@@ -460,6 +487,8 @@ class UserIndex:
             last_source=self.last_source,
             turn=self._turn[:n],
             records=self._records,
+            text=self._text,
+            length=self._text.length[:n],
         )
 
 
