@@ -6,7 +6,11 @@ intent but no window, so stage 5 leaves its ranking alone. History intent
 ("used to", "previously", "has X changed") makes stage 8 return superseded
 versions of the memories found. A question about the present ("what is my
 Redis maxmemory", "what score did I get most recently") has *current* intent:
-stage 8 then ranks a newer statement of the same thing above an older one.
+stage 8 then ranks a newer statement of the same thing above an older one. A
+question that asks for several things ("what books has she read", "how many
+fields did I add", "summarise…", "in what order…") has *several* intent: its
+answer is spread over turns that share its topic but not its words, and stage
+3b (dense feedback) searches again around what the first results are about.
 """
 
 from __future__ import annotations
@@ -57,6 +61,33 @@ _PRESENT_VERB = re.compile(
 _PAST_VERB = re.compile(r"\b(?:did|was|were|had|didn't|wasn't|weren't)\b", re.I)
 
 
+_AUX = r"(?:has|have|had|does|do|did|is|are|was|were|can|could|would|will|should)"
+# What makes a question ask for several things: a count, a plural noun asked for ("what books
+# has", "which cities has", "what kinds of"), a list or summary, several named together, an order.
+_SEVERAL = [
+    re.compile(p, re.I)
+    for p in (
+        r"\bhow many\b",
+        r"\b(?:what|which)\s+(?:kinds|types|sorts)\s+of\b",
+        rf"\b(?:what|which)\s+(?:[\w+/-]+\s+){{0,2}}[\w+/-]*[a-z]{{2}}s\s+{_AUX}\b",
+        r"\bwhat ways\b",
+        r"\bwhat (?:are|were) (?:some|all|the (?:\w+\s+){0,2}\w+s)\b",
+        r"\b(?:list|name|summar(?:y|ise|ize)|recap)\b",
+        r"\b(?:both|each|every|all the|all of)\b",
+        r"\b(?:in (?:what|which) order|order in which|across (?:my|our|the|all))\b",
+    )
+]
+
+
+def asks_several(text: str) -> str | None:
+    """The words that make a question ask for several things (module docstring), or None."""
+    for pattern in _SEVERAL:
+        m = pattern.search(text)
+        if m:
+            return m.group(0)
+    return None
+
+
 def asks_current(text: str) -> bool:
     """Whether a question (without a history cue) asks what holds now (module docstring).
 
@@ -81,6 +112,8 @@ class QueryAnalysis:
     cues: list[str] = field(default_factory=list)
     #: the question asks what holds now (no history cue; ``asks_current``)
     current_intent: bool = False
+    #: the question asks for several things (a count, a list, a plural; ``asks_several``)
+    several_intent: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +122,7 @@ class QueryAnalysis:
             "window": self.window.as_dict() if self.window else None,
             "history_intent": self.history_intent,
             "current_intent": self.current_intent,
+            "several_intent": self.several_intent,
             "cues": self.cues,
         }
 
@@ -111,6 +145,9 @@ def analyse_query(text: str, reference_time: datetime) -> QueryAnalysis:
     current = not history and asks_current(text)
     if current:
         cues.append("current")
+    several = asks_several(text)
+    if several is not None:
+        cues.append(f"several: {several.strip()}")
     return QueryAnalysis(
         text=text,
         reference_time=reference_time,
@@ -119,4 +156,5 @@ def analyse_query(text: str, reference_time: datetime) -> QueryAnalysis:
         history_intent=history,
         cues=cues,
         current_intent=current,
+        several_intent=several is not None,
     )

@@ -18,6 +18,8 @@ VECTOR = "vector"
 BM25_RANK = "bm25_rank"
 BM25 = "bm25"
 BM25_PRF_RANK = "bm25_prf_rank"
+#: dense feedback's rank (a question that asks for several things: ``dense_feedback``)
+VECTOR_PRF_RANK = "vector_prf_rank"
 
 # stage 4: the signals of the calibrated score, and the score it gives
 COSINE = "cosine"

@@ -6,7 +6,7 @@ read at every cold start, imports no numpy and no stage (see ``domain/sections.p
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -46,6 +46,18 @@ class RetrievalConfig(Matryoshka, RrfWeights):
     prf_terms: int = Field(0, ge=0, le=50, description="terms pseudo-relevance feedback adds (0: off)")
     prf_docs: int = Field(5, ge=1, le=50, description="first BM25 hits the feedback terms come from")
     prf_min_docs: int = Field(2, ge=1, le=50, description="feedback hits a term must occur in")
+    # stage 3, after BM25: dense (Rocchio) feedback for questions that ask for several things, filling
+    # the places below the first 5: LoCoMo multi-hop @10 0.446 -> 0.462, BEAM @10/@25 +0.001, no
+    # category or @5 lower on either (docs/retrieval.md, "Dense feedback for questions asking for several").
+    weight_vector_prf: float = Field(0.1, ge=0.0, description="RRF weight of its ranking (0: off)")
+    vector_prf_docs: int = Field(3, ge=1, le=50, description="first vector and BM25 hits it reads")
+    vector_prf_beta: float = Field(0.5, ge=0.0, le=10.0, description="how far dense feedback moves the query")
+    vector_prf_after: int = Field(
+        5, ge=0, le=1000, description="first places kept from the fusion without dense feedback (0: none)"
+    )
+    vector_prf_scope: Literal["several", "all"] = Field(
+        "several", description="questions dense feedback runs for: those asking for several things, or all"
+    )
     # stage 4: weighted RRF (rrf_k, weight_vector, weight_bm25: RrfWeights)
     weight_prf: float = Field(0.3, ge=0.0, description="RRF weight of the BM25 feedback query's ranking")
     # A memory whose turn is a candidate too is a second view of it: its embedding adds much,
@@ -103,11 +115,19 @@ class RetrievalConfig(Matryoshka, RrfWeights):
         from memstack.domain.retrieval.units import FieldWeights  # the pipeline's: loaded by then
 
         memory_prf = self.weight_prf * self.weight_bm25_memory / self.weight_bm25 if self.weight_bm25 else 0.0
+        # Dense feedback is a vector ranking: in the memory field it follows the vector stage's ratio.
+        vector_ratio = self.weight_vector_memory / self.weight_vector if self.weight_vector else 0.0
         return FieldWeights(
-            turns={"vector": self.weight_vector, "bm25": self.weight_bm25, "bm25_prf": self.weight_prf},
+            turns={
+                "vector": self.weight_vector,
+                "bm25": self.weight_bm25,
+                "bm25_prf": self.weight_prf,
+                "vector_prf": self.weight_vector_prf,
+            },
             memories={
                 "vector": self.weight_vector_memory,
                 "bm25": self.weight_bm25_memory,
                 "bm25_prf": memory_prf,
+                "vector_prf": self.weight_vector_prf * vector_ratio,
             },
         )

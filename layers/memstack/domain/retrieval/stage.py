@@ -70,6 +70,8 @@ class Search:
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     bm25: Sequence[ScoredId] = field(default_factory=list)
     prf: Sequence[ScoredId] = field(default_factory=list)
+    #: dense feedback's ranking (``dense_feedback``; empty when it did not run)
+    vector_prf: Sequence[ScoredId] = field(default_factory=list)
     # stages 4-8: the fused candidates, then the hits returned
     _pool: Pool | None = None
     hits: list[SearchHit] = field(default_factory=list)

@@ -53,6 +53,10 @@ class FieldWeights:
     turns: Mapping[str, float]
     memories: Mapping[str, float]
 
+    def without(self, ranking: str) -> FieldWeights:
+        """These weights with one ranking left out (weight 0 in both fields)."""
+        return FieldWeights({**self.turns, ranking: 0.0}, {**self.memories, ranking: 0.0})
+
     def of(self, field: str, ranking: str, has_turn: bool = True) -> float:
         # A unit whose turn no ranking holds: its memories are its only text, and count fully.
         table = self.turns if field == TURNS or not has_turn else self.memories

@@ -1,4 +1,5 @@
-"""Stage 3: BM25 (always filtered by tenant and user), and optionally a second, RM3-style feedback query."""
+"""Stage 3: BM25 (always filtered by tenant and user), and optionally a second, RM3-style feedback query;
+then, for a question that asks for several things, dense feedback (``dense_feedback``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Sequence
 
 from memstack.domain.retrieval.feedback import expanded_query, expansion_terms
 from memstack.domain.retrieval.stage import Search
+from memstack.domain.retrieval.stages import dense_feedback
 from memstack.models import ScoredId
 from memstack.ports.store import RankedBm25
 
@@ -19,9 +21,13 @@ class Bm25Search:
         terms: list[str] = []
         if cfg.prf_terms > 0 and cfg.weight_prf > 0 and search.bm25:
             search.prf, terms = feedback_search(search)
-        return f"ok: {len(search.bm25)} candidates" + (
+        status = f"ok: {len(search.bm25)} candidates" + (
             f"; feedback query (+{len(terms)} terms): {len(search.prf)} candidates" if terms else ""
         )
+        if dense_feedback.runs_for(search):
+            search.vector_prf = dense_feedback.feedback_ranking(search)
+            status += f"; dense feedback: {len(search.vector_prf)} candidates"
+        return status
 
 
 def feedback_search(search: Search) -> tuple[Sequence[ScoredId], list[str]]:

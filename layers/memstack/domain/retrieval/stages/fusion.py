@@ -20,6 +20,8 @@ from memstack.domain.retrieval import units
 from memstack.domain.retrieval.calibration import coverage
 from memstack.domain.retrieval.pool import Pool, read_candidates
 from memstack.domain.retrieval.stage import Search
+from memstack.domain.retrieval.stages import dense_feedback
+from memstack.domain.retrieval.stages.dense_feedback import VECTOR_PRF
 from memstack.domain.text import index_terms, query_index_terms
 from memstack.models import Ranked, ScoredId
 
@@ -34,6 +36,7 @@ RANKINGS = {
     "vector": (col.VECTOR_RANK, col.VECTOR),
     "bm25": (col.BM25_RANK, col.BM25),
     "bm25_prf": (col.BM25_PRF_RANK, None),
+    VECTOR_PRF: (col.VECTOR_PRF_RANK, None),
 }
 
 
@@ -45,11 +48,20 @@ class Fusion:
         pool, fusion = _pool(search)
         search.pool = pool
         n = len(pool)
-        weights = {"vector": cfg.weight_vector, "bm25": cfg.weight_bm25, "bm25_prf": cfg.weight_prf}
-        # First place in the vector and BM25 rankings (and the feedback one, when it ran)
+        weights = {
+            "vector": cfg.weight_vector,
+            "bm25": cfg.weight_bm25,
+            "bm25_prf": cfg.weight_prf,
+            VECTOR_PRF: cfg.weight_vector_prf,
+        }
+        # First place in the vector and BM25 rankings (and the feedback ones, when they ran)
         # scales to 1. A query no word of which matches anything has no BM25 ranking:
-        # its best result then scales to the vector weight alone, and scores low.
-        ran = ("vector", "bm25", *(("bm25_prf",) if search.prf else ()))  # a tuple: one summation order
+        # its best result then scales to the vector weight alone, and scores low. Dense feedback
+        # that only fills the places below the plain fusion's first ones (``vector_prf_after``)
+        # leaves them their plain values: it adds nothing to the scale either.
+        dense = bool(search.vector_prf) and cfg.vector_prf_after == 0
+        feedback = (*(("bm25_prf",) if search.prf else ()), *((VECTOR_PRF,) if dense else ()))
+        ran = ("vector", "bm25", *feedback)  # a tuple: one summation order
         top = sum(weights[name] for name in ran) / (cfg.rrf_k + 1)
         # -1: a rollup set aside (``_pool``), in no ranking the fusion read
         rows = np.fromiter(map(fusion.ranks.row.get, pool.ids, repeat(-1)), dtype=np.int64, count=n)
@@ -154,7 +166,7 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
     (``rollups``) places them among the hits.
     """
     cfg, req = search.config, search.req
-    rankings = {"vector": search.vector, "bm25": search.bm25, "bm25_prf": search.prf}
+    rankings = _rankings(search)
     size = max(cfg.candidate_pool, req.top_k)
     kept: str | None = None
     aside: list[str] = []  # the further rollups, best first
@@ -198,12 +210,31 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
     fused = units.unit_rrf(members, seconds, ranks, cfg.field_weights, cfg.rrf_k, sources)
     # A unit's best member at the unit's value, its other members by their own evidence.
     value = units.member_values(members, own, fused)
+    if search.vector_prf and cfg.vector_prf_after > 0:
+        # Dense feedback fills the places below the first ``vector_prf_after``: those are the plain fusion's.
+        plain = cfg.field_weights.without(VECTOR_PRF)
+        plain_of, _ = units.record_rrf(ranks, plain, cfg.rrf_k)
+        plain_own = {i: float(plain_of[ranks.row[i]]) if i in ranks.row else 0.0 for i in pool.ids}
+        plain_fused = units.unit_rrf(members, seconds, ranks, plain, cfg.rrf_k, sources)
+        value = dense_feedback.below_head(
+            units.member_values(members, plain_own, plain_fused), value, cfg.vector_prf_after
+        )
     n = len(pool)
     by_value = np.fromiter(map(value.__getitem__, pool.ids), dtype=np.float64, count=n)
     by_own = np.fromiter(map(own.__getitem__, pool.ids), dtype=np.float64, count=n)
     # Best value first, then best own fusion; a tie keeps the pool's order (lexsort is stable).
     pool.order = np.lexsort((-by_own, -by_value)).tolist()
     return pool, _Units(ranks, len(met), own=own, unit_of=unit_of, members=members, fused=fused, value=value)
+
+
+def _rankings(search: Search) -> dict[str, Sequence[ScoredId]]:
+    """Every ranking the fusion reads, by name: stages 2 and 3 (BM25, its feedback query, dense feedback)."""
+    return {
+        "vector": search.vector,
+        "bm25": search.bm25,
+        "bm25_prf": search.prf,
+        VECTOR_PRF: search.vector_prf,
+    }
 
 
 def _without(ranking: Sequence[ScoredId], out: set[str]) -> Sequence[ScoredId]:
