@@ -59,25 +59,35 @@ def near_duplicates(matrix: np.ndarray, threshold: float) -> list[int]:
     return dropped
 
 
-#: the leading dimensions the near-duplicate test bounds every pair's cosine with
-_PREFIX = 64
+#: the dimensions per block of the near-duplicate test's bound (the first block exactly, each
+#: other one by its norms)
+_BLOCK = 64
 #: how far below the threshold a bound must stay to rule a pair out: far above float32's rounding
 _MARGIN = 1e-3
 
 
 def _may_have_near_duplicates(matrix: np.ndarray, threshold: float) -> bool:
-    """False when no two rows can reach ``threshold``, proven at a sixth of the full product's cost.
+    """False when no two rows can reach ``threshold``, proven at a fraction of the full product's cost.
 
-    For rows split into a prefix and the rest, ``a·b = a_p·b_p + a_r·b_r ≤ a_p·b_p + |a_r||b_r|``
-    (Cauchy-Schwarz). Two unrelated vectors' prefixes are far from parallel, so in most pools
-    no pair's bound reaches the threshold and the full product is never made; when one may,
-    the decision is the full product's, as always (the same values, so the same rows dropped).
+    Rows split into blocks of ``_BLOCK`` dimensions: ``a·b = Σ a_k·b_k ≤ a_0·b_0 + Σ_{k≥1}
+    |a_k||b_k|`` (Cauchy-Schwarz in each block after the first). Two unrelated vectors' first
+    blocks are far from parallel and their weight sits in different blocks (a sparse hashing
+    vector) or evenly (a dense model's), so in most pools no pair's bound reaches the threshold
+    and the full product is never made; when one may, the decision is the full product's, as
+    always (the same values, so the same rows dropped).
     """
-    if matrix.shape[1] <= 2 * _PREFIX:
+    n, dim = matrix.shape
+    if dim <= 2 * _BLOCK:
         return True
-    head, tail = matrix[:, :_PREFIX], matrix[:, _PREFIX:]
-    rest = np.sqrt(np.einsum("ij,ij->i", tail, tail))
-    bound = head @ head.T + np.outer(rest, rest)
+    blocks = dim // _BLOCK
+    whole = matrix[:, : blocks * _BLOCK].reshape(n, blocks, _BLOCK)
+    squares = np.einsum("ikj,ikj->ik", whole, whole)  # each block's squared norm
+    if dim > blocks * _BLOCK:  # the dimensions left over are one more block
+        left = matrix[:, blocks * _BLOCK :]
+        squares = np.hstack([squares, np.einsum("ij,ij->i", left, left)[:, None]])
+    norms = np.sqrt(squares[:, 1:])
+    head = matrix[:, :_BLOCK]
+    bound = head @ head.T + norms @ norms.T
     return bool((bound[_below_diagonal(len(matrix))] >= threshold - _MARGIN).any())
 
 

@@ -98,7 +98,14 @@ class ScoreModel(Section):
         exponential by ``math.exp`` (``np.exp`` may differ from it in the last bit)."""
         z = self.bias + self.rrf * rrf + self.vector * best_cosine + self.coverage * best_coverage
         z += self.category * category + self.result_cosine * cosine + self.result_coverage * coverage
-        return list(map(_sigmoid, z.tolist()))
+        # ``_sigmoid``'s two sides at once (array operators only: no numpy import in this module):
+        # e = exp(-z) where z >= 0 and exp(z) below it (-|z| is exactly either), by math.exp
+        e = -abs(z)
+        e[:] = list(map(math.exp, e.tolist()))
+        p = 1.0 / (1.0 + e)
+        below = z < 0
+        p[below] = e[below] / (1.0 + e[below])
+        return p.tolist()
 
 
 def _sigmoid(z: float) -> float:
