@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from memstack.domain.retrieval.pipeline import Retriever
 from memstack.domain.retrieval.superseded import is_superseded_turn
 from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import MemoryRecord, Message, Tier
 from memstack.service import MemoryService
 
+from tests.retrieval.helpers import REF, put, record
+
 T, U = "acme", "kim"
+#: the tenant and user of tests.retrieval.helpers' records
+T2, U2 = "t1", "u1"
 
 
 def rec(rid: str, sources: list[str], *, current: bool = True, replaces: str | None = None, **kw: object):
@@ -106,3 +111,44 @@ def test_api_results_carry_the_flag(service: MemoryService, settings) -> None:
     flags = {r["content"]: r["superseded"] for r in body["results"]}
     assert flags["I live in Tokyo."] is True
     assert flags["Kim lives in Osaka."] is False
+
+
+#: a turn ("m1") whose only memory a later turn ("m2") replaced: the turn is superseded
+SPEED = "I cut my solving time from 20 minutes to 12 minutes over two sessions"
+PAST = "how many minutes did I cut my solving time by over two sessions?"
+PRESENT = "what is my solving time now, in minutes over two sessions?"
+
+
+def _speed_store(service: MemoryService, new_sources: list[str]) -> None:
+    old = record(service, "Kim writes the sequence formula a_n = a_1 + (n-1)d", "m1", is_current=False)
+    new = "Kim has never finished a sequence definition problem"
+    put(
+        service,
+        record(service, SPEED, "m1", tier=Tier.STM),
+        old,
+        record(service, new, "m2", replaces_id=old.id, source_ids=new_sources),
+        record(service, new, "m2", tier=Tier.STM),
+        record(service, "Kim plays chess on Sundays", "m3", tier=Tier.STM),
+    )
+
+
+def _order(service: MemoryService, query: str, scope: str) -> list[str]:
+    config = service.retriever.config.model_copy(update={"superseded_turns_scope": scope})
+    request = SearchRequest(tenant=T2, user_id=U2, query=query, top_k=5, reference_time=REF)
+    return [h.record.content for h in Retriever(service.store, service.embedder, config).search(request).hits]
+
+
+def test_a_superseded_turn_keeps_its_place_for_a_question_about_the_past(service: MemoryService) -> None:
+    _speed_store(service, ["m2"])
+    assert _order(service, PAST, "current")[0] == SPEED
+    assert _order(service, PAST, "all")[-1] == SPEED  # every superseded turn last: it loses the first place
+    # A question about the present still ranks the old statement last.
+    assert _order(service, PRESENT, "current")[-1] == SPEED
+
+
+def test_a_superseded_turn_a_hit_above_already_cites_still_ranks_last(service: MemoryService) -> None:
+    # The update names both turns, as extraction's UPDATE does, and ranks first: the old turn would
+    # spend a slot on a turn the caller already has.
+    _speed_store(service, ["m1", "m2"])
+    order = _order(service, PAST, "current")
+    assert order[0] != SPEED and order[-1] == SPEED

@@ -99,6 +99,13 @@ class RetrievalConfig(Matryoshka, RrfWeights):
     superseded_turns_last: bool = Field(
         True, description="rank raw turns whose memories were all replaced below current memories"
     )
+    # "current": every one only for a question about the present; for others only a turn a hit above
+    # already cites (superseded.py). LoCoMo dev @10 0.801 -> 0.805, BEAM @10 0.475 -> 0.483, no
+    # category lower (docs/retrieval.md, "Superseded turns for questions not about the present").
+    superseded_turns_scope: Literal["all", "current"] = Field(
+        "current",
+        description="questions superseded turns rank last for: all, or only those about the present",
+    )
     newest_first: bool = Field(
         True, description="for a question about the present, rank a newer statement of the same thing first"
     )

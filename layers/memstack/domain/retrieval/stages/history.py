@@ -29,6 +29,7 @@ class History:
             pool,
             window=2 * req.top_k,
             demote=cfg.superseded_turns_last and not search.history,
+            every=cfg.superseded_turns_scope == "all" or search.query.current_intent,
         )
         newer = 0
         if cfg.newest_first and search.query.current_intent:
