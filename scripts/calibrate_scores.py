@@ -35,11 +35,14 @@ score per benchmark, and with ``--plot FILE.png`` a reliability diagram
 
 ``--evidence SIGNALS`` (or ``each``) measures an evidence factor instead: per
 query, a logistic model of "the first ``--evidence-k`` results hold evidence"
-from what the query found at all (explain's ``query_*`` signals, and the
-share of the query's idf mass in words the store holds, computed here), times
-a model of the result's relevance given that they do; each conversation held
-out, it prints the Brier score and the top score's AUROC for "answerable",
-"the first result is right" and "not adversarial" (docs/retrieval.md).
+from what the query found at all (explain's ``query_*`` signals, among them
+``query_idf_coverage``: the share of the query's idf mass in words the store
+holds, from the store's own document frequencies), times a model of the
+result's relevance given that they do; each conversation held out, it prints
+the Brier score, the top score's AUROC for "answerable", "the first result is
+right" and "not adversarial", and the factor's own AUROC (the factor alone is
+the search's ``evidence``: ``--evidence query_turn_cosine,query_idf_coverage``
+fits ``retrieval.evidence.DEFAULT_EVIDENCE_MODEL``; docs/retrieval.md).
 """
 
 from __future__ import annotations
@@ -47,7 +50,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,17 +57,14 @@ from pathlib import Path
 
 import numpy as np
 from memstack.domain.retrieval import columns as col
-from memstack.domain.text import index_terms, query_index_terms
 from memstack.evaluation.beam import load_beam
 from memstack.evaluation.embedding_cache import CachedEmbedder
 from memstack.evaluation.locomo import Conversation, load_locomo
 from memstack.evaluation.plot import plot_reliability, reliability_bins
 from memstack.evaluation.recall import QuestionResult
-from memstack.evaluation.runner import TENANT, USER, conversation_services, question_request
+from memstack.evaluation.runner import conversation_services, question_request
 from memstack.evaluation.separation import auroc
 from memstack.factory import build_embedder
-from memstack.models import MemoryFilters
-from memstack.ports.store import MemoryStore
 from memstack.settings import load_settings
 
 FEATURES = ("rrf_scaled", "query_cosine", "query_coverage")
@@ -77,39 +76,8 @@ QUERY_SIGNALS = (
     col.QUERY_COSINE_MARGIN,
     col.QUERY_BM25_TOP,
     col.QUERY_BM25_MARGIN,
+    col.QUERY_IDF_COVERAGE,
 )
-#: measured here only (the pipeline has no document frequencies): the share of the query's idf
-#: mass in words the user's store holds at all
-IDF_COVERAGE = "idf_coverage"
-
-
-@dataclass
-class StoreVocabulary:
-    """Document frequencies of the stems of every current record's indexed text (one user's store)."""
-
-    df: Counter[str]
-    size: int
-
-    @classmethod
-    def of(cls, store: MemoryStore, tenant: str, user_id: str) -> StoreVocabulary:
-        df: Counter[str] = Counter()
-        size, cursor = 0, None
-        while True:
-            records, cursor = store.list(tenant, user_id, MemoryFilters(), 1000, cursor)
-            for record in records:
-                df.update(index_terms(record.indexed_text))
-                size += 1
-            if cursor is None:
-                return cls(df, size)
-
-    def idf_coverage(self, question: str) -> float:
-        """Okapi idf of the query's stems found in the store, over that of all of them (1: no terms)."""
-        idf = {
-            t: math.log(1.0 + (self.size - self.df[t] + 0.5) / (self.df[t] + 0.5))
-            for t in query_index_terms(question)
-        }
-        total = sum(idf.values())
-        return sum(v for t, v in idf.items() if self.df[t]) / total if total else 1.0
 
 
 def collect(args: argparse.Namespace, features: tuple[str, ...]) -> list[dict]:
@@ -127,12 +95,11 @@ def collect(args: argparse.Namespace, features: tuple[str, ...]) -> list[dict]:
             conversations, settings, store_dir, infer=not args.raw, embedder=embedder
         )
         for conv, service in services:
-            vocabulary = StoreVocabulary.of(service.store, TENANT, USER)
             for q in conv.questions:
                 req = question_request(conv, q.text, args.pool, explain=True)
-                hits = service.search(req).hits
+                result = service.search(req)
+                hits = result.hits
                 query = {name: hits[0].stages.get(name, 0.0) if hits else 0.0 for name in QUERY_SIGNALS}
-                query[IDF_COVERAGE] = vocabulary.idf_coverage(q.text)
                 out.append(
                     {
                         "benchmark": benchmark,
@@ -145,6 +112,7 @@ def collect(args: argparse.Namespace, features: tuple[str, ...]) -> list[dict]:
                         "sources": [h.record.source_ids for h in hits],
                         "scores": [h.score for h in hits],
                         "query": query,
+                        "evidence_p": result.evidence,
                     }
                 )
     return out
@@ -314,12 +282,14 @@ def evidence_report(
     (question, result) pair, and the AUROC of each question's top score for "answerable" (BEAM),
     "the first result is right" and "not adversarial" (LoCoMo)."""
     scored: dict[str, list[tuple[dict, np.ndarray]]] = {}
+    factor: dict[int, float] = {}  # per question (by id): the held-out evidence factor alone
     for held in sorted({q["conversation"] for q in questions}):
         train = [q for q in questions if q["conversation"] != held]
         model = Factored.fitted(train, signals, k, relative, balance)
         for q in questions:
             if q["conversation"] == held:
                 scored.setdefault(q["benchmark"], []).append((q, model.scores(q)))
+                factor[id(q)] = float(predict(model.evidence, query_signals([q], signals))[0])
     report = {}
     for benchmark, pairs in sorted(scored.items()):
         p = np.concatenate([s for _, s in pairs])
@@ -330,6 +300,11 @@ def evidence_report(
             "answerable": _auroc_by(tops, lambda q: q["answerable"]),
             "first_right": _auroc_by(tops, lambda q: answered(q, 1)),
             "not_adversarial": _auroc_by(tops, lambda q: q["category"] != "adversarial"),
+            # the factor alone, as a per-search probability beside the scores (``evidence``)
+            "factor_answerable": _auroc_by([(q, factor[id(q)]) for q, _ in pairs], lambda q: q["answerable"]),
+            f"factor_evidence_in_{k}": _auroc_by(
+                [(q, factor[id(q)]) for q, _ in pairs], lambda q: answered(q, k)
+            ),
         }
     return report
 
@@ -343,7 +318,7 @@ def evidence_main(questions: list[dict], args: argparse.Namespace) -> None:
     """``--evidence``: each query signal alone (unfitted), then the evidence factor fitted on each alone
     and on all together, each conversation held out."""
     questions = [q for q in questions if q["features"]]
-    signals = (*QUERY_SIGNALS, IDF_COVERAGE) if args.evidence == "each" else tuple(args.evidence.split(","))
+    signals = QUERY_SIGNALS if args.evidence == "each" else tuple(args.evidence.split(","))
     k = args.evidence_k
     for benchmark in sorted({q["benchmark"] for q in questions}):
         mine = [q for q in questions if q["benchmark"] == benchmark]
@@ -360,6 +335,13 @@ def evidence_main(questions: list[dict], args: argparse.Namespace) -> None:
         report = evidence_report(questions, chosen, k, args.relative, args.balance)
         print(
             f"evidence factor of {', '.join(chosen) or '(none: a constant)'}, held out: {json.dumps(report)}"
+        )
+    for benchmark in sorted({q["benchmark"] for q in questions}):
+        shipped = [(q, float(q.get("evidence_p", 0.0))) for q in questions if q["benchmark"] == benchmark]
+        print(
+            f"{benchmark}: the search's own evidence (DEFAULT_EVIDENCE_MODEL) as collected, AUROC for "
+            f"answerable {_auroc_by(shipped, lambda q: q['answerable'])}, evidence in the first {k} "
+            f"{_auroc_by(shipped, lambda q: answered(q, k))}"
         )
     model = Factored.fitted(questions, signals, k, args.relative, args.balance)
     print(

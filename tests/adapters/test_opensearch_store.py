@@ -576,6 +576,39 @@ def test_hybrid_candidates_sends_bm25_and_filtered_knn_in_one_msearch(
     ]
 
 
+def test_term_counts_count_inside_the_users_current_documents_with_one_filter_aggregation_per_word(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    recorder.reply(
+        200,
+        {
+            **rec.search_answer([]),
+            "hits": {"total": {"value": 42, "relation": "eq"}, "max_score": None, "hits": []},
+            "aggregations": {"t0": {"doc_count": 7}, "t1": {"doc_count": 0}},
+        },
+    )
+    counts = store.term_counts("t1", "u1", 'Where is the "kickoff" AGENDA?')
+    assert (counts.docs, counts.df) == (42, {"kickoff": 7, "agenda": 0})
+    (req,) = recorder.requests
+    assert (req.method, req.path) == ("POST", f"/{ALIAS}/_search")
+    # The index's own BM25 statistics span every tenant: the counts are filtered to the user.
+    assert req.body == {
+        "size": 0,
+        "track_total_hits": True,
+        "query": {"bool": {"filter": [*OWNER, {"term": {"deleted": False}}, {"term": {"is_current": True}}]}},
+        "aggs": {
+            "t0": {"filter": {"multi_match": {"query": "kickoff", "fields": ["search_text", "content"]}}},
+            "t1": {"filter": {"multi_match": {"query": "agenda", "fields": ["search_text", "content"]}}},
+        },
+    }
+
+
+def test_term_counts_without_their_counts_raise(store: OpenSearchMemoryStore, recorder: Recorder) -> None:
+    recorder.reply(200, rec.search_answer([]))  # no aggregations: not an answer to this request
+    with pytest.raises(DependencyFailed):
+        store.term_counts("t1", "u1", "kickoff agenda")
+
+
 def test_without_a_session_search_sees_only_user_scope_and_time_filters_use_effective_time(
     store: OpenSearchMemoryStore, recorder: Recorder
 ) -> None:

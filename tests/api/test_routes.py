@@ -83,6 +83,11 @@ def test_search_ranks_the_matching_memory_first_and_explains(api: Api) -> None:
     assert body["results"][0]["content"] == "I adopted a cat named Miso."
     assert body["results"][0]["stages"]  # per-stage scores when explain=true
     assert isinstance(body["degraded"], list)
+    # Beside the scores, per search: how likely the store holds evidence at all.
+    _, unknown = api(
+        "POST", "/v1/memories/search", body={"user_id": "alice", "query": "who won the zanzibar chess open"}
+    )
+    assert 0 <= unknown["evidence"] < body["evidence"] <= 1
     status, plain = api(
         "POST", "/v1/memories/search", body={"user_id": "alice", "query": "ramen", "top_k": 1}
     )

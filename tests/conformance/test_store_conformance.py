@@ -341,6 +341,34 @@ def test_bm25_indexes_search_text_and_honours_filters(store: Any) -> None:
     assert [h.id for h in ltm_only] == [fact.id]
 
 
+def _counts(store: Any, query: str, tenant: str = "t1", user: str = "u1") -> tuple[int, list[int]]:
+    """The user's searchable records and the query terms' document frequencies, ascending (the terms
+    are each backend's own: words, stems or lexemes)."""
+    counts = store.term_counts(tenant, user, query)
+    return counts.docs, sorted(counts.df.values())
+
+
+def test_term_counts_are_the_users_own_document_frequencies_of_current_text(store: Any) -> None:
+    records = put_docs(store)
+    query = "Is the retriever puppy fond of zebra ramen?"
+    assert _counts(store, query) == (5, [0, 0, 1, 1, 1])
+    # Another user's and another tenant's records, with every one of the query's words, change nothing.
+    for tenant, user in (("t1", "u2"), ("t2", "u1")):
+        store.put([rec(f"zebra ramen retriever puppy {i}", tenant, user, minutes=i) for i in range(3)])
+        assert _counts(store, query, tenant, user) == (3, [0, 3, 3, 3, 3])
+    assert _counts(store, query) == (5, [0, 0, 1, 1, 1])
+    # Only current text counts: a replaced version and a deleted one leave both figures.
+    noodles = versions.new_version(
+        records[1], content="I now prefer udon", embedder=EMB, coarse_dim=COARSE_DIM
+    )
+    store.supersede("t1", "u1", records[1].id, noodles)
+    tomb = versions.new_version(records[0], content=None, embedder=None, coarse_dim=COARSE_DIM, deleted=True)
+    store.supersede("t1", "u1", records[0].id, tomb)
+    assert _counts(store, query) == (4, [0, 0, 0, 0, 0])
+    assert _counts(store, "udon") == (4, [1])
+    assert store.term_counts("t1", "nobody", query).docs == 0
+
+
 @pytest.mark.parametrize(
     "query",
     [

@@ -15,7 +15,13 @@ from memstack.adapters.embedders.hashing import HashingEmbedder
 from memstack.evaluation.beam import CATEGORIES, BeamFormatError, load_beam
 from memstack.evaluation.recall import QuestionResult
 from memstack.evaluation.runner import TurnBaselines, evaluate, messages_of
-from memstack.evaluation.separation import auroc, ordering_summary, update_ordering
+from memstack.evaluation.separation import (
+    SearchLevel,
+    auroc,
+    evidence_summary,
+    ordering_summary,
+    update_ordering,
+)
 from memstack.models import Role
 from memstack.settings import Settings
 
@@ -132,6 +138,20 @@ def test_auroc_counts_pairs_and_ties() -> None:
     assert auroc([], [0.1]) is None and auroc([0.1], []) is None
 
 
+def test_evidence_summary_compares_the_search_evidence_with_the_top_score() -> None:
+    rows = [
+        SearchLevel(evidence=0.9, top_score=0.2, answerable=True, found_in_10=True),
+        SearchLevel(evidence=0.8, top_score=0.6, answerable=True, found_in_10=False),
+        SearchLevel(evidence=0.3, top_score=0.7, answerable=False, found_in_10=False),
+    ]
+    summary = evidence_summary(rows)
+    assert summary["answerable"]["evidence"] == 1.0 and summary["answerable"]["top_score"] == 0.0
+    assert (summary["answerable"]["yes"], summary["answerable"]["no"]) == (2, 1)
+    assert summary["answerable"]["evidence_median_yes"] == pytest.approx(0.85)
+    assert summary["found_in_10"]["evidence"] == 1.0 and summary["found_in_10"]["top_score"] == 0.0
+    assert evidence_summary(rows[:2])["answerable"]["evidence"] is None  # no unanswerable question
+
+
 def test_update_ordering() -> None:
     groups = {"original_info": ["o", "u"], "updated_info": ["u2", "u"]}
     first = update_ordering({"o": 3, "u": None, "u2": 2}, groups)
@@ -180,6 +200,12 @@ def test_harness_measures_every_figure(settings: Settings, tmp_path: Path) -> No
     assert report.metrics["bm25-turns"]["turn_recall"]["5"]["information_extraction"] == 1.0
     abstention = next(q for q in report.per_question if not q["answerable"])
     assert "evidence_ranks" not in abstention["memstack"] and "top_score" in abstention["memstack"]
+    # The search's own evidence, per question and as an AUROC beside the top score's.
+    assert all(0.0 <= q["memstack"]["evidence"] <= 1.0 for q in report.per_question)
+    evidence = report.evidence["answerable"]
+    assert (evidence["yes"], evidence["no"]) == (3, 1)
+    assert evidence["top_score"] == report.abstention["memstack"]["auroc"]
+    assert evidence["evidence"] is not None and 0.0 <= evidence["evidence"] <= 1.0
     assert set(report.versus) == {"bm25", "vector", "bm25-turns", "dense-turns"}
     assert set(report.versus["dense-turns"]["5"]) == {"better", "worse"}
 
@@ -204,7 +230,14 @@ def test_cli_json_plot_and_embedding_cache(tmp_path: Path) -> None:
     assert list((tmp_path / "data" / "eval-cache").glob("embeddings-hashing*.sqlite3"))
     table = _cli(["eval", "beam", str(path), "--raw", "--k", "1,5"], tmp_path)
     assert table.returncode == 0, table.stderr
-    for label in ("BEAM turn recall@k", "dense-turns", "bm25-turns", "abstention AUROC", "update in top 5"):
+    for label in (
+        "BEAM turn recall@k",
+        "dense-turns",
+        "bm25-turns",
+        "abstention AUROC",
+        "update in top 5",
+        "memstack evidence",
+    ):
         assert label in table.stdout
     bad = _cli(["eval", "beam", str(tmp_path / "missing.json.gz")], tmp_path)
     assert bad.returncode == 1 and "missing.json.gz" in bad.stderr

@@ -168,6 +168,17 @@ class Wire:
         ]
         return {"total": {"value": len(found), "relation": "eq"}, "max_score": None, "hits": found}
 
+    def _aggregation(self, body: dict[str, Any], agg: dict[str, Any]) -> dict[str, Any]:
+        """A ``filter`` aggregation counts the hits its filter matches too; any other is empty."""
+        if "filter" not in agg:
+            return {"buckets": []}
+        query = body.get("query", {})
+        return {
+            "doc_count": sum(
+                1 for s in self.docs.values() if _matches(query, s) and _matches(agg["filter"], s)
+            )
+        }
+
     def _doc(self, doc_id: str) -> dict[str, Any]:
         if doc_id not in self.docs:
             return {"found": False, "_id": doc_id}
@@ -183,7 +194,8 @@ class Wire:
             return 200, {"took": 1, "responses": [{"hits": empty, "status": 200} for _ in range(searches)]}
         asked = body if isinstance(body, dict) else {}
         if path.endswith(("/_search", "/_count")):
-            aggregations = {n: {"buckets": []} for n in asked.get("aggs") or asked.get("aggregations") or {}}
+            aggs = asked.get("aggs") or asked.get("aggregations") or {}
+            aggregations = {n: self._aggregation(asked, agg) for n, agg in aggs.items()}
             return 200, {"took": 1, "hits": self._hits(asked), "aggregations": aggregations, "count": 0}
         if path.endswith("/_mget"):
             return 200, {"docs": [self._doc(str(i)) for i in asked.get("ids", [])]}

@@ -140,7 +140,7 @@ def test_search_results_are_compact_with_the_fields_a_model_reads(seeded: Memory
     text = result.content[0].text
     assert "\n" not in text and ": " not in text and "null" not in text
     hits = found["results"]
-    assert len(hits) == 10 and set(found) == {"results"}
+    assert len(hits) == 10 and set(found) == {"results", "evidence"}
     diet = next(h for h in hits if h["content"] == "Ann is vegetarian")
     assert set(diet) == {"id", "content", "kind", "category", "event_time", "created_at", "metadata", "score"}
     assert (diet["kind"], diet["category"], diet["metadata"]) == (
@@ -157,6 +157,8 @@ def test_search_results_are_compact_with_the_fields_a_model_reads(seeded: Memory
         assert 0 <= hit["score"] <= 1
     # What the REST answer of the same search is, pretty-printed as the tool used to return it.
     rest = seeded.search("is Ann vegetarian", user_id="ann", top_k=10)
+    assert rest.evidence is not None and found["evidence"] == round(rest.evidence, 4)
+    assert 0 < found["evidence"] < 1
     assert len(text) * 3 < len(rest.model_dump_json(indent=2))
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from memstack.models import MemoryRecord, ScoredId
-from memstack.ports.store import CandidateReader, MemoryStore, ReadView
+from memstack.ports.store import CandidateReader, MemoryStore, ReadView, TermCounts
 from memstack.service import MemoryService
 
 from tests.retrieval import ranking_corpus
@@ -50,6 +50,9 @@ class RecordsOnly:
 
     def vector_search(self, tenant: str, user_id: str, q: np.ndarray, k: int, filters: Any) -> list[ScoredId]:
         return self._store.vector_search(tenant, user_id, q, k, filters)
+
+    def term_counts(self, tenant: str, user_id: str, query: str) -> TermCounts:
+        return self._store.term_counts(tenant, user_id, query)
 
     def embeddings(self, tenant: str, user_id: str, ids: list[str]) -> dict[str, np.ndarray]:
         return self._store.embeddings(tenant, user_id, ids)

@@ -958,6 +958,11 @@ export interface components {
             /** Results */
             results: components["schemas"]["SearchResultItem"][];
             /**
+             * Evidence
+             * @description probability (0-1) that the user's memories hold evidence for this query at all, beside the per-result scores: a low value says the store likely cannot answer (abstain or ask), which a result's score cannot say (docs/retrieval.md, Abstention). Always sent; null only from a server older than the field
+             */
+            evidence?: number | null;
+            /**
              * Degraded
              * @description stages skipped because a part failed
              */

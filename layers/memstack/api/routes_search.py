@@ -86,7 +86,11 @@ def register(app: MemstackResolver, deps: ApiDeps) -> None:
             if body.explain:
                 item["stages"] = hit.stages
             results.append(item)
-        answer: dict[str, Any] = {"results": results, "degraded": list(result.degraded)}
+        answer: dict[str, Any] = {
+            "results": results,
+            "evidence": result.evidence,
+            "degraded": list(result.degraded),
+        }
         if body.explain:
             answer["explain"] = {
                 "analysis": result.analysis,

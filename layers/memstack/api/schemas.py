@@ -486,6 +486,17 @@ class SearchExplain(Schema):
 
 class SearchMemoriesResponse(Schema):
     results: list[SearchResultItem]
+    evidence: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "probability (0-1) that the user's memories hold evidence for this query at all, beside the"
+            " per-result scores: a low value says the store likely cannot answer (abstain or ask), which"
+            " a result's score cannot say (docs/retrieval.md, Abstention). Always sent; null only from"
+            " a server older than the field"
+        ),
+    )
     degraded: list[str] = Field(default_factory=list, description="stages skipped because a part failed")
     explain: SearchExplain | None = Field(None, description="how the search ran (explain=true)")
 

@@ -105,6 +105,17 @@ def render_questions(report: EvalReport) -> Table | None:
             _fmt(u.get("updated_first")),
             f"{v['better']} / {v['worse']}" if v else "-",
         )
+    answerable = report.evidence.get("answerable", {})
+    if answerable.get("no"):
+        # The per-search probability beside the scores, in the top score's columns.
+        table.add_row(
+            "memstack evidence\n(per search)",
+            _fmt(answerable.get("evidence")),
+            f"{_fmt(answerable.get('evidence_median_yes'))} / {_fmt(answerable.get('evidence_median_no'))}",
+            "-",
+            "-",
+            "-",
+        )
     return table
 
 
@@ -197,6 +208,13 @@ def _run_benchmark(
     whole = render_questions(report)
     if whole is not None:
         out.print(whole)
+    found = report.evidence.get("found_in_10", {})
+    if found.get("yes") and found.get("no"):
+        asked = int(found["yes"] or 0) + int(found["no"] or 0)
+        out.print(
+            f"evidence in the first 10 turns cited ({found['yes']} of {asked}): AUROC of the search's "
+            f"evidence {_fmt(found.get('evidence'))}, of its top score {_fmt(found.get('top_score'))}"
+        )
     mode = "raw turns only (--raw)" if raw else "extraction on"
     if consolidate:
         mode += ", consolidation after each session"

@@ -73,6 +73,7 @@ def search(
                     }
                     for h in result.hits
                 ],
+                "evidence": result.evidence,
                 "degraded": result.degraded,
             }
         )
@@ -80,7 +81,8 @@ def search(
     if not result.hits:
         console.print(f"no memories match for user {user}")
         return
-    table = Table(title=f"{query!r}: top {len(result.hits)} for {user}", title_justify="left")
+    title = f"{query!r}: top {len(result.hits)} for {user} (evidence {result.evidence:.2f})"
+    table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
     table.add_column("tier")

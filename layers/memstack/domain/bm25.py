@@ -194,6 +194,18 @@ class Bm25Index:
     def _idf(self, df: int) -> float:
         return math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
 
+    def document_frequencies(
+        self, terms: Sequence[str], docs: int | None = None
+    ) -> tuple[int, dict[str, int]]:
+        """The live documents among the first ``docs`` positions (all by default), and how many
+        of them hold each of ``terms`` (stems, as the index holds them)."""
+        docs = self.docs if docs is None else docs
+        df = {}
+        for term in terms:
+            posting = self._posting(term)
+            df[term] = int(np.count_nonzero(posting[0] < docs)) if posting is not None else 0
+        return int(np.count_nonzero(self.live[:docs])), df
+
     def scores(self, query: str) -> np.ndarray:
         """The BM25 score of every document for ``query`` (0 where no term matches)."""
         out = np.zeros(self.docs, dtype=np.float32)

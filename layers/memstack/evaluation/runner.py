@@ -47,7 +47,9 @@ from memstack.evaluation.locomo import CATEGORIES, Conversation, Question
 from memstack.evaluation.recall import MetricTable, QuestionResult
 from memstack.evaluation.separation import (
     Ordering,
+    SearchLevel,
     abstention_summary,
+    evidence_summary,
     ordering_summary,
     update_ordering,
 )
@@ -110,6 +112,9 @@ class EvalReport:
     versus: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     #: questions searched that the conversation cannot answer (in ``abstention``, not in recall)
     unanswerable: int = 0
+    #: the pipeline's per-search ``evidence`` beside its top score: AUROC of each for "answerable"
+    #: and for "one of the first 10 results cites evidence" (``separation.evidence_summary``)
+    evidence: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -256,6 +261,10 @@ class _Run:
     top_scores: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     #: per retriever: the knowledge-update ordering of each question that has one
     orderings: dict[str, list[Ordering]] = field(default_factory=dict)
+    #: per question: the pipeline's ``evidence`` and top score, answerable, found in the first 10
+    search_level: list[SearchLevel] = field(default_factory=list)
+    #: the pipeline's ``evidence`` of the last search (``rankings``)
+    last_evidence: float = 0.0
 
     def __post_init__(self) -> None:
         names = RETRIEVERS if self.baselines else RETRIEVERS[:1]
@@ -300,6 +309,7 @@ class _Run:
     ) -> dict[str, tuple[list[list[str]], float]]:
         """The cited turns of each result and the top score, per retriever, best first."""
         result = service.search(req)
+        self.last_evidence = result.evidence
         for stage, ms in result.stage_durations.items():
             self.durations.setdefault(stage, []).append(ms)
         top = result.hits[0].score if result.hits else 0.0
@@ -337,6 +347,16 @@ class _Run:
                 self.top_scores.setdefault(name, ([], []))[0 if q.answerable else 1].append(float(top_score))
                 if q.evidence:
                     entry[name].update(self._measure(name, q, results, session))
+            ranks = [r for r in entry["memstack"].get("evidence_ranks", []) if r is not None]
+            entry["memstack"]["evidence"] = round(self.last_evidence, 6)
+            self.search_level.append(
+                SearchLevel(
+                    self.last_evidence,
+                    entry["memstack"]["top_score"],
+                    q.answerable,
+                    bool(ranks) and min(ranks) <= 10,
+                )
+            )
             self.per_question.append(entry)
             self.tick("search", 1)
         self.timings["search"] += time.perf_counter() - start
@@ -410,6 +430,7 @@ class _Run:
             knowledge_update={name: ordering_summary(o) for name, o in self.orderings.items()},
             versus=self.versus(),
             unanswerable=sum(1 for c in conversations for q in c.questions if not q.answerable),
+            evidence=evidence_summary(self.search_level),
         )
 
 

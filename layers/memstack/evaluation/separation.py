@@ -4,7 +4,10 @@
   the conversation answers from one it cannot (BEAM's abstention questions):
   the probability that a random answerable question's top score is higher
   than a random unanswerable one's (ties count one half). 0.5 is chance; below
-  it, the score is higher when there is nothing to find.
+  it, the score is higher when there is nothing to find. The same is measured
+  for the search's own ``evidence`` (a per-search probability beside the
+  scores), and for both, how well they tell a question whose first ten
+  results hold evidence from one whose do not (``evidence_summary``).
 * **knowledge-update ordering**: for a question whose evidence names the
   original and the updated statement of a fact, whether an updated turn is
   among the first 5 distinct turns cited, and whether the best updated turn
@@ -93,3 +96,32 @@ def abstention_summary(answerable: Sequence[float], unanswerable: Sequence[float
         "answerable": len(answerable),
         "unanswerable": len(unanswerable),
     }
+
+
+@dataclass(frozen=True)
+class SearchLevel:
+    """One question's whole-search figures: the search's ``evidence``, its top score, whether the
+    conversation can answer it, and whether an evidence turn is among the first ten turns its
+    results cite (turn recall's ranks)."""
+
+    evidence: float
+    top_score: float
+    answerable: bool
+    found_in_10: bool
+
+
+def evidence_summary(rows: Sequence[SearchLevel]) -> dict[str, dict[str, float | None]]:
+    """AUROC of ``evidence`` and of the top score, for "answerable" and for "found in the first 10"."""
+    out: dict[str, dict[str, float | None]] = {}
+    for label, positive in (("answerable", lambda r: r.answerable), ("found_in_10", lambda r: r.found_in_10)):
+        yes = [r for r in rows if positive(r)]
+        no = [r for r in rows if not positive(r)]
+        figures: dict[str, float | None] = {}
+        for name in ("evidence", "top_score"):
+            value = auroc([getattr(r, name) for r in yes], [getattr(r, name) for r in no])
+            figures[name] = None if value is None else round(value, 4)
+        figures["evidence_median_yes"] = round(statistics.median(r.evidence for r in yes), 4) if yes else None
+        figures["evidence_median_no"] = round(statistics.median(r.evidence for r in no), 4) if no else None
+        figures["yes"], figures["no"] = len(yes), len(no)
+        out[label] = figures
+    return out

@@ -235,7 +235,11 @@ def build_mcp_server(toolkit: MemoryToolkit, *, allow_erase: bool = False) -> MC
         ] = None,
     ) -> Annotated[CallToolResult, SearchView]:
         """Find what memstack knows that is relevant to a query, best first (hybrid keyword +
-        semantic search with time awareness: 'what did I do last week' works)."""
+        semantic search with time awareness: 'what did I do last week' works). The answer's
+        evidence (0-1) says how likely memstack holds anything on the query at all: below about
+        0.7, say you don't know or ask instead of answering from the results (measured on two
+        benchmarks, that catches about a quarter of the questions the memories cannot answer and
+        6-9% of those they can; a result's score cannot tell these apart)."""
         filters = {"kind": kind, "category": category, "after": after, "before": before}
         call = calls.search(
             query,

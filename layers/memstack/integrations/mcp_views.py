@@ -51,6 +51,11 @@ class HitView(MemoryView):
 
 class SearchView(BaseModel):
     results: list[HitView] = Field(description="best first")
+    evidence: float | None = Field(
+        None,
+        description="how likely the memories hold evidence for the query at all (0-1): low means "
+        "memstack probably does not know, whatever the results' scores",
+    )
     degraded: list[str] | None = Field(None, description="search stages skipped because a part failed")
 
 
@@ -118,7 +123,11 @@ def hit_view(hit: SearchResultItem) -> HitView:
 
 
 def search_view(answer: SearchMemoriesResponse) -> SearchView:
-    return SearchView(results=[hit_view(h) for h in answer.results], degraded=answer.degraded or None)
+    return SearchView(
+        results=[hit_view(h) for h in answer.results],
+        evidence=None if answer.evidence is None else round(answer.evidence, 4),
+        degraded=answer.degraded or None,
+    )
 
 
 def tool_result(view: BaseModel) -> CallToolResult:

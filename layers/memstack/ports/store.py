@@ -48,6 +48,20 @@ class Fence:
         return cls(when.timestamp())
 
 
+@dataclass(frozen=True)
+class TermCounts:
+    """Document frequencies of one user's store for a query: what the search's evidence reads.
+
+    ``docs`` is the user's searchable records (current, not deleted: what BM25 indexes);
+    ``df`` holds, per term of the query as this store's BM25 analyses it, how many of them
+    contain it. A word the store's analyser drops is absent. Counted over this user alone:
+    another user's records never change either figure.
+    """
+
+    docs: int
+    df: dict[str, int]
+
+
 class MemoryStore(Protocol):
     def put(self, records: list[MemoryRecord], *, fence: Fence | None = None) -> None:
         """Insert new records (with their embeddings). An existing id raises ``Conflict``.
@@ -110,6 +124,11 @@ class MemoryStore(Protocol):
         self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters
     ) -> builtins.list[ScoredId]:
         """BM25 over the indexed text; user text is never interpreted as query syntax."""
+        ...
+
+    def term_counts(self, tenant: str, user_id: str, query: str) -> TermCounts:
+        """How many searchable records the user has, and how many hold each content word of
+        ``query`` (``domain.text.query_terms``, analysed as this store's BM25 analyses it)."""
         ...
 
     def vector_search(

@@ -38,9 +38,10 @@ from memstack.adapters.dynamodb import items
 from memstack.adapters.filter_columns import FilterColumns
 from memstack.domain import filter_expr, metadata_filter
 from memstack.domain.bm25 import Bm25Index
-from memstack.domain.text import bm25_document
+from memstack.domain.text import bm25_document, query_terms, stem
 from memstack.domain.vectors import from_blob, normalise, top_indices
 from memstack.models import MemoryFilters, MemoryRecord, ScoredId
+from memstack.ports.store import TermCounts
 
 #: decodes the record of one row of a loaded snapshot
 RowDecoder = Callable[[int], MemoryRecord]
@@ -332,6 +333,12 @@ class Snapshot:
             ScoredId(id=self.ids[doc], score=score)
             for doc, score in self.bm25.top(query, k, allowed, docs=self.size)
         ]
+
+    def term_counts(self, query: str) -> TermCounts:
+        """The searchable records and, per stem of the query's content words, how many hold it."""
+        stems = dict.fromkeys(stem(word) for word in query_terms(query))
+        docs, df = self.bm25.document_frequencies(list(stems), docs=self.size)
+        return TermCounts(docs, df)
 
     def vector_search(self, query: np.ndarray, k: int, filters: MemoryFilters) -> list[ScoredId]:
         """Exact cosine top-k (rows are unit vectors) among the records the filters allow.

@@ -68,7 +68,7 @@ from memstack.domain.erasure import Fence, erased_while_working
 from memstack.domain.vectors import from_blob
 from memstack.errors import BadRequest, Conflict, DependencyFailed, SettingsError
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
-from memstack.ports.store import MemoryStore
+from memstack.ports.store import MemoryStore, TermCounts
 from memstack.ports.tenant_config import TenantConfigStore
 
 if TYPE_CHECKING:
@@ -649,6 +649,10 @@ class DynamoDBMemoryStore:
         self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters
     ) -> builtins.list[ScoredId]:
         return self._snapshot(tenant, user_id).bm25_search(query, k, filters)
+
+    def term_counts(self, tenant: str, user_id: str, query: str) -> TermCounts:
+        """Document frequencies from the user's snapshot (its BM25 index keeps them)."""
+        return self._snapshot(tenant, user_id).term_counts(query)
 
     def vector_search(
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters

@@ -33,7 +33,7 @@ from memstack.domain.filter_expr import Node
 from memstack.domain.vectors import from_blob, top_indices
 from memstack.errors import BadRequest, Conflict
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, Ranked, ScoredId, Tier, UserSummary
-from memstack.ports.store import Candidates, Derived, MemoryStore
+from memstack.ports.store import Candidates, Derived, MemoryStore, TermCounts
 from memstack.ports.tenant_config import TenantConfigStore
 
 #: ids per ``IN (...)`` list (SQLite's default limit on bound parameters is far above it)
@@ -421,6 +421,24 @@ class EmbeddedMemoryStore:
     def bm25_ranked(self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters) -> Ranked:
         """``bm25_search`` as columns (``ports.store.RankedBm25``)."""
         return self.bm25_on(self.index(tenant, user_id), query, k, filters)
+
+    def term_counts(self, tenant: str, user_id: str, query: str) -> TermCounts:
+        """The user's rows in the FTS table and, per query token, how many hold it: each counted by a
+        MATCH of the user's own prefixed token, so only this user's posting lists are read."""
+        view = self.index(tenant, user_id)
+        tokens = fts.query_tokens(query)
+        if not view.size:
+            return TermCounts(0, dict.fromkeys(tokens, 0))
+        live = view.columns.current[: view.size] & ~view.columns.deleted[: view.size]
+        prefix = fts.owner_prefix(view.uid)
+        sql = f"SELECT count(*) FROM {fts.MAIN} WHERE {fts.MAIN} MATCH ?"
+        cur = self.db.read().cursor()
+        cur.row_factory = None
+        try:
+            df = {t: int(cur.execute(sql, (fts.token_match(prefix, t),)).fetchone()[0]) for t in tokens}
+        finally:
+            cur.close()
+        return TermCounts(int(live.sum()), df)
 
     def vector_search(
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters

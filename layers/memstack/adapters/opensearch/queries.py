@@ -96,6 +96,24 @@ def bm25_body(tenant: str, user_id: str, query: str, k: int, filters: MemoryFilt
     }
 
 
+def term_counts_body(tenant: str, user_id: str, query: str) -> tuple[dict[str, Any], list[str]]:
+    """The user's searchable documents (the exact hit count) and, per content word of the query,
+    how many of them it matches as BM25 would (a ``filter`` aggregation each, ``t0``, ``t1``, ...:
+    the words in the order returned beside the body). Counted inside the user's documents only:
+    the index's own statistics span every tenant."""
+    terms = query_terms(query)
+    body = {
+        "size": 0,
+        "track_total_hits": True,
+        "query": {"bool": {"filter": filter_clauses(tenant, user_id, MemoryFilters(), search=False)}},
+        "aggs": {
+            f"t{i}": {"filter": {"multi_match": {"query": term, "fields": ["search_text", "content"]}}}
+            for i, term in enumerate(terms)
+        },
+    }
+    return body, terms
+
+
 def knn_body(
     tenant: str, user_id: str, vector: list[float], k: int, filters: MemoryFilters
 ) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from memstack.domain.erasure import Erased, Fence, refuse_if_erased
 from memstack.errors import BadRequest, Conflict, DependencyFailed
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
 from memstack.ports.stm import ErasureLog
+from memstack.ports.store import TermCounts
 from memstack.ports.tenant_config import TenantConfigStore
 from memstack.settings import Settings
 
@@ -299,6 +300,19 @@ class OpenSearchMemoryStore:
     ) -> builtins.list[ScoredId]:
         body = queries.bm25_body(tenant, user_id, query, k, filters)
         return _bm25_hits(self._search(body, "bm25 search")) if body else []
+
+    def term_counts(self, tenant: str, user_id: str, query: str) -> TermCounts:
+        """Document frequencies of the query's words among the user's current documents (one search)."""
+        self._ensure()
+        body, terms = queries.term_counts_body(tenant, user_id, query)
+        response = self.index.call("term counts", self.client.search, index=self.index.alias, body=body)
+        try:
+            docs = int(response["hits"]["total"]["value"])
+            aggs = response.get("aggregations", {}) if terms else {}
+            df = {term: int(aggs[f"t{i}"]["doc_count"]) for i, term in enumerate(terms)}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DependencyFailed("OpenSearch returned a term count answer without its counts") from exc
+        return TermCounts(docs, df)
 
     def vector_search(
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters

@@ -91,6 +91,21 @@ LIMIT :k"""
     return sql, {"terms": " ".join(terms), "k": k, **params}
 
 
+def term_counts_sql(schema: str, query: str) -> tuple[str, dict[str, Any]]:
+    """The user's searchable documents (``n``, on every row) and each query lexeme's document
+    frequency (``lexeme``, ``df``; one row with both null when the query has no lexeme), read
+    from ``text_stats`` and by an index-only count of the user's current ``postings`` per lexeme."""
+    sql = f"""
+WITH stats AS (SELECT coalesce(max(m.docs), 0)::bigint AS n FROM {schema}.text_stats m WHERE {OWNER}),
+q AS (SELECT DISTINCT l AS lexeme FROM unnest({query_lexemes(schema)}) l)
+SELECT stats.n, q.lexeme, (
+    SELECT count(*) FROM {schema}.postings p
+    WHERE p.tenant = :tenant AND p.user_id = :user_id AND p.lexeme = q.lexeme AND p.is_current
+) AS df
+FROM stats LEFT JOIN q ON true"""
+    return sql, {"terms": " ".join(query_terms(query))}
+
+
 def _ids_only() -> str:
     return "SELECT id, 1 - dist AS score FROM found ORDER BY dist, id LIMIT :k"
 

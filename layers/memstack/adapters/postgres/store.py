@@ -43,6 +43,7 @@ from memstack.domain.cursors import decode_row_position, encode_position
 from memstack.domain.erasure import RETENTION_SECONDS, Fence, erased_while_working, erasure_key
 from memstack.errors import BadRequest, Conflict
 from memstack.models import ListOrder, MemoryFilters, MemoryRecord, ScoredId, UserSummary
+from memstack.ports.store import TermCounts
 from memstack.ports.tenant_config import TenantConfigStore
 from memstack.settings import Settings
 
@@ -297,6 +298,13 @@ class PostgresMemoryStore:
         sql, params = built
         rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
         return [ScoredId(id=r["id"], score=float(r["score"])) for r in rows]
+
+    def term_counts(self, tenant: str, user_id: str, query: str) -> TermCounts:
+        """Document frequencies of the query's lexemes among the user's current postings."""
+        sql, params = search.term_counts_sql(self.schema, query)
+        rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
+        docs = int(rows[0]["n"]) if rows else 0
+        return TermCounts(docs, {r["lexeme"]: int(r["df"]) for r in rows if r["lexeme"] is not None})
 
     def vector_search(
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters

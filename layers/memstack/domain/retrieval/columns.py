@@ -43,6 +43,9 @@ QUERY_COSINE_MARGIN = "query_cosine_margin"
 QUERY_BM25_TOP = "query_bm25_top"
 QUERY_BM25_MARGIN = "query_bm25_margin"
 FUSED = "fused"
+#: the search's ``evidence`` and its second signal (``evidence``; explain shows them on each hit)
+QUERY_IDF_COVERAGE = "query_idf_coverage"
+EVIDENCE = "evidence"
 
 # stage 5
 TEMPORAL = "temporal"

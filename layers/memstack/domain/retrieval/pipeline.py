@@ -16,8 +16,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from memstack.domain.retrieval import columns as col
 from memstack.domain.retrieval.category_affinity import CategoryPrototypes
 from memstack.domain.retrieval.config import RetrievalConfig
+from memstack.domain.retrieval.evidence import DEFAULT_EVIDENCE_MODEL, idf_coverage
 from memstack.domain.retrieval.stage import Models, Search, Stage
 from memstack.domain.retrieval.stages import PIPELINE
 from memstack.domain.retrieval.stages.vector import vector_search
@@ -70,6 +72,7 @@ class Retriever:
                 status[stage.name] = stage.run(search)
             finally:
                 durations[stage.name] = _ms(start)
+        evidence = _evidence(search)
         durations["total"] = _ms(started)
         analysis = search.query
         logger.info(
@@ -89,7 +92,22 @@ class Retriever:
             stage_durations=durations,
             stage_status=status,
             analysis=analysis.as_dict(),
+            evidence=evidence,
         )
+
+
+def _evidence(search: Search) -> float:
+    """The search's ``evidence`` (0 when nothing was pooled); with explain, on each hit too."""
+    if search.evidence_cosine is None:
+        return 0.0
+    req = search.req
+    coverage = idf_coverage(search.store.term_counts(req.tenant, req.user_id, req.query))
+    evidence = DEFAULT_EVIDENCE_MODEL.probability(search.evidence_cosine, coverage)
+    if req.explain:
+        for hit in search.hits:
+            hit.stages[col.QUERY_IDF_COVERAGE] = coverage
+            hit.stages[col.EVIDENCE] = evidence
+    return evidence
 
 
 def _ms(since: float) -> float:

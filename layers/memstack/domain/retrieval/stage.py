@@ -73,6 +73,9 @@ class Search:
     #: dense feedback's ranking (``dense_feedback``; empty when it did not run)
     vector_prf: Sequence[ScoredId] = field(default_factory=list)
     # stages 4-8: the fused candidates, then the hits returned
+    #: stage 4: the best cosine of a pooled raw turn (of any pooled record when no raw turn is
+    #: pooled; None with an empty pool): the first signal of the search's ``evidence``
+    evidence_cosine: float | None = None
     _pool: Pool | None = None
     hits: list[SearchHit] = field(default_factory=list)
 

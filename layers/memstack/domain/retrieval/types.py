@@ -46,3 +46,6 @@ class SearchResult:
     stage_status: dict[str, str] = field(default_factory=dict)
     #: stage 1's reading of the query (temporal window, history intent)
     analysis: dict[str, Any] = field(default_factory=dict)
+    #: probability that the store holds evidence for the query (``retrieval.evidence``), 0-1; beside
+    #: the per-result scores, for deciding to abstain
+    evidence: float = 0.0

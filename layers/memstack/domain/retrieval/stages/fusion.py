@@ -108,7 +108,10 @@ class Fusion:
         best_coverage = float(coverages.max()) if n else 0.0
         pool.column(col.QUERY_COSINE)[:] = best_cosine
         pool.column(col.QUERY_COVERAGE)[:] = best_coverage
-        for name, value in _query_signals(search, cosines, facts.stm).items():
+        signals = _query_signals(search, cosines, facts.stm)
+        if n:
+            search.evidence_cosine = signals[col.QUERY_TURN_COSINE] if facts.stm.any() else best_cosine
+        for name, value in signals.items():
             pool.column(name)[:] = value
         pool.score = model.probabilities(scaled, best_cosine, best_coverage, category, cosines, coverages)
         pool.column(col.FUSED)[:] = pool.score
