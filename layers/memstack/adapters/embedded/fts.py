@@ -162,16 +162,6 @@ def indexed_text(prefix: str, text: str) -> str:
     return " ".join(prefix + token for token in words(text))
 
 
-def query_tokens(query: str) -> list[str]:
-    """The distinct tokens of the query's content words, as ``match_expression`` searches them."""
-    return list(dict.fromkeys(token for word in query_terms(query) for token in _TOKEN.findall(word)))
-
-
-def token_match(prefix: str, token: str) -> str:
-    """An FTS5 MATCH of one query token alone, this user's only (FTS5 stems it as it stems the rows)."""
-    return f'text : "{prefix}{token}"'
-
-
 def match_expression(prefix: str, query: str) -> str | None:
     """An FTS5 MATCH of the query's content words, this user's tokens only (None if it has none).
 

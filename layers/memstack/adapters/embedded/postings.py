@@ -186,6 +186,19 @@ class TextIndex:
             self.ltm.add(term_ids[is_ltm], rows[is_ltm], tf[is_ltm])
 
 
+def document_frequencies(postings: Postings, terms: Iterable[int], member: np.ndarray) -> dict[int, int]:
+    """How many rows of the collection (``member``, the view's size) hold each term."""
+    size = len(member)
+    out = {}
+    for term in terms:
+        posting = postings.terms.get(term)
+        rows = posting.rows if posting is not None else np.zeros(0, dtype=np.int64)
+        if len(rows) and rows[-1] >= size:  # rows added after the view: not in it
+            rows = rows[: int(np.searchsorted(rows, size))]
+        out[term] = int(np.count_nonzero(member[rows]))
+    return out
+
+
 def bm25(
     postings: Postings,
     phrases: list[int],

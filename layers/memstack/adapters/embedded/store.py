@@ -423,22 +423,13 @@ class EmbeddedMemoryStore:
         return self.bm25_on(self.index(tenant, user_id), query, k, filters)
 
     def term_counts(self, tenant: str, user_id: str, query: str) -> TermCounts:
-        """The user's rows in the FTS table and, per query token, how many hold it: each counted by a
-        MATCH of the user's own prefixed token, so only this user's posting lists are read."""
+        """The user's current, live rows and how many hold each of the query's FTS5 terms, from the
+        postings beside the user's index (``postings``): the collection BM25 ranks in, no SQL."""
         view = self.index(tenant, user_id)
-        tokens = fts.query_tokens(query)
-        if not view.size:
-            return TermCounts(0, dict.fromkeys(tokens, 0))
-        live = view.columns.current[: view.size] & ~view.columns.deleted[: view.size]
-        prefix = fts.owner_prefix(view.uid)
-        sql = f"SELECT count(*) FROM {fts.MAIN} WHERE {fts.MAIN} MATCH ?"
-        cur = self.db.read().cursor()
-        cur.row_factory = None
-        try:
-            df = {t: int(cur.execute(sql, (fts.token_match(prefix, t),)).fetchone()[0]) for t in tokens}
-        finally:
-            cur.close()
-        return TermCounts(int(live.sum()), df)
+        member = view.indexed(False)
+        terms = dict.fromkeys(view.text.stems.query(query))
+        df = postings.document_frequencies(view.text.main, terms, member)
+        return TermCounts(int(member.sum()), {str(term): n for term, n in df.items()})
 
     def vector_search(
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
