@@ -21,7 +21,7 @@ import builtins
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -303,7 +303,27 @@ class ReadView(Protocol):
 
 def pinned(store: MemoryStore, tenant: str, user_id: str) -> MemoryStore:
     """The store's ``ReadView`` of the user when it has one, else the store itself."""
-    return store.read_view(tenant, user_id) if isinstance(store, ReadView) else store
+    return cast(ReadView, store).read_view(tenant, user_id) if implements(store, ReadView) else store
+
+
+def implements(obj: object, port: type) -> bool:
+    """``isinstance(obj, port)`` for a runtime-checkable port (an optional extra of a store), without
+    its cost (~8 µs on Python 3.11, a few per search) when ``obj``'s class defines every method the
+    port names: that is decided once per class. Only an object whose class lacks some is looked at
+    itself (a proxy's ``__getattr__`` or an instance attribute may supply them)."""
+    key = (type(obj), port)
+    known = _CLASS_IMPLEMENTS.get(key)
+    if known is None:
+        try:
+            known = issubclass(key[0], port)
+        except TypeError:  # a port with data members: only an instance can say
+            known = False
+        _CLASS_IMPLEMENTS[key] = known
+    return known or isinstance(obj, port)
+
+
+#: (class, port) -> whether the class itself defines every method of the port
+_CLASS_IMPLEMENTS: dict[tuple[type, type], bool] = {}
 
 
 @dataclass(frozen=True)

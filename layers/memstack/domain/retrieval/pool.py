@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from typing import cast
 
 import numpy as np
 
 from memstack.domain.retrieval import columns as col
 from memstack.domain.retrieval.types import SearchHit
 from memstack.models import MemoryRecord, Tier
-from memstack.ports.store import CandidateReader, Candidates, Derived, MemoryStore, SourcesInOneRead
+from memstack.ports.store import (
+    CandidateReader,
+    Candidates,
+    Derived,
+    MemoryStore,
+    SourcesInOneRead,
+    implements,
+)
 
 
 def read_candidates(
@@ -29,8 +37,8 @@ def read_candidates(
     ``known``: full vectors already read (stage 2's), so a store without the
     extra is asked only for the others.
     """
-    if isinstance(store, CandidateReader):
-        return store.candidates(tenant, user_id, ids), {}
+    if implements(store, CandidateReader):
+        return cast(CandidateReader, store).candidates(tenant, user_id, ids), {}
     records = store.get_many(tenant, user_id, ids)
     missing = [i for i in ids if i in records and i not in known]
     vectors = {**known, **store.embeddings(tenant, user_id, missing)} if missing else known
@@ -45,8 +53,8 @@ def full_vectors(
     A ``CandidateReader`` slices them from its index as one matrix (the dict is
     then empty); any other store is read through ``embeddings``.
     """
-    if isinstance(store, CandidateReader):
-        found, matrix = store.full_vectors(tenant, user_id, ids)
+    if implements(store, CandidateReader):
+        found, matrix = cast(CandidateReader, store).full_vectors(tenant, user_id, ids)
         return found, matrix, {}
     full = store.embeddings(tenant, user_id, ids)
     found, matrix = stacked(ids, full)
@@ -65,12 +73,12 @@ def derivations(
     """For each source id, the LTM memories made from it (``CandidateReader.derived``)."""
     if not sources:
         return {}
-    if isinstance(store, CandidateReader):
-        return store.derived(tenant, user_id, sources)
+    if implements(store, CandidateReader):
+        return cast(CandidateReader, store).derived(tenant, user_id, sources)
     # One read for every source on a store that can (postgres: one statement, not one each).
     found = (
-        store.find_by_sources(tenant, user_id, sources)
-        if isinstance(store, SourcesInOneRead)
+        cast(SourcesInOneRead, store).find_by_sources(tenant, user_id, sources)
+        if implements(store, SourcesInOneRead)
         else {source: store.find_by_source(tenant, user_id, source) for source in sources}
     )
     return {

@@ -4,12 +4,13 @@ then, for a question that asks for several things, dense feedback (``dense_feedb
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from memstack.domain.retrieval.feedback import expanded_query, expansion_terms
 from memstack.domain.retrieval.stage import Search
 from memstack.domain.retrieval.stages import dense_feedback
 from memstack.models import ScoredId
-from memstack.ports.store import RankedBm25
+from memstack.ports.store import RankedBm25, implements
 
 
 class Bm25Search:
@@ -48,6 +49,6 @@ def feedback_search(search: Search) -> tuple[Sequence[ScoredId], list[str]]:
 def bm25_ranking(search: Search, query: str) -> Sequence[ScoredId]:
     """The store's BM25 top ``bm25_candidates``, as columns from a store that has them."""
     store, req, k = search.store, search.req, search.config.bm25_candidates
-    if isinstance(store, RankedBm25):
-        return store.bm25_ranked(req.tenant, req.user_id, query, k, search.filters)
+    if implements(store, RankedBm25):
+        return cast(RankedBm25, store).bm25_ranked(req.tenant, req.user_id, query, k, search.filters)
     return store.bm25_search(req.tenant, req.user_id, query, k, search.filters)

@@ -8,6 +8,7 @@ them all instead while the user has fewer than ``exact_vector_below`` memories.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from memstack.domain.retrieval.stage import Search
 from memstack.domain.retrieval.types import SearchRequest
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryFilters, ScoredId
-from memstack.ports.store import CandidateVectors, ExactVectors, MemoryStore
+from memstack.ports.store import CandidateVectors, ExactVectors, MemoryStore, implements
 
 
 class VectorSearch:
@@ -43,16 +44,18 @@ def vector_search(
     The pool reuses the vectors; a store that slices them from an index returns none.
     """
     candidates = config.vector_candidates
-    if isinstance(store, ExactVectors) and config.exact_vector_below > 0:
-        exact = store.exact_vector_search(
+    if implements(store, ExactVectors) and config.exact_vector_below > 0:
+        exact = cast(ExactVectors, store).exact_vector_search(
             req.tenant, req.user_id, query_vec, candidates, filters, below=config.exact_vector_below
         )
         if exact is not None:
             return exact, {}
     coarse = coarse_prefix(query_vec, config.coarse_dim)
     found: Sequence[ScoredId]
-    if isinstance(store, CandidateVectors):  # a remote store: hits and vectors in one round trip
-        found, full = store.vector_candidates(req.tenant, req.user_id, coarse, candidates, filters)
+    if implements(store, CandidateVectors):  # a remote store: hits and vectors in one round trip
+        found, full = cast(CandidateVectors, store).vector_candidates(
+            req.tenant, req.user_id, coarse, candidates, filters
+        )
         ids, matrix = stacked([c.id for c in found], full)
     else:
         found = store.vector_search(req.tenant, req.user_id, coarse, candidates, filters)
