@@ -220,6 +220,13 @@ def test_searches_equal_brute_force_after_any_writes_from_any_process(
                 _apply(writer if elsewhere else reader, op, tenant, user, rng, step)
                 for t, u in USERS:
                     assert_same_candidates(reader, t, u)
+                    view, every = (
+                        pinned(reader, t, u),
+                        reader.list(t, u, MemoryFilters(include_superseded=True), 500)[0],
+                    )
+                    assert [view.successor(t, u, r.id) for r in every] == [
+                        reader.successor(t, u, r.id) for r in every
+                    ]
                 for (f, k), (t, u) in itertools.product(searches, USERS):
                     q = np.asarray(_vector(rng), dtype=np.float32)
                     query = " ".join(rng.choice(WORDS, size=2))

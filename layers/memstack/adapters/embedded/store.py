@@ -519,7 +519,7 @@ class EmbeddedMemoryStore:
             consolidated=view.consolidated[at],
             rollup=view.rollup[at],
             n_sources=view.n_sources[at],
-            last_source=[view.last_source[r] for r in rows],
+            last_source=list(map(view.last_source.__getitem__, rows)),
             vectors=view.full[at],
             has_vector=view.has_full[at],
             replaced_ltm=view.replaced_ltm,
@@ -635,6 +635,14 @@ class _PinnedUser(EmbeddedMemoryStore):
             return super().get_many(tenant, user_id, ids)
         cache = self._view.records
         conn = self.db.read()
+        # Every id held at the user's generation now: one statement, no transaction (a warm search).
+        head = user_head(conn, tenant, user_id)
+        if head is None:
+            return {}  # erased (or never written): no record of the user exists
+        if head[0] == cache.uid:
+            held = cache.get(head[1], ids)
+            if len(held) == len(ids) or held.keys() >= set(ids):
+                return {i: held[i] for i in ids}
         # One snapshot for the generation and the rows: what enters the cache is the rows at it.
         conn.execute("BEGIN")
         try:
@@ -649,6 +657,19 @@ class _PinnedUser(EmbeddedMemoryStore):
             conn.execute("COMMIT")
         cache.put(uid, generation, read.values())
         return {i: r for i in ids if (r := held.get(i) or read.get(i)) is not None}
+
+    def successor(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
+        """As the store's; a row current in the search's view has none as of that view (no SQL).
+
+        Superseding a row makes it not current in the same transaction that writes its
+        successor, so a current row has none; the history stage asks this of every hit.
+        """
+        if (tenant, user_id) == self._key:
+            view = self._view
+            row = view.row_of.get(memory_id)
+            if row is not None and row < view.size and view.columns.current[row]:
+                return None
+        return super().successor(tenant, user_id, memory_id)
 
     def rows_with(self, view: IndexView) -> RowsWithTerms:
         """As the store's, read once per search: both candidate stages ask for the same terms."""

@@ -187,8 +187,11 @@ class IndexView:
 
     def rows(self, ids: Sequence[str]) -> tuple[list[str], list[int]]:
         """The ids this view holds (in the order given) and their rows."""
-        found, rows = [], []
         row_of, size = self.row_of, self.size
+        every = [row_of.get(memory_id, size) for memory_id in ids]
+        if max(every, default=-1) < size:  # the usual case: the pool's ids all come from this view
+            return list(ids), every
+        found, rows = [], []
         for memory_id in ids:
             row = row_of.get(memory_id)
             if row is not None and row < size:
