@@ -129,7 +129,11 @@ def _chat_turns(*turns: tuple[Role, str]) -> list[str]:
 
 def test_we_is_the_couple_the_team_or_the_household_the_speaker_named() -> None:
     couple = _said("My husband and I are renovating an old farmhouse. We bought it in 2023.")
-    assert couple[1] == "The user and their husband bought it in 2023."
+    # "bought it" points back to the farmhouse: one memory (test_a_clause_that_points_back_...).
+    assert couple == [
+        "The user and their husband are renovating an old farmhouse; "
+        "the user and their husband bought it in 2023."
+    ]
     assert _said("At work we deploy everything with Argo CD.") == [
         "At work the user's team deploy everything with Argo CD."
     ]
@@ -213,6 +217,39 @@ def test_her_him_and_there_are_the_person_and_place_named_before() -> None:
     assert _said("My mum loves her garden.", speaker="Maya") == ["Maya's mum loves her garden."]
 
 
+def test_her_and_him_are_a_bare_name_or_the_person_of_their_gender() -> None:
+    # A name with no person word: "Ana", "with Greta", "Kofi and I".
+    assert _said("Ana is coming to stay in October. I'm going to take her to the Alhambra.")[-1] == (
+        "The user is going to take Ana to the Alhambra."
+    )
+    assert _said("I had lunch with Greta. I'm hiring her as a contractor.", speaker="Jonas")[-1] == (
+        "Jonas is hiring Greta as a contractor."
+    )
+    assert _said("Kofi and I met at college. I'm the best man at his wedding.")[-1] == (
+        "The user is the best man at Kofi's wedding."
+    )
+    # The person of the pronoun's gender before one with none; "-in-law" keeps its word.
+    seeing = _said("My brother Idris and my cousin Sara live in Leeds. I'm seeing him on Sunday.")
+    assert seeing[-1].startswith("The user is seeing their brother Idris on")
+    assert _said("My mother-in-law moved in downstairs. I drive her to the clinic.")[-1] == (
+        "The user drives their mother-in-law to the clinic."
+    )
+    # "take her hiking" is whom, not whose; "at Lake Bled" is a place "there" can be.
+    assert _said("My friend Noor is visiting. I want to take her hiking.")[-1] == (
+        "The user wants to take their friend Noor hiking."
+    )
+    assert _said("We spent a week at Lake Bled. I'd love to go back there.")[-1] == (
+        "The user would love to go back to Lake Bled."
+    )
+    # Not the people in the chat, and not when the clause has its own "he".
+    assert _said("Lena just got a job at Spotify. I'm so proud of her.", speaker="Maya")[-1] == (
+        "Maya is so proud of Lena."
+    )
+    assert _said("My dog Rex is naughty. He hid his bone in my shoe.", speaker="Maya")[-1] == (
+        "Maya's dog Rex hid his bone in Maya's shoe."
+    )
+
+
 def test_an_elaboration_stays_with_what_it_elaborates() -> None:
     assert _said("I'm allergic to peanuts, I found out the hard way at a street food stall.", "Maya") == [
         "Maya is allergic to peanuts; Maya found out the hard way at a street food stall."
@@ -225,6 +262,69 @@ def test_an_elaboration_stays_with_what_it_elaborates() -> None:
     ]
     # With nothing before it to join, it is no memory of its own.
     assert _said("Found out the hard way at a street food stall.", "Maya") == []
+
+
+def test_other_wordings_of_an_elaboration_stay_with_what_they_elaborate() -> None:
+    assert _said("I stopped drinking coffee after lunch. Turned out it was wrecking my sleep.") == [
+        "The user stopped drinking coffee after lunch; it was wrecking the user's sleep."
+    ]
+    assert _said("I'm learning Korean. Mostly so I can talk to my in-laws.", "Lin") == [
+        "Lin is learning Korean; mostly so Lin can talk to their in-laws."
+    ]
+    assert _said("I'm allergic to cats. I found that out when I adopted one.")[0].startswith(
+        "The user is allergic to cats; the user found that out"
+    )
+    assert _said("I quit the band. Best decision I ever made.") == [
+        "The user quit the band; best decision the user ever made."
+    ]
+    assert _said("I've switched to decaf, my cardiologist told me to after a scare.") == [
+        "The user has switched to decaf; the user's cardiologist told the user to after a scare."
+    ]
+
+
+def test_a_clause_that_points_back_joins_the_memory_it_points_to() -> None:
+    assert _said("I run a ceramics studio. I set it up with my savings in 2020.", "Marta") == [
+        "Marta runs a ceramics studio; Marta set it up with their savings in 2020."
+    ]
+    assert _said("I got a fox tattooed on my wrist, my sister drew the design for it.") == [
+        "The user got a fox tattooed on their wrist; the user's sister drew the design for it."
+    ]
+    assert _said("I chose Loki. My manager Priya signed off on it.") == [
+        "The user chose Loki; the user's manager Priya signed off on it."
+    ]
+    # Words for the listener point back too, and make no memory: "keep it up!".
+    assert _said("I finished my first marathon. Keep it up, you said!") == [
+        "The user finished their first marathon."
+    ]
+    # With nothing before it, a clause that points back is a memory of its own.
+    assert _said("I set it up with my savings in 2020.") == ["The user set it up with their savings in 2020."]
+
+
+def test_a_technical_chat_keeps_what_the_user_works_with() -> None:
+    # A question after the statement, or a request, is not part of the memory.
+    assert _chat_turns(
+        (Role.ASSISTANT, "The entry API has been stable for years."),
+        (Role.USER, "We're still on Rust 1.75 because of a toolchain pin at work, would that matter?"),
+    ) == ["The user's team are still on Rust 1.75 because of a toolchain pin at work."]
+    assert _chat_turns(
+        (Role.ASSISTANT, "Sure."),
+        (Role.USER, "I deploy the API on Render with Docker, can you help me set up health checks?"),
+    ) == ["The user deploys the API on Render with Docker."]
+    # "The cluster is ...", said to an assistant, is the user's; "our clusters" are the team's.
+    assert _chat_turns(
+        (Role.ASSISTANT, "Let us look at the restarts."),
+        (Role.USER, "Our pods keep restarting. The cluster is EKS 1.29 with 30 nodes."),
+    ) == ["The user's pods keep restarting.", "The user's cluster is EKS 1.29 with 30 nodes."]
+    # A compound question is answered by its first part; "Spring" is no gerund.
+    assert _chat_turns(
+        (Role.ASSISTANT, "Which runtime is the service on, and what are its limits?"),
+        (Role.USER, "Spring Boot 3 on Java 21."),
+    ) == ["The user's service is on Spring Boot 3 on Java 21."]
+    # "It's a ..." after "Our CI ...": the thing the speaker named, not a clause of the first.
+    assert _said("Our CI takes 14 minutes. It's a pnpm monorepo on GitHub Actions.") == [
+        "The user's CI takes 14 minutes.",
+        "The user's CI is a pnpm monorepo on GitHub Actions.",
+    ]
 
 
 def _after(known: str, content: str, speaker: str = "Kai") -> list[tuple[str, str | None, str]]:

@@ -28,6 +28,11 @@ def test_a_traceback_and_log_lines_are_not_prose() -> None:
     assert prose(text) == "It fails like this:\nI use Python 3.12 in a venv."
 
 
+def test_a_compilers_diagnostic_is_not_prose() -> None:
+    text = "This won't compile:\nerror[E0502]: cannot borrow `self.cache` as mutable\nwarning: unused import"
+    assert prose(text) == "This won't compile:"
+
+
 def test_unfenced_code_lines_are_not_prose() -> None:
     text = (
         "def add(a, b):\n    return a + b\n}\nconst x = load();\nI wrote this helper for the billing service."

@@ -25,6 +25,8 @@ _OPENER = re.compile(
 )
 # "..., so I can suggest meetups?": why the question is asked, not what it asks.
 _PURPOSE = re.compile(r",?\s+(?:so that|so|because|since|if|in case|just so)\b.*$", re.IGNORECASE)
+# "Which runtime is it on, and what are the limits?": the answer's first part answers the first.
+_SECOND_QUESTION = re.compile(r",?\s+and\s+(?:what|which|who|where|when|how|do|does|did|are|is)\b.*$", re.I)
 _YES = re.compile(
     r"^(?:yes|yeah|yep|yup|definitely|absolutely|of course|correct|indeed|I do|I am|I have|still)\b"
     r"[,.!:;]?\s*",
@@ -59,6 +61,7 @@ def question_of(text: str) -> str | None:
         return None
     question = _OPENER.sub("", asked[-1].strip().rstrip("?").strip())
     question = _PURPOSE.sub("", question).strip()
+    question = _SECOND_QUESTION.sub("", question).strip()
     return question[:1].lower() + question[1:] if question else None
 
 
@@ -84,7 +87,8 @@ def is_fragment(answer: str) -> bool:
     if tokens[0].lower() in _SUBJECT_WORDS or any(t.lower() in _AUX for t in tokens):
         return False
     first = next((t.lower() for t in tokens if not grammar.is_adverb(t)), tokens[0].lower())
-    if first.endswith("ing") or (grammar.is_verb(first) and not grammar.tags(first) & {"NOUN", "ADJ", "ADV"}):
+    gerund = first.endswith("ing") and grammar.lemma(first) != first
+    if gerund or (grammar.is_verb(first) and not grammar.tags(first) & {"NOUN", "ADJ", "ADV"}):
         return False  # "Building pipelines", "Moved to Cardiff": a verb, read elsewhere
     # "Kenji handles the backend": a finite verb after a subject of its own.
     second = tokens[1].lower() if len(tokens) > 1 else ""
@@ -123,7 +127,9 @@ def complete(question: str, answer: str) -> str | None:
 
 
 def _proper(text: str) -> bool:
-    first = text.split()[0]
+    first, *rest = text.split()
+    if rest and first[:1].isupper() and rest[0][:1].isupper() and not grammar.is_adverb(first):
+        return True  # "Spring Boot", "Google Cloud": a name of more than one word
     return first[:1].isupper() and first.lower() not in _FUNCTION and not grammar.tags(first.lower())
 
 
@@ -153,6 +159,15 @@ def _wh(question: str, answer: str, end: str) -> str | None:
         return f"My {_first_person(m.group(1))} is {answer}{end}"
     if m := re.match(r"^(?:what|who|which)(?:'re|\s+are)\s+your\s+(.+)$", question, re.IGNORECASE):
         return f"My {_first_person(m.group(1))} are {answer}{end}"
+    # "Which runtime is the service on?" - "Spring Boot 3": "My service is on Spring Boot 3."
+    if m := re.match(
+        r"^(?:what|which)\s+[\w-]+(?:\s+[\w-]+)?\s+(is|are)\s+(?:the|your)\s+([\w-]+(?:\s+[\w-]+)??)"
+        r"\s+((?:\w+\s+)?(?:on|in|with))$",
+        question,
+        re.IGNORECASE,
+    ):
+        thing, verb, place = _first_person(m.group(2)), m.group(1).lower(), m.group(3)
+        return f"My {thing} {verb} {place} {answer}{end}"
     if m := re.match(r"^where\s+(do|did|are|were)\s+you\s+(.+)$", question, re.IGNORECASE):
         aux, rest = m.group(1).lower(), _first_person(m.group(2)).split()
         place = answer if _LOCATIVE.match(answer) else f"in {answer}"

@@ -38,7 +38,7 @@ from memstack.adapters.llm.rules.clauses import clause, drop_announcements
 from memstack.adapters.llm.rules.corrections import correction
 from memstack.adapters.llm.rules.decisions import retract
 from memstack.adapters.llm.rules.rewrite import is_first_person, resolve_pronoun, subject_name
-from memstack.adapters.llm.rules.sentences import split_sentences, strip_lead
+from memstack.adapters.llm.rules.sentences import split_sentences, strip_lead, without_question
 from memstack.adapters.llm.rules.targets import about_speaker
 from memstack.adapters.llm.rules.turn import LINK_SIMILARITY, Turn, resolve
 from memstack.domain.categories import lexicon_for
@@ -125,7 +125,7 @@ class RuleExtractor:
 
 
 def _sentence(raw: str, turn: Turn) -> None:
-    sentence = strip_lead(raw)
+    sentence = without_question(strip_lead(raw))
     # Memory commands first: "could you forget my old address?" is a request, not a question.
     if m := cues.FORGET.match(sentence):
         retract(m.group("rest"), ending=False, turn=turn, said=None)

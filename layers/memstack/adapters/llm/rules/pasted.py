@@ -25,6 +25,7 @@ _CODE_LINE = re.compile(
     r"|Traceback \(most recent call last\)"
     r'|File "[^"]+", line \d+'
     r"|[A-Z]\w*(?:Error|Exception|Warning)\b:?"
+    r"|(?:error|warning|fatal|note)(?:\[\w+\])?:\s"  # a compiler's diagnostic ("error[E0502]: cannot borrow")
     r"|\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}"
     r"|\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|CRITICAL)\]?[: ]"
     r"|[\w.-]+:\s*$"  # a configuration key that opens a block ("services:")

@@ -19,33 +19,55 @@ from memstack.domain.time.calendar_words import MONTH_NAMES, WEEKDAY_NAMES
 
 _FEMALE = (
     "mum mom mother grandmother grandma gran nan sister wife daughter aunt niece girlfriend fiancee fiancée "
-    "stepmother stepdaughter granddaughter stepsister"
+    "stepmother stepdaughter granddaughter stepsister landlady goddaughter godmother stepmum stepmom"
 )
 _MALE = (
     "dad father grandfather grandpa grandad brother husband son uncle nephew boyfriend fiance fiancé "
-    "stepfather stepson grandson stepbrother"
+    "stepfather stepson grandson stepbrother landlord godson godfather stepdad"
 )
 _ANY = (
     "friend partner boss manager colleague coworker neighbour neighbor cousin kid child baby teenager "
-    "toddler flatmate roommate housemate mentor teacher tutor coach doctor therapist client student"
+    "toddler flatmate roommate housemate mentor teacher tutor coach doctor therapist client student "
+    "buddy mate pal bestie classmate teammate sibling twin"
 )
 _GENDER = {**dict.fromkeys(_FEMALE.split(), "f"), **dict.fromkeys(_MALE.split(), "m")}
 _PEOPLE = "|".join(sorted({*_FEMALE.split(), *_MALE.split(), *_ANY.split()}, key=len, reverse=True))
-# "my (little) sister (Aiko)", "our youngest daughter": a person of the speaker's, and their name.
+# "my (little) sister (Aiko)", "our youngest daughter", "my mother-in-law": a person of the speaker's,
+# and their name.
 _PERSON = re.compile(
-    rf"\b(?:[Mm]y|[Oo]ur)\s+(?:[a-z-]+\s+){{0,2}}?(?P<who>{_PEOPLE})\b(?:,?\s+(?P<name>[A-Z][a-z]+)\b)?"
+    rf"\b(?:[Mm]y|[Oo]ur)\s+(?:[a-z-]+\s+){{0,2}}?(?P<who>(?:{_PEOPLE})(?:-in-law)?)(?![\w-])"
+    r"(?:,?\s+(?P<name>[A-Z][a-z]+)\b)?"
 )
+# A bare name said of a person: "with Greta", "a friend called Noor", "Ana is coming", "Kofi and I".
+# Only where a person is meant: not "learning Korean" or "at Spotify", which name no one.
+_NAME = r"(?P<{}>[A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b"
+_BARE_NAME = re.compile(
+    r"\b(?:with|called|named|met|meet|meeting|told|tell|asked|invited|texted|messaged|hugged|helped|phoned|"
+    r"call|calling|dating|married|marry)\s+"
+    + _NAME.format("object")
+    + r"|(?:^|(?<=[.!?;,]\s))"
+    + _NAME.format("subject")
+    + r"(?=\s+(?:and (?:I|me|my)\b|(?:is|was|has|had|will|just|says|said|told|wants|loves|lives|got|turns|"
+    r"turned|starts|started|came|comes|moved|used)\b)|['’]s\s)"
+)
+_NOT_A_PERSON = frozenset(("I", "I'm", "I've", "I'll", "I'd", "The", "My", "Our", "We", "It", "This", "That"))
 _HER_OBJECT = re.compile(
     r"^\s*(?:[,.;:!?]|$|(?:to|at|in|on|for|with|from|into|out|up|back|home|there|over|around|and|or|a|an|the|"
     r"some|this|that|every|again|too|along|off|down|once|twice|about|before|after|when|because|so|yesterday|"
-    r"today|tonight|tomorrow|last|next|now|often|later|soon|recently|all|how|what|why|if|whether)\b)",
+    r"today|tonight|tomorrow|last|next|now|often|later|soon|recently|all|how|what|why|if|whether|as)\b)",
     re.IGNORECASE,
 )
+_NAMES_ITS_OWN = re.compile(r"(?<=\s)[A-Z][a-z]+\b|\b(?i:he|she)\b")
+# "take her hiking", "bring him shopping": whom, not whose.
+_TAKE = re.compile(r"\b(?:take|takes|took|taking|bring|brings|brought|bringing)\s+$", re.IGNORECASE)
+_GERUND = re.compile(r"^\s+[a-z]+ing\b")
 _PRONOUN = re.compile(r"\b(?P<p>her|him|his)\b", re.IGNORECASE)
 
 _CALENDAR = frozenset(w.lower() for w in (*MONTH_NAMES, *WEEKDAY_NAMES))
+# "at Lake Bled" too, where "there" keeps its "at" ("been at Lake Bled"); not "at Christmas".
+_HOLIDAYS = word_set("christmas easter thanksgiving halloween diwali eid hanukkah passover new")
 _PLACE = re.compile(
-    r"\b(?:in|to|near|outside|around|from|visit|visited|visiting)\s+"
+    r"\b(?P<preposition>in|to|near|outside|around|from|at|visit|visited|visiting)\s+"
     r"(?P<place>[A-Z][\w'-]+(?:\s+(?:[A-Z][\w'-]+|de|del|la|upon)\b)*)"
 )
 # "there" as a place, not "there is", "there's been".
@@ -62,53 +84,83 @@ _MOTION = word_set(
 )
 
 
-def _person(pronoun: str, earlier: Iterable[str]) -> str | None:
+def _gender(who: str) -> str | None:
+    return _GENDER.get(who.lower().removesuffix("-in-law"))
+
+
+def _person(pronoun: str, earlier: Iterable[str], exclude: frozenset[str]) -> str | None:
+    """The person "her" or "him" is: in the newest text that names one, the last named with the
+    pronoun's gender ("my brother Idris", not "my cousin Sara", for "him"), else the last named
+    with none ("my friend", "Greta"); never a speaker of the chat (``exclude``)."""
     wanted = "f" if pronoun == "her" else "m"
     for text in earlier:
-        found = [m for m in _PERSON.finditer(text) if _GENDER.get(m.group("who").lower(), wanted) == wanted]
-        if found:
-            m = found[-1]
-            return f"my {m.group('who')}" + (f" {m.group('name')}" if m.group("name") else "")
+        words_of = [(m.start(), m.end(), _gender(m.group("who")), _named(m)) for m in _PERSON.finditer(text)]
+        taken = [(start, end) for start, end, _, _ in words_of]
+        names = [
+            (m.start(group), m.end(group), None, m.group(group))
+            for m in _BARE_NAME.finditer(text)
+            for group in ("object", "subject")
+            if m.group(group) and not any(a <= m.start(group) < b for a, b in taken)
+        ]
+        found = [c for c in words_of + names if c[3] not in exclude and c[3].split()[-1] not in _NOT_A_PERSON]
+        same = [c for c in found if c[2] == wanted]
+        either = same or [c for c in found if c[2] is None]
+        if either:
+            return max(either)[3]
     return None
 
 
-def _places(text: str) -> list[str]:
-    found = (m.group("place") for m in _PLACE.finditer(text))
-    return [p for p in found if p.lower() not in _CALENDAR and p not in ("I", "I'm")]
+def _named(m: re.Match[str]) -> str:
+    return f"my {m.group('who')}" + (f" {m.group('name')}" if m.group("name") else "")
 
 
-def _place(earlier: Iterable[str]) -> str | None:
+def _places(text: str) -> list[tuple[str, str]]:
+    """The places ``text`` names, each with the preposition it came with ("at", "Lake Bled")."""
+    found = ((m.group("preposition"), m.group("place")) for m in _PLACE.finditer(text))
+    return [
+        (preposition, p)
+        for preposition, p in found
+        if p.lower() not in _CALENDAR and p not in ("I", "I'm") and p.split()[0].lower() not in _HOLIDAYS
+    ]
+
+
+def _place(earlier: Iterable[str]) -> tuple[str, str] | None:
     for text in earlier:
         if found := _places(text):
             return found[-1]
     return None
 
 
-def resolve_references(clause: str, earlier: list[str]) -> str:
+def resolve_references(clause: str, earlier: list[str], speakers: Iterable[str] = ()) -> str:
     """``clause`` with "her"/"him"/"his" and "there" as the person and place named ``earlier``
-    (newest first), in the speaker's own words ("take my sister Aiko to Nara")."""
+    (newest first), in the speaker's own words ("take my sister Aiko to Nara"); ``speakers``:
+    the names of the people in the chat, whom "her" and "him" are not."""
+    exclude = frozenset(speakers)
     out = clause
 
     def person(m: re.Match[str]) -> str:
         pronoun = m.group("p").lower()
         possessive = pronoun == "his" or (pronoun == "her" and not _HER_OBJECT.match(out[m.end() :]))
-        if _PERSON.search(out[: m.start()]) or re.search(r"(?<=\s)[A-Z][a-z]+\b", out[: m.start()]):
-            return m.group(0)  # the clause names whom it means
-        who = _person("her" if pronoun == "her" else "him", earlier)
+        if possessive and _TAKE.search(out[: m.start()]) and _GERUND.match(out[m.end() :]):
+            possessive = False
+        if _PERSON.search(out[: m.start()]) or _NAMES_ITS_OWN.search(out[: m.start()]):
+            return m.group(0)  # the clause names whom it means ("my mum loves her garden", "he hid his bone")
+        who = _person("her" if pronoun == "her" else "him", earlier, exclude)
         if who is None:
             return m.group(0)
         return who + "'s" if possessive else who
 
     out = _PRONOUN.sub(person, out)
     if _THERE.search(out) and not _places(out):
-        place = _place(earlier)
-        if place is not None:
+        found = _place(earlier)
+        if found is not None:
+            preposition, place = found
 
             def there(m: re.Match[str]) -> str:
                 before = out[: m.start()].lower().split()[-4:]
                 moving = bool(m.group("particle")) or any(w in _MOTION for w in before)
                 particle = m.group("particle") or ""
-                return f"{particle}{'to' if moving else 'in'} {place}"
+                return f"{particle}{'to' if moving else 'at' if preposition == 'at' else 'in'} {place}"
 
             out = _THERE.sub(there, out)
     return out

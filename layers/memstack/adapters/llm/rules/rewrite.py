@@ -221,15 +221,22 @@ def with_antecedent(text: str, known: str, subject: str) -> str:
 
 # A third-person pronoun that opens a sentence ("She's called Pepper").
 _PRONOUN_OPENING = re.compile(r"^(?P<pronoun>He|She|It)(?=(?:'s|'ll|'d)?\b)")
-_DETERMINED = re.compile(r"\b(?P<det>(?i:my|our|a|an))\s+(?P<words>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,3})")
+_DETERMINED = re.compile(r"\b(?P<det>(?i:my|our|a|an))\s+(?P<words>[a-zA-Z][\w-]*(?:\s+[a-zA-Z][\w-]*){0,3})")
 _NAMED = re.compile(r"(?<=\s)(?P<name>[A-Z][a-z]+)\b")
 _NOT_IN_A_NOUN_PHRASE = word_set(
     "last next this every ago today yesterday tomorrow week month year weekend and or but who that which"
 )
 _CALENDAR = frozenset(MONTH_NAMES) | frozenset(WEEKDAY_NAMES)
+_CALENDAR_WORDS = frozenset(w.lower() for w in _CALENDAR)
 _PLACE_PREPOSITIONS = word_set("in at on from near of to into outside")
 # "I adopted a greyhound" makes it theirs: "my greyhound"; "I went to a concert": "the concert".
 _GETTING = word_set("have has had got get adopted bought own owned found rescued started made")
+
+
+def _tags(word: str) -> frozenset[str]:
+    """lemminflect's tags; a capitalised word it does not know is a name ("our CI", "my FastAPI app")."""
+    tags = grammar.tags(word)
+    return frozenset({"NOUN"}) if word[:1].isupper() and not tags else tags
 
 
 def _noun_phrase(words: list[str]) -> str | None:
@@ -237,12 +244,12 @@ def _noun_phrase(words: list[str]) -> str | None:
     a noun ends it unless a noun that is no verb follows ("dog walker", not "sister lives")."""
     out: list[str] = []
     for i, word in enumerate(words):
-        if word in _NOT_IN_A_NOUN_PHRASE:
+        if word in _NOT_IN_A_NOUN_PHRASE or word.lower() in _CALENDAR_WORDS:
             break
-        tags = grammar.tags(word)
+        tags = _tags(word)
         if "NOUN" in tags:
             out.append(word)
-            after = grammar.tags(words[i + 1]) if i + 1 < len(words) else frozenset()
+            after = _tags(words[i + 1]) if i + 1 < len(words) else frozenset()
             if words[i + 1 : i + 2] == [] or "NOUN" not in after or "VERB" in after:
                 return " ".join(out)
         elif "ADJ" in tags:

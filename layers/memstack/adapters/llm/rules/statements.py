@@ -48,6 +48,12 @@ _NAME = re.compile(r"(?i:I'm|I am|my name is|call me)\s+([A-Z][\w-]*)[.!]?")
 # A sentence about neither speaker must speak clearly to some category to be worth keeping.
 _MIN_TOPIC_SCORE = 2.0
 RESTATEMENT_OVERLAP = 0.7
+# "The cluster is EKS 1.29", "The blocker is django-oscar": a thing of the speaker's and what it is,
+# named (a capitalised word, a number, a version, a package name).
+_THE_THING = re.compile(
+    r"^The\s+(?P<thing>[a-z][\w-]*)\b(?=\s+(?:is|are|was|were|has|have|runs|uses|calls|takes)\b)"
+)
+_NAMED_THING = re.compile(r"(?<=\s)(?:[A-Z][\w.+-]*|[\w.-]*\d[\w.-]*|[a-z]+[-_.][a-z]\w*)")
 # "We" and "us": who they are is read from the speaker's words (``rules.we``), this message's
 # and their last few turns'.
 _WE = re.compile(r"\b(?:we|we're|we've|we'll|us)\b", re.IGNORECASE)
@@ -103,6 +109,22 @@ def rewrite(clause: str, turn: Turn) -> Said:
     return Said(clause, text, kind, category, event_time)
 
 
+def _setting(clause: str, turn: Turn) -> str | None:
+    """ "The cluster is EKS 1.29 with about 30 nodes", told to an assistant: what the speaker works
+    with, said with "the" (the assistant has no cluster of its own): "My cluster is EKS 1.29 ..."."""
+    if turn.listener != "the assistant" or not (m := _THE_THING.match(clause)):
+        return None
+    if len(clause.split()) < 4 or not _NAMED_THING.search(clause, m.end()):
+        return None
+    return "My" + clause[3:]
+
+
+def with_references(clause: str, turn: Turn) -> str:
+    """ "take her to Nara": whom, where; the sentence's own earlier clauses first."""
+    speakers = (turn.subject, turn.listener or "")
+    return resolve_references(clause, turn.clauses_before + turn.own_before, speakers)
+
+
 def statement(clause: str, raw: str, turn: Turn) -> None:
     """The decision one clause makes, if any (``raw``: the whole sentence as said)."""
     if len(words(clause)) < 2 or clause.endswith("?") or cues.REQUEST.match(clause):
@@ -113,8 +135,7 @@ def statement(clause: str, raw: str, turn: Turn) -> None:
             return  # introducing themselves by the name we already know them by
         clause = f"My name is {name.group(1)}."
     clause = subjectless.with_speaker(clause, asked=turn.asked)
-    # "take her to Nara": whom, where; the sentence's own earlier clauses first
-    clause = resolve_references(clause, turn.clauses_before + turn.own_before)
+    clause = with_references(clause, turn)
     first_person = is_first_person(clause)
     instruction = bool(_INSTRUCTION.match(clause))  # "Please keep your answers short": a preference
     about_listener = bool(_SECOND_PERSON.search(clause))
@@ -123,7 +144,9 @@ def statement(clause: str, raw: str, turn: Turn) -> None:
     if not (first_person or instruction):
         if about_listener:
             return  # about the other speaker
-        if not topical and not decisions.news_about_known(clause, said, turn):
+        if (setting := _setting(clause, turn)) is not None:
+            said = rewrite(setting, turn)
+        elif not topical and not decisions.news_about_known(clause, said, turn):
             return  # small talk without a topic
     if (ending := cues.retraction(clause)) and decisions.retract(
         ending.words, ending=ending.ending, turn=turn, said=said

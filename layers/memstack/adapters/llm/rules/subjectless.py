@@ -37,6 +37,8 @@ def _gerund_answer(clause: str) -> str | None:
     head = tokens[at].lower() if tokens else ""
     if not head.endswith("ing") or not grammar.is_verb(head) or _FINITE.search(" ".join(tokens[at + 1 :])):
         return None
+    if grammar.lemma(head) == head:
+        return None  # "Spring Boot 3 on Java 21": a word that ends in "ing", no gerund
     return "I'm " + clause[:1].lower() + clause[1:]
 
 

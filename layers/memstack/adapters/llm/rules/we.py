@@ -27,9 +27,10 @@ _PAIR = re.compile(
 )
 _WORK = re.compile(
     r"\b(?:at work|at the office|(?:my|our|the)\s+(?:\w+\s+)?(?:team|squad|company|startup|employer|org|"
-    r"organi[sz]ation|department|codebase|repo|repository|stack|services?|app|product|platform|backend|"
-    r"frontend|API|cluster|infrastructure|infra|pipeline|CI|customers|clients|engineers|sprint|release)|"
-    r"in production|on call|colleagues|coworkers|co-workers)\b",
+    r"organi[sz]ation|department|codebase|repo|repository|monorepo|stack|service|app|product|platform|"
+    r"backend|frontend|API|cluster|infrastructure|infra|pipeline|CI|customer|client|engineer|sprint|"
+    r"release|database|DB|deployment|test suite|test coverage|workspace|microservice|schema)s?|"
+    r"in production|in prod|to prod|on staging|on call|colleagues|coworkers|co-workers)\b",
     re.IGNORECASE,
 )
 _HOME = re.compile(
