@@ -6,6 +6,7 @@ read at every cold start, imports no numpy and no stage (see ``domain/sections.p
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
@@ -119,22 +120,32 @@ class RetrievalConfig(Matryoshka, RrfWeights):
     @property
     def field_weights(self) -> FieldWeights:
         """The RRF weight of each ranking in each field (the feedback query's follows BM25's ratio)."""
-        from memstack.domain.retrieval.units import FieldWeights  # the pipeline's: loaded by then
-
-        memory_prf = self.weight_prf * self.weight_bm25_memory / self.weight_bm25 if self.weight_bm25 else 0.0
-        # Dense feedback is a vector ranking: in the memory field it follows the vector stage's ratio.
-        vector_ratio = self.weight_vector_memory / self.weight_vector if self.weight_vector else 0.0
-        return FieldWeights(
-            turns={
-                "vector": self.weight_vector,
-                "bm25": self.weight_bm25,
-                "bm25_prf": self.weight_prf,
-                "vector_prf": self.weight_vector_prf,
-            },
-            memories={
-                "vector": self.weight_vector_memory,
-                "bm25": self.weight_bm25_memory,
-                "bm25_prf": memory_prf,
-                "vector_prf": self.weight_vector_prf * vector_ratio,
-            },
+        return _field_weights(
+            self.weight_vector,
+            self.weight_bm25,
+            self.weight_prf,
+            self.weight_vector_prf,
+            self.weight_vector_memory,
+            self.weight_bm25_memory,
         )
+
+
+@functools.lru_cache(maxsize=16)
+def _field_weights(
+    vector: float, bm25: float, prf: float, vector_prf: float, vector_memory: float, bm25_memory: float
+) -> FieldWeights:
+    """``RetrievalConfig.field_weights``, made once per set of weights (every search reads them)."""
+    from memstack.domain.retrieval.units import FieldWeights  # the pipeline's: loaded by then
+
+    memory_prf = prf * bm25_memory / bm25 if bm25 else 0.0
+    # Dense feedback is a vector ranking: in the memory field it follows the vector stage's ratio.
+    vector_ratio = vector_memory / vector if vector else 0.0
+    return FieldWeights(
+        turns={"vector": vector, "bm25": bm25, "bm25_prf": prf, "vector_prf": vector_prf},
+        memories={
+            "vector": vector_memory,
+            "bm25": bm25_memory,
+            "bm25_prf": memory_prf,
+            "vector_prf": vector_prf * vector_ratio,
+        },
+    )

@@ -49,6 +49,10 @@ class TemporalBoost:
             pool.score[j] *= cfg.consolidated_stm_weight
         if hidden:
             pool.order = [j for j in pool.order if j not in hidden]
-        pool.column(col.SCORE)[pool.order] = [pool.score[j] for j in pool.order]
+        scores = pool.column(col.SCORE)
+        if len(pool.order) == len(pool):  # every candidate still ranked: the usual case
+            scores[:] = pool.score
+        else:
+            scores[pool.order] = [pool.score[j] for j in pool.order]
         pool.ranked(self.name)
         return f"ok: window {window.phrase!r}" if window is not None else "skipped: the query names no time"
