@@ -168,3 +168,17 @@ def test_stemming_is_sqlites_own() -> None:
     memo = stems.of(words)
     terms = {number: term for term, number in stems.numbers.items()}
     assert [terms[t][fts.PREFIX_WIDTH :] for w in words for t in memo[w]] == want
+
+
+def test_a_full_word_memo_starts_over_and_scores_stay_exact(
+    store: EmbeddedMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-user memo of words is bounded: starting over loses no word a write or a search needs."""
+    from memstack.adapters.embedded import postings
+
+    monkeypatch.setattr(postings, "_STEMS_KEPT", 12)
+    for i in range(4):  # each write brings more new words than the memo keeps
+        store.put(_records("t1", "u1", TEXTS[i * 2 : i * 2 + 2], copies=1))
+        for query in QUERIES:
+            got = {h.id: h.score for h in store.bm25_search("t1", "u1", query, 100, MemoryFilters())}
+            assert got == _fts5(store, "t1", "u1", query, fts.MAIN), query

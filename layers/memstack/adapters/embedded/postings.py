@@ -29,7 +29,7 @@ import math
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,30 +72,32 @@ class Stems:
         #: every term of the user's words: its number (the key of its postings)
         self.numbers: dict[str, int] = {}
         self._memo: dict[str, Terms] = {}
-        #: the words of ``_memo`` that are exactly one token (nearly all), as that token's number
-        self._single: dict[str, int] = {}
+        #: the words of ``_memo`` that are exactly one token (nearly all), as that token's number,
+        #: and the break between rows' texts as -1 (``TextIndex.append`` maps every token at once)
+        self._single: dict[str, int] = {_BREAK: -1}
         self._lock = threading.Lock()
 
-    def of(self, words: Iterable[str]) -> dict[str, Terms]:
+    def of(self, words: Collection[str]) -> dict[str, Terms]:
         """The term numbers of each word (every word given, tokenised in one call when new)."""
-        memo = self._memo
+        memo, single = self._memo, self._single
         new = list(dict.fromkeys(w for w in words if w not in memo))
         if new:
+            if len(memo) + len(new) > _STEMS_KEPT:  # start over, with what this call asks for
+                memo, single = {}, {_BREAK: -1}
+                new = list(dict.fromkeys(words))
             tokens = _tokenise(new)
             with self._lock:
-                if len(memo) + len(new) > _STEMS_KEPT:
-                    memo = self._memo = {}
-                    self._single = {}
                 numbers = self.numbers
                 for word, terms in zip(new, tokens, strict=True):
                     ids = tuple(numbers.setdefault(t, len(numbers)) for t in terms)
                     memo[word] = ids
                     if len(ids) == 1:
-                        self._single[word] = ids[0]
+                        single[word] = ids[0]
+                self._memo, self._single = memo, single
         return memo
 
     def single(self) -> dict[str, int]:
-        """The words known to be one token, and its number (read after ``of``)."""
+        """The words known to be one token, and its number (every word ``of`` was just given)."""
         return self._single
 
     def query(self, query: str) -> list[int]:
@@ -165,7 +167,7 @@ class TextIndex:
         memo = self.stems.of(distinct)
         single = self.stems.single()
         if distinct.issubset(single.keys()):  # every word one token (nearly always)
-            numbers = np.fromiter((single.get(w, -1) for w in tokens), dtype=np.int64, count=len(tokens))
+            numbers = np.fromiter(map(single.__getitem__, tokens), dtype=np.int64, count=len(tokens))
             breaks = np.flatnonzero(numbers < 0)
             per_row = np.diff(breaks, prepend=-1, append=len(tokens)) - 1
             ids = numbers[numbers >= 0]
