@@ -264,6 +264,26 @@ def test_an_elaboration_stays_with_what_it_elaborates() -> None:
     assert _said("Found out the hard way at a street food stall.", "Maya") == []
 
 
+def test_them_is_the_speakers_people_when_they_are_the_last_plural_named() -> None:
+    assert _said("My parents are visiting in May. I'm taking them to Sintra.")[-1] == (
+        "The user is taking their parents to Sintra."
+    )
+    assert _said("My in-laws moved to Porto, I visit them twice a year.")[-1] == (
+        "The user visits their in-laws twice a year."
+    )
+    # The last plural named is a thing: "them" is the tickets, and stays as it is.
+    assert _said("My parents gave me two tickets. I'm using them on Friday.")[-1].startswith(
+        "The user is using them on"
+    )
+
+
+def test_an_answer_whose_own_subject_has_a_verb_is_no_fragment() -> None:
+    assert _chat_turns(
+        (Role.ASSISTANT, "What are you running?"),
+        (Role.USER, "Our pods keep restarting."),
+    ) == ["The user's pods keep restarting."]
+
+
 def test_other_wordings_of_an_elaboration_stay_with_what_they_elaborate() -> None:
     assert _said("I stopped drinking coffee after lunch. Turned out it was wrecking my sleep.") == [
         "The user stopped drinking coffee after lunch; it was wrecking the user's sleep."

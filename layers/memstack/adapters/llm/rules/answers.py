@@ -90,6 +90,11 @@ def is_fragment(answer: str) -> bool:
     gerund = first.endswith("ing") and grammar.lemma(first) != first
     if gerund or (grammar.is_verb(first) and not grammar.tags(first) & {"NOUN", "ADJ", "ADV"}):
         return False  # "Building pipelines", "Moved to Cardiff": a verb, read elsewhere
+    # "Our pods keep restarting": the speaker's thing, then its verb: a subject of its own.
+    if tokens[0].lower() in ("my", "our") and any(
+        _finite(t, tokens[i - 1]) for i, t in enumerate(tokens) if 2 <= i < 4
+    ):
+        return False
     # "Kenji handles the backend": a finite verb after a subject of its own.
     second = tokens[1].lower() if len(tokens) > 1 else ""
     return not (
@@ -97,6 +102,16 @@ def is_fragment(answer: str) -> bool:
         and not grammar.tags(second) & {"NOUN", "ADJ"}
         and second.endswith(("s", "ed"))
     )
+
+
+def _finite(word: str, before: str) -> bool:
+    """A verb that is not also a noun or adjective ("runs", "moved"; not "cache", "home"), or a bare
+    verb after a plural ("pods keep")."""
+    low = word.lower()
+    if not grammar.is_verb(low) or low.endswith("ing"):
+        return False
+    plural_subject = before.lower().endswith("s") and grammar.is_base(low)
+    return plural_subject or not grammar.tags(low) & {"NOUN", "ADJ"}
 
 
 def _split_stranded(rest: list[str]) -> tuple[list[str], list[str]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from memstack.adapters.llm.rules import grammar
 from memstack.adapters.llm.rules.grammar import word_set
 from memstack.domain.time.calendar_words import MONTH_NAMES, WEEKDAY_NAMES
 
@@ -62,6 +63,20 @@ _NAMES_ITS_OWN = re.compile(r"(?<=\s)[A-Z][a-z]+\b|\b(?i:he|she)\b")
 _TAKE = re.compile(r"\b(?:take|takes|took|taking|bring|brings|brought|bringing)\s+$", re.IGNORECASE)
 _GERUND = re.compile(r"^\s+[a-z]+ing\b")
 _PRONOUN = re.compile(r"\b(?P<p>her|him|his)\b", re.IGNORECASE)
+
+# "them": the speaker's people named before ("My parents are visiting. I'm taking them to Sintra."),
+# when they are the last plural the speaker named ("My parents gave me two tickets. I'm using them"
+# is the tickets, left as it is).
+_PEOPLE_PLURAL = (
+    "parents kids children grandparents in-laws twins friends neighbours neighbors cousins siblings brothers "
+    "sisters sons daughters colleagues coworkers grandkids grandchildren nieces nephews flatmates roommates "
+    "housemates students clients"
+)
+_PEOPLE_NAMED = re.compile(
+    rf"\b(?:[Mm]y|[Oo]ur)\s+(?:[a-z-]+\s+){{0,2}}?(?P<who>{'|'.join(_PEOPLE_PLURAL.split())})\b"
+)
+_THEM = re.compile(r"\bthem\b", re.IGNORECASE)
+_PLURAL = re.compile(r"\b[a-z][a-z-]*[^s]s\b")
 
 _CALENDAR = frozenset(w.lower() for w in (*MONTH_NAMES, *WEEKDAY_NAMES))
 # "at Lake Bled" too, where "there" keeps its "at" ("been at Lake Bled"); not "at Christmas".
@@ -131,6 +146,19 @@ def _place(earlier: Iterable[str]) -> tuple[str, str] | None:
     return None
 
 
+def _people(earlier: Iterable[str]) -> str | None:
+    """The speaker's people "them" is: in the newest text with a plural noun, its last one, when
+    that is "my parents", "our kids", ... (else None: "them" is a thing)."""
+    for text in earlier:
+        people = {m.start("who"): m.group(0) for m in _PEOPLE_NAMED.finditer(text)}
+        plurals = [m.start() for m in _PLURAL.finditer(text) if "NOUN" in grammar.tags(m.group(0))]
+        if not plurals and not people:
+            continue
+        last = max([*plurals, *people])
+        return people[last][:1].lower() + people[last][1:] if last in people else None
+    return None
+
+
 def resolve_references(clause: str, earlier: list[str], speakers: Iterable[str] = ()) -> str:
     """``clause`` with "her"/"him"/"his" and "there" as the person and place named ``earlier``
     (newest first), in the speaker's own words ("take my sister Aiko to Nara"); ``speakers``:
@@ -151,6 +179,10 @@ def resolve_references(clause: str, earlier: list[str], speakers: Iterable[str] 
         return who + "'s" if possessive else who
 
     out = _PRONOUN.sub(person, out)
+    if (them := _THEM.search(out)) and not _PEOPLE_NAMED.search(out[: them.start()]):
+        people = _people(earlier)
+        if people is not None:
+            out = _THEM.sub(people, out)
     if _THERE.search(out) and not _places(out):
         found = _place(earlier)
         if found is not None:
