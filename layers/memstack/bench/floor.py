@@ -28,6 +28,9 @@ class Floor:
     def __init__(self, coarse: np.ndarray, texts: list[str], k: int = 200) -> None:
         self.k = k
         self.matrix = np.ascontiguousarray(coarse, dtype=np.float32)
+        # One dimension per row, as the embedded store multiplies (``user_index._Vectors``):
+        # OpenBLAS's matrix-vector product is 2-2.5x faster over it, so that is the least form.
+        self.by_dimension = np.ascontiguousarray(self.matrix.T)
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         self.db.execute("CREATE VIRTUAL TABLE floor USING fts5 (text, tokenize = 'porter unicode61')")
         with self.db:
@@ -69,7 +72,7 @@ class Floor:
         """Milliseconds for the vector top-k (the query cut to ``dim``) and the BM25 top-k of one query."""
         q = coarse_prefix(query_vec, self.dim)
         started = time.perf_counter()
-        scores = self.matrix @ q
+        scores = q @ self.by_dimension
         n = min(self.k, len(scores))
         top = np.argpartition(scores, len(scores) - n)[len(scores) - n :]
         top[np.argsort(-scores[top])]
