@@ -254,6 +254,10 @@ def _columns(rows: Sequence[Sequence[Any]], sessions: dict[str, int]) -> FilterC
     )
 
 
+#: rows per block of the transposed copy (``_Vectors.write``)
+_TRANSPOSE_ROWS = 4096
+
+
 class _Vectors:
     """One vector column of the index (coarse or full): float32 rows, appended in place.
 
@@ -304,7 +308,12 @@ class _Vectors:
         end = start + len(rows)
         self.data[start:end] = np.frombuffer(joined, dtype=np.float32).reshape(len(rows), self.dim)
         if self.by_dimension:
-            self.columns[:, start:end] = self.data[start:end].T
+            # A few thousand rows at a time: one transposed copy of a whole index (100,000 rows)
+            # writes across every page of ``columns`` for each row it reads, and took 0.5-3 s on
+            # a fresh index against 0.3-0.4 s in blocks that fit the cache.
+            for block in range(start, end, _TRANSPOSE_ROWS):
+                stop = min(end, block + _TRANSPOSE_ROWS)
+                self.columns[:, block:stop] = self.data[block:stop].T
         self.present[start:end] = [b is not None for b in blobs]
 
     def by_dimension_view(self, size: int) -> np.ndarray:
