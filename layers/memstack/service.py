@@ -86,7 +86,7 @@ class MemoryService:
     closers: list[Callable[[], None]] = field(default_factory=list)
     #: builds the consolidation job on its first run (None: consolidation is not configured)
     make_consolidator: Callable[[], Consolidator] | None = None
-    #: per-user leases (one consolidation of a user at a time); an erase removes the user's
+    #: per-user leases (one consolidation of a user at a time); an erase removes the user's leases too
     leases: Leases | None = None
     # ``build_service`` passes the deployment's key; a service built by hand signs with a key of its own.
     cursors: CursorSigner = field(default_factory=lambda: CursorSigner(secrets.token_bytes(32)))
