@@ -259,6 +259,56 @@ def test_a_search_reads_the_partition_state_once(client: Any, calls: Counter[str
     assert dict(calls) == {"GetItem": 1, "Query": 1, "BatchGetItem": 1}
 
 
+class WithoutHybrid:
+    """The store (and its per-search view) without ``hybrid_candidates``: each search asked alone."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "hybrid_candidates":
+            raise AttributeError(name)
+        return getattr(self._store, name)
+
+    def read_view(self, tenant: str, user_id: str) -> WithoutHybrid:
+        return WithoutHybrid(self._store.read_view(tenant, user_id))
+
+
+def test_the_two_stage_search_takes_both_candidate_lists_from_hybrid_candidates_with_the_same_results(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memstack.domain.retrieval.config import RetrievalConfig
+    from memstack.domain.retrieval.pipeline import Retriever
+    from memstack.domain.retrieval.types import SearchRequest
+
+    store = DynamoDBMemoryStore(TABLE, client)
+    store.put([rec(f"note {i} about {('tea', 'gardening', 'rain')[i % 3]}") for i in range(12)])
+    asked: list[tuple[str, int, int]] = []
+    hybrid = DynamoDBMemoryStore.hybrid_candidates
+
+    def spy(
+        self: Any, tenant: str, user_id: str, query: str, coarse: Any, k_bm25: int, k_vec: int, f: Any
+    ) -> Any:
+        asked.append((query, k_bm25, k_vec))
+        return hybrid(self, tenant, user_id, query, coarse, k_bm25, k_vec, f)
+
+    monkeypatch.setattr(DynamoDBMemoryStore, "hybrid_candidates", spy)
+    # exact_vector_below=0: the two-stage path a user above the exact pass's size takes
+    config = RetrievalConfig(coarse_dim=8, vector_candidates=20, bm25_candidates=15, exact_vector_below=0)
+    request = SearchRequest(
+        tenant="t1", user_id="u1", query="tea in the rain", explain=True, reference_time=T0
+    )
+    together = Retriever(store, EMB, config).search(request)
+    assert asked == [("tea in the rain", 15, 20)]
+    separate = Retriever(WithoutHybrid(store), EMB, config).search(request)  # type: ignore[arg-type]
+    assert len(asked) == 1
+    assert together.stage_status["bm25"] == "ok: 8 candidates"
+    assert [(h.record.id, h.score, h.stages) for h in together.hits] == [
+        (h.record.id, h.score, h.stages) for h in separate.hits
+    ]
+    assert together.evidence == separate.evidence > 0
+
+
 def _cancelled(stubber: Stubber, *codes: str) -> None:
     stubber.add_client_error(
         "transact_write_items",

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from memstack.adapters.opensearch import mapping
+from memstack.adapters.opensearch import mapping, queries
 from memstack.adapters.opensearch.managed import ManagedDocuments
 from memstack.adapters.opensearch.store import OpenSearchMemoryStore
 from memstack.domain import filter_expr
@@ -770,6 +770,38 @@ def test_a_query_without_words_sends_only_the_knn_search(
     bm25, knn = store.hybrid_candidates("t1", "u1", "🙂", np.array([0.6, 0.8]), 5, 5, MemoryFilters())
     assert bm25 == [] and [h.id for h in knn] == ["m1"]
     assert len(recorder.requests[0].lines) == 2
+
+
+def test_term_counts_ride_in_the_same_msearch_as_the_candidates(
+    store: OpenSearchMemoryStore, recorder: Recorder
+) -> None:
+    counted = {
+        **rec.search_answer([]),
+        "hits": {"total": {"value": 42, "relation": "eq"}, "max_score": None, "hits": []},
+        "aggregations": {"t0": {"doc_count": 7}},
+    }
+    bm25_hits, knn_hits = rec.search_answer([(did("m1"), "m1", 2.0)]), rec.search_answer([])
+    recorder.reply(200, {"took": 1, "responses": [bm25_hits, knn_hits, counted]})
+    bm25, knn, counts = store.hybrid_candidates_with_counts(
+        "t1", "u1", "kickoff?", np.array([0.6, 0.8]), 5, 5, MemoryFilters()
+    )
+    assert [h.id for h in bm25] == ["m1"] and knn == [] and (counts.docs, counts.df) == (42, {"kickoff": 7})
+    (req,) = recorder.requests
+    assert req.path == "/_msearch"
+    assert req.lines[5] == queries.term_counts_body("t1", "u1", "kickoff?")[0]
+    # Without words there is no BM25 search; the counts are still the last answer.
+    recorder.reply(200, {"took": 1, "responses": [knn_hits, {**counted, "aggregations": {}}]})
+    bm25, knn, counts = store.hybrid_candidates_with_counts(
+        "t1", "u1", "🙂", np.array([0.6, 0.8]), 5, 5, MemoryFilters()
+    )
+    assert (bm25, knn, counts.docs, counts.df) == ([], [], 42, {})
+    assert len(recorder.requests[1].lines) == 4
+    # An answer without the counts is not an answer to this request.
+    recorder.reply(200, {"took": 1, "responses": [bm25_hits, knn_hits, rec.search_answer([])]})
+    with pytest.raises(DependencyFailed, match="term count"):
+        store.hybrid_candidates_with_counts(
+            "t1", "u1", "kickoff", np.array([0.6, 0.8]), 5, 5, MemoryFilters()
+        )
 
 
 def test_a_failed_search_inside_msearch_raises(store: OpenSearchMemoryStore, recorder: Recorder) -> None:

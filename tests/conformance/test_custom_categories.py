@@ -167,7 +167,10 @@ def test_opensearch_writes_filters_and_refuses_custom_categories_at_the_request_
     where = filter_expr.parse({"category": {"in": ["pets", "house_plants"]}})
     hits = service.search(SearchRequest("t1", "u1", "beagle", filters=MemoryFilters(where=where))).hits
     assert [h.record.content for h in hits] == ["Biscuit is a beagle"]  # by BM25 (the wire finds no k-NN)
-    searches = [json.dumps(r.body) for r in _memory_index_requests(wire, sent) if r.path.endswith("/_search")]
+    # (in one _msearch with the term counts: each search body after its header line)
+    sent_searches = _memory_index_requests(wire, sent)
+    searches = [json.dumps(r.body) for r in sent_searches if r.path.endswith("/_search")]
+    searches += [json.dumps(b) for r in sent_searches if r.path.endswith("/_msearch") for b in r.lines[1::2]]
     terms = json.dumps({"terms": {"category": ["pets", "house_plants"]}})
     assert [s for s in searches if '"knn"' in s and terms in s]
     assert [s for s in searches if '"multi_match"' in s and terms in s]

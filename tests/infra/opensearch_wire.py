@@ -140,9 +140,9 @@ def _as_list(value: Any) -> list[Any]:
 @dataclass
 class Wire:
     """Answers as OpenSearch would: writes kept by id (a ``create`` of a taken id is a 409), reads by
-    id from those, searches and delete-by-query by their term filters only, and msearch (BM25, k-NN)
-    finding nothing: which requests the store makes, and what it wrote and erased, is what matters
-    here (the IAM check, the erase cases), not what a query would rank."""
+    id from those, searches (alone or in an msearch) and delete-by-query by their term filters only,
+    a k-NN search finding nothing: which requests the store makes, and what it wrote and erased, is
+    what matters here (the IAM check, the erase cases), not what a query would rank."""
 
     recorder: Recorder = field(default_factory=Recorder)
     docs: dict[str, dict[str, Any]] = field(default_factory=dict)  # _id -> _source
@@ -179,6 +179,11 @@ class Wire:
             )
         }
 
+    def _search(self, body: dict[str, Any]) -> dict[str, Any]:
+        aggs = body.get("aggs") or body.get("aggregations") or {}
+        aggregations = {n: self._aggregation(body, agg) for n, agg in aggs.items()}
+        return {"took": 1, "hits": self._hits(body), "aggregations": aggregations}
+
     def _doc(self, doc_id: str) -> dict[str, Any]:
         if doc_id not in self.docs:
             return {"found": False, "_id": doc_id}
@@ -188,15 +193,13 @@ class Wire:
         method, path, body = request.method, request.path, request.body
         if path.endswith("/_bulk"):
             return 200, _bulk(self.docs, request.lines, self.assigned)
-        if path.endswith("/_msearch"):
-            empty = {"total": {"value": 0, "relation": "eq"}, "max_score": None, "hits": []}
-            searches = len(request.lines) // 2
-            return 200, {"took": 1, "responses": [{"hits": empty, "status": 200} for _ in range(searches)]}
+        if path.endswith("/_msearch"):  # header and body lines: each search answered as alone
+            lines = request.lines
+            answers = [{**self._search(b), "status": 200} for b in lines[1::2]]
+            return 200, {"took": 1, "responses": answers}
         asked = body if isinstance(body, dict) else {}
         if path.endswith(("/_search", "/_count")):
-            aggs = asked.get("aggs") or asked.get("aggregations") or {}
-            aggregations = {n: self._aggregation(asked, agg) for n, agg in aggs.items()}
-            return 200, {"took": 1, "hits": self._hits(asked), "aggregations": aggregations, "count": 0}
+            return 200, {**self._search(asked), "count": 0}
         if path.endswith("/_mget"):
             return 200, {"docs": [self._doc(str(i)) for i in asked.get("ids", [])]}
         if path.endswith("/_delete_by_query"):

@@ -108,6 +108,8 @@ def _drive(env: dict[str, str], wire: Wire) -> None:
     store.successor("t1", "u1", "a")
     coarse = query[: settings.embedding.coarse_dim]
     store.hybrid_candidates("t1", "u1", "where does Alex live", coarse, 20, 20, MemoryFilters())
+    # What a search sends: its BM25, k-NN and term-count searches in one _msearch.
+    store.hybrid_candidates_with_counts("t1", "u1", "where does Alex live", coarse, 20, 20, MemoryFilters())
     store.mark("t1", "u1", ["a"], is_current=False)
     store.supersede("t1", "u1", "a", _record("b", "Alex moved to Porto", dim))
     # The tenant's configuration (its own index beside the memories): the API writes and reads it,

@@ -181,9 +181,12 @@ class HybridCandidates(Protocol):
     """Optional extra of a store: BM25 and coarse-vector candidates in one round trip.
 
     OpenSearch sends both queries in one ``_msearch``; DynamoDB ranks both from
-    one partition snapshot. The retrieval uses it when
-    ``isinstance(store, HybridCandidates)`` and otherwise calls
-    ``bm25_search`` and ``vector_search``; the results are the same.
+    one partition snapshot. When stage 2 takes the two-stage path (no exact
+    answer, no ``CandidateVectors``), it asks this with stage 3's first BM25
+    query (the request's text, ``bm25_candidates``, the search's filters) and
+    stage 3 takes that ranking instead of asking again
+    (``memstack.domain.retrieval.hybrid``); without the extra the stages call
+    ``vector_search`` and ``bm25_search``. The results are the same.
     """
 
     def hybrid_candidates(
@@ -197,6 +200,30 @@ class HybridCandidates(Protocol):
         filters: MemoryFilters,
     ) -> tuple[builtins.list[ScoredId], builtins.list[ScoredId]]:
         """(BM25 hits, coarse vector hits), each best first, as the two separate methods return them."""
+        ...
+
+
+@runtime_checkable
+class HybridWithTermCounts(Protocol):
+    """Optional extra of a store: ``hybrid_candidates`` and the query's ``term_counts`` in one round trip.
+
+    A search reads the term counts of its query for its ``evidence``; OpenSearch
+    sends their search as a third body of the same ``_msearch``, so a search's
+    candidates and counts cost one request. The retrieval prefers it to
+    ``HybridCandidates`` and then asks no ``term_counts`` of its own.
+    """
+
+    def hybrid_candidates_with_counts(
+        self,
+        tenant: str,
+        user_id: str,
+        query: str,
+        query_coarse: np.ndarray,
+        k_bm25: int,
+        k_vector: int,
+        filters: MemoryFilters,
+    ) -> tuple[builtins.list[ScoredId], builtins.list[ScoredId], TermCounts]:
+        """``hybrid_candidates``'s two lists and ``term_counts(tenant, user_id, query)``."""
         ...
 
 

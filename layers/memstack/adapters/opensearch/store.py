@@ -4,9 +4,12 @@ One store, two flavours of documents (``documents.Documents``): a managed domain
 (``managed.ManagedDocuments``) or a serverless vector-search collection
 (``serverless.ServerlessDocuments``). What they share lives here:
 
-- Search: ``hybrid_candidates`` sends the BM25 and the filtered k-NN query in
-  one ``_msearch``; ``bm25_search``/``vector_search`` are the same queries sent
-  alone (``queries``). Fusion and every later stage stay in the shared pipeline.
+- Search: ``hybrid_candidates_with_counts`` sends the BM25 query, the filtered
+  k-NN query and the term-count search of a search in one ``_msearch`` (the
+  retrieval's stage 2 asks it: ``domain.retrieval.hybrid``);
+  ``bm25_search``/``vector_search``/``term_counts`` are the same queries sent
+  alone (``queries``), as dense feedback and the BM25 feedback query send theirs.
+  Fusion and every later stage stay in the shared pipeline.
 - Listing, users, successors and lookups by source: searches whose hits the
   flavour collapses to one record per memory.
 - Erase is final (``domain.erasure``): a write of work that began before the
@@ -306,13 +309,7 @@ class OpenSearchMemoryStore:
         self._ensure()
         body, terms = queries.term_counts_body(tenant, user_id, query)
         response = self.index.call("term counts", self.client.search, index=self.index.alias, body=body)
-        try:
-            docs = int(response["hits"]["total"]["value"])
-            aggs = response.get("aggregations", {}) if terms else {}
-            df = {term: int(aggs[f"t{i}"]["doc_count"]) for i, term in enumerate(terms)}
-        except (KeyError, TypeError, ValueError) as exc:
-            raise DependencyFailed("OpenSearch returned a term count answer without its counts") from exc
-        return TermCounts(docs, df)
+        return _term_counts(response, terms)
 
     def vector_search(
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
@@ -331,10 +328,45 @@ class OpenSearchMemoryStore:
         filters: MemoryFilters,
     ) -> tuple[builtins.list[ScoredId], builtins.list[ScoredId]]:
         """(BM25 hits, coarse k-NN hits) from ONE ``_msearch`` round trip."""
+        bm25, knn, _ = self._candidates(tenant, user_id, query, query_coarse, k_bm25, k_vector, filters)
+        return bm25, knn
+
+    def hybrid_candidates_with_counts(
+        self,
+        tenant: str,
+        user_id: str,
+        query: str,
+        query_coarse: np.ndarray,
+        k_bm25: int,
+        k_vector: int,
+        filters: MemoryFilters,
+    ) -> tuple[builtins.list[ScoredId], builtins.list[ScoredId], TermCounts]:
+        """``hybrid_candidates`` and ``term_counts``: their searches in ONE ``_msearch``."""
+        body, terms = queries.term_counts_body(tenant, user_id, query)
+        bm25, knn, (counted,) = self._candidates(
+            tenant, user_id, query, query_coarse, k_bm25, k_vector, filters, body
+        )
+        return bm25, knn, _term_counts(counted, terms)
+
+    def _candidates(
+        self,
+        tenant: str,
+        user_id: str,
+        query: str,
+        query_coarse: np.ndarray,
+        k_bm25: int,
+        k_vector: int,
+        filters: MemoryFilters,
+        *more: dict[str, Any],
+    ) -> tuple[builtins.list[ScoredId], builtins.list[ScoredId], builtins.list[dict[str, Any]]]:
+        """(BM25 hits, k-NN hits, the answers of the ``more`` searches) from ONE ``_msearch``.
+
+        A query without words sends no BM25 search (its hits are none, as ``bm25_search``'s).
+        """
         self._ensure()
         bm25 = queries.bm25_body(tenant, user_id, query, k_bm25, filters)
         knn = queries.knn_body(tenant, user_id, _vector(query_coarse), k_vector, filters)
-        bodies = [knn] if bm25 is None else [bm25, knn]
+        bodies = [*([] if bm25 is None else [bm25]), knn, *more]
         response = self.index.call(
             "msearch", self.client.msearch, body=queries.msearch_lines(self.index.alias, *bodies)
         )
@@ -344,8 +376,9 @@ class OpenSearchMemoryStore:
         for answer in answers:
             if "error" in answer:
                 raise DependencyFailed(f"OpenSearch search failed: {answer['error']}")
-        knn_hits = _knn_hits(hits_of(answers[-1]))
-        return (_bm25_hits(hits_of(answers[0])) if bm25 is not None else []), knn_hits
+        hits, rest = answers[: len(bodies) - len(more)], answers[len(bodies) - len(more) :]
+        bm25_hits = _bm25_hits(hits_of(hits[0])) if bm25 is not None else []
+        return bm25_hits, _knn_hits(hits_of(hits[-1])), rest
 
     def tenant_config_store(self) -> TenantConfigStore:
         """Tenants' configurations in ``<alias>-config`` on the same client (``ports.tenant_config``)."""
@@ -357,6 +390,17 @@ class OpenSearchMemoryStore:
 
 def _vector(query: np.ndarray) -> builtins.list[float]:
     return [float(x) for x in np.asarray(query, dtype=np.float32)]
+
+
+def _term_counts(response: Any, terms: builtins.list[str]) -> TermCounts:
+    """A term count search's answer (``queries.term_counts_body``) as ``TermCounts``."""
+    try:
+        docs = int(response["hits"]["total"]["value"])
+        aggs = response.get("aggregations", {}) if terms else {}
+        df = {term: int(aggs[f"t{i}"]["doc_count"]) for i, term in enumerate(terms)}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DependencyFailed("OpenSearch returned a term count answer without its counts") from exc
+    return TermCounts(docs, df)
 
 
 def _user_summary(bucket: dict[str, Any]) -> UserSummary:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memstack.domain.retrieval import columns as col
+from memstack.domain.retrieval import hybrid
 from memstack.domain.retrieval.category_affinity import CategoryPrototypes
 from memstack.domain.retrieval.config import RetrievalConfig
 from memstack.domain.retrieval.evidence import DEFAULT_EVIDENCE_MODEL, idf_coverage
@@ -101,7 +102,7 @@ def _evidence(search: Search) -> float:
     if search.evidence_cosine is None:
         return 0.0
     req = search.req
-    coverage = idf_coverage(search.store.term_counts(req.tenant, req.user_id, req.query))
+    coverage = idf_coverage(hybrid.term_counts(search))
     evidence = DEFAULT_EVIDENCE_MODEL.probability(search.evidence_cosine, coverage)
     if req.explain:
         for hit in search.hits:

@@ -18,6 +18,7 @@ import numpy as np
 from memstack.domain.query_analysis import QueryAnalysis
 from memstack.domain.retrieval.category_affinity import CategoryPrototypes
 from memstack.domain.retrieval.config import RetrievalConfig
+from memstack.domain.retrieval.hybrid import Prefetched
 from memstack.domain.retrieval.pool import Pool
 from memstack.domain.retrieval.types import SearchHit, SearchRequest
 from memstack.models import MemoryFilters, ScoredId
@@ -68,6 +69,8 @@ class Search:
     vector: Sequence[ScoredId] = field(default_factory=list)
     #: full vectors stage 2 read, by id (the pool reuses them)
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    #: what stage 2 received for stage 3 and the evidence from a store answering them together (``hybrid``)
+    prefetched: Prefetched | None = None
     bm25: Sequence[ScoredId] = field(default_factory=list)
     prf: Sequence[ScoredId] = field(default_factory=list)
     #: dense feedback's ranking (``dense_feedback``; empty when it did not run)

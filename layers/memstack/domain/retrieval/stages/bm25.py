@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
+from memstack.domain.retrieval import hybrid
 from memstack.domain.retrieval.feedback import expanded_query, expansion_terms
 from memstack.domain.retrieval.stage import Search
 from memstack.domain.retrieval.stages import dense_feedback
@@ -47,8 +48,12 @@ def feedback_search(search: Search) -> tuple[Sequence[ScoredId], list[str]]:
 
 
 def bm25_ranking(search: Search, query: str) -> Sequence[ScoredId]:
-    """The store's BM25 top ``bm25_candidates``, as columns from a store that has them."""
+    """The store's BM25 top ``bm25_candidates``, as columns from a store that has them (or as stage 2
+    received it, when the store sent this query with its own: ``hybrid``)."""
     store, req, k = search.store, search.req, search.config.bm25_candidates
+    received = hybrid.bm25_ranking(search, query, k)
+    if received is not None:
+        return received
     if implements(store, RankedBm25):
         return cast(RankedBm25, store).bm25_ranked(req.tenant, req.user_id, query, k, search.filters)
     return store.bm25_search(req.tenant, req.user_id, query, k, search.filters)

@@ -7,11 +7,13 @@ them all instead while the user has fewer than ``exact_vector_below`` memories.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import cast
 
 import numpy as np
 
+from memstack.domain.retrieval import hybrid
 from memstack.domain.retrieval.config import RetrievalConfig
 from memstack.domain.retrieval.pool import full_vectors, stacked
 from memstack.domain.retrieval.stage import Search
@@ -27,7 +29,13 @@ class VectorSearch:
     def run(self, search: Search) -> str:
         search.query_vec = search.models.embedder.embed([search.req.query])[0]
         search.vector, search.vectors = vector_search(
-            search.store, search.req, search.filters, search.query_vec, search.config
+            search.store,
+            search.req,
+            search.filters,
+            search.query_vec,
+            search.config,
+            # the store may send stage 3's first query (and the term counts) with the coarse one
+            coarse_search=partial(hybrid.coarse_candidates, search),
         )
         return f"ok: {len(search.vector)} candidates"
 
@@ -38,10 +46,13 @@ def vector_search(
     filters: MemoryFilters,
     query_vec: np.ndarray,
     config: RetrievalConfig,
+    coarse_search: Callable[[np.ndarray], Sequence[ScoredId]] | None = None,
 ) -> tuple[Sequence[ScoredId], dict[str, np.ndarray]]:
     """The ranking (``vector_candidates`` hits, best first), and the full vectors it read by id.
 
     The pool reuses the vectors; a store that slices them from an index returns none.
+    ``coarse_search``: what finds the coarse candidates instead of the store's ``vector_search``
+    (called with the coarse query; it asks for ``vector_candidates`` with ``filters``).
     """
     candidates = config.vector_candidates
     if implements(store, ExactVectors) and config.exact_vector_below > 0:
@@ -58,7 +69,10 @@ def vector_search(
         )
         ids, matrix = stacked([c.id for c in found], full)
     else:
-        found = store.vector_search(req.tenant, req.user_id, coarse, candidates, filters)
+        if coarse_search is not None:
+            found = coarse_search(coarse)
+        else:
+            found = store.vector_search(req.tenant, req.user_id, coarse, candidates, filters)
         if not found:
             return [], {}
         ids, matrix, full = full_vectors(store, req.tenant, req.user_id, [c.id for c in found])
