@@ -22,12 +22,12 @@ AND/OR/NOT, comparisons, BETWEEN, attribute_exists / attribute_not_exists /
 begins_with; SET (with if_not_exists) and ADD updates; projections); anything
 else raises, so the model never answers a call it does not model.
 ``tests/bench/test_aws_model.py`` runs one scenario on moto and on this model
-and checks both see the same calls and give the same answers.
+and checks both see the same calls and give the same answers. Item sizes and
+the expressions are read in ``bench.aws_expressions``.
 """
 
 from __future__ import annotations
 
-import base64
 import bisect
 import io
 import json
@@ -37,12 +37,23 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 from xml.etree import ElementTree
 
 from botocore.awsrequest import AWSResponse
+
+from memstack.bench.aws_expressions import (
+    Expression,
+    ModelError,
+    apply_update,
+    item_size,
+    plain_value,
+    project,
+)
+from memstack.bench.aws_expressions import (
+    value_size as value_size,  # re-exported (item sizes were defined here)
+)
 
 RRU_BYTES = 4096
 WRU_BYTES = 1024
@@ -95,222 +106,10 @@ def _response(
     return AWSResponse(url, status, head, _Raw(body))
 
 
-class ModelError(Exception):
-    """A call or expression the model does not understand (never answered approximately)."""
-
-
 class ServiceError(Exception):
     def __init__(self, code: str, message: str, status: int = 400, **fields: Any) -> None:
         super().__init__(message)
         self.code, self.message, self.status, self.fields = code, message, status, fields
-
-
-# ------------------------------------------------------------------ item values
-def value_size(value: dict[str, Any]) -> int:
-    ((kind, raw),) = value.items()
-    if kind == "S":
-        return len(raw.encode())
-    if kind == "N":
-        return len(raw.strip("-").replace(".", "")) // 2 + 1
-    if kind == "B":
-        return len(base64.b64decode(raw)) if isinstance(raw, str) else len(raw)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "L":
-        return 3 + sum(value_size(v) + 1 for v in raw)
-    if kind == "M":
-        return 3 + sum(len(k.encode()) + value_size(v) + 1 for k, v in raw.items())
-    if kind in ("SS", "NS", "BS"):
-        return sum(value_size({kind[0]: v}) for v in raw)
-    raise ModelError(f"attribute type {kind}")
-
-
-def item_size(item: dict[str, Any]) -> int:
-    return sum(len(name.encode()) + value_size(value) for name, value in item.items())
-
-
-def _plain(value: dict[str, Any]) -> Any:
-    ((kind, raw),) = value.items()
-    if kind == "N":
-        return Decimal(raw)
-    if kind in ("S", "B", "BOOL"):
-        return raw
-    if kind == "NULL":
-        return None
-    raise ModelError(f"comparison of a {kind} value")
-
-
-# ------------------------------------------------------------------ expressions
-_TOKEN = re.compile(r"\s*(<>|<=|>=|[=<>(),+]|[#:]?[A-Za-z_][A-Za-z0-9_.\-]*)")
-_KEYWORDS = {"AND", "OR", "NOT", "BETWEEN", "SET", "ADD", "REMOVE", "IN"}
-
-
-def _tokens(text: str) -> list[str]:
-    out, at = [], 0
-    text = text.strip()
-    while at < len(text):
-        match = _TOKEN.match(text, at)
-        if match is None:
-            raise ModelError(f"cannot read expression {text!r} at {at}")
-        out.append(match.group(1))
-        at = match.end()
-    return out
-
-
-class _Expr:
-    """A parsed condition: ``evaluate(item)``; names and values resolved when made."""
-
-    def __init__(self, text: str, names: dict[str, str], values: dict[str, Any]) -> None:
-        self.tokens, self.at, self.names, self.values = _tokens(text), 0, names, values
-        self.tree = self._or()
-        if self.at != len(self.tokens):
-            raise ModelError(f"unexpected {self.tokens[self.at]!r} in {text!r}")
-
-    def _peek(self) -> str | None:
-        return self.tokens[self.at] if self.at < len(self.tokens) else None
-
-    def _take(self, want: str | None = None) -> str:
-        token = self._peek()
-        if token is None or (want is not None and token.upper() != want):
-            raise ModelError(f"expected {want or 'a token'}, got {token!r}")
-        self.at += 1
-        return token
-
-    def _or(self) -> Any:
-        node = self._and()
-        while (self._peek() or "").upper() == "OR":
-            self._take()
-            node = ("or", node, self._and())
-        return node
-
-    def _and(self) -> Any:
-        node = self._not()
-        while (self._peek() or "").upper() == "AND":
-            self._take()
-            node = ("and", node, self._not())
-        return node
-
-    def _not(self) -> Any:
-        if (self._peek() or "").upper() == "NOT":
-            self._take()
-            return ("not", self._not())
-        return self._primary()
-
-    def _primary(self) -> Any:
-        token = self._peek()
-        if token == "(":
-            self._take()
-            node = self._or()
-            self._take(")")
-            return node
-        if token in ("attribute_exists", "attribute_not_exists", "begins_with"):
-            self._take()
-            self._take("(")
-            args = [self._operand()]
-            while self._peek() == ",":
-                self._take()
-                args.append(self._operand())
-            self._take(")")
-            return (token, *args)
-        left = self._operand()
-        op = self._take()
-        if op.upper() == "BETWEEN":
-            low = self._operand()
-            self._take("AND")
-            return ("between", left, low, self._operand())
-        if op not in ("=", "<>", "<", "<=", ">", ">="):
-            raise ModelError(f"operator {op!r}")
-        return (op, left, self._operand())
-
-    def _operand(self) -> Any:
-        token = self._take()
-        if token.startswith(":"):
-            return ("value", self.values[token])
-        if token.upper() in _KEYWORDS or token in "(),":
-            raise ModelError(f"unexpected {token!r}")
-        return ("path", self.names.get(token, token) if token.startswith("#") else token)
-
-    @staticmethod
-    def _get(operand: Any, item: dict[str, Any] | None) -> dict[str, Any] | None:
-        kind, raw = operand
-        return raw if kind == "value" else (item or {}).get(raw)
-
-    def evaluate(self, item: dict[str, Any] | None, node: Any = None) -> bool:
-        node = self.tree if node is None else node
-        op = node[0]
-        if op == "or":
-            return self.evaluate(item, node[1]) or self.evaluate(item, node[2])
-        if op == "and":
-            return self.evaluate(item, node[1]) and self.evaluate(item, node[2])
-        if op == "not":
-            return not self.evaluate(item, node[1])
-        if op == "attribute_exists":
-            return self._get(node[1], item) is not None
-        if op == "attribute_not_exists":
-            return self._get(node[1], item) is None
-        found = [self._get(n, item) for n in node[1:]]
-        values = [v for v in found if v is not None]
-        if len(values) != len(found):
-            return False
-        if op == "begins_with":
-            return str(_plain(values[0])).startswith(str(_plain(values[1])))
-        plain = [_plain(v) for v in values]
-        if op == "between":
-            return bool(plain[1] <= plain[0] <= plain[2])
-        if op in ("=", "<>"):
-            same = values[0] == values[1] if list(values[0]) != ["N"] else plain[0] == plain[1]
-            return same if op == "=" else not same
-        return bool(
-            {"<": plain[0] < plain[1], "<=": plain[0] <= plain[1], ">": plain[0] > plain[1]}.get(
-                op, plain[0] >= plain[1]
-            )
-        )
-
-
-def _update(item: dict[str, Any], text: str, names: dict[str, str], values: dict[str, Any]) -> dict[str, Any]:
-    """``item`` after an UpdateExpression of SET (``if_not_exists`` allowed) and ADD clauses."""
-    out = dict(item)
-    tokens, at = _tokens(text), 0
-
-    def name(token: str) -> str:
-        return names.get(token, token) if token.startswith("#") else token
-
-    clause = None
-    while at < len(tokens):
-        token = tokens[at]
-        if token.upper() in ("SET", "ADD"):
-            clause, at = token.upper(), at + 1
-            continue
-        if token == ",":
-            at += 1
-            continue
-        target = name(token)
-        if clause == "SET":
-            if tokens[at + 1] != "=":
-                raise ModelError(f"SET without '=' in {text!r}")
-            at += 2
-            if tokens[at] == "if_not_exists":
-                existing, fallback = name(tokens[at + 2]), values[tokens[at + 4]]
-                out[target] = out.get(existing, fallback)
-                at += 6
-            else:
-                out[target] = values[tokens[at]]
-                at += 1
-        elif clause == "ADD":
-            delta = values[tokens[at + 1]]
-            current = out.get(target, {"N": "0"})
-            out[target] = {"N": str(Decimal(current["N"]) + Decimal(delta["N"]))}
-            at += 2
-        else:
-            raise ModelError(f"update clause in {text!r}")
-    return out
-
-
-def _project(item: dict[str, Any], projection: str | None, names: dict[str, str]) -> dict[str, Any]:
-    if not projection:
-        return item
-    wanted = [names.get(t.strip(), t.strip()) for t in projection.split(",")]
-    return {k: item[k] for k in wanted if k in item}
 
 
 # ------------------------------------------------------------------ DynamoDB
@@ -407,11 +206,11 @@ class AwsModel:
         return self.tables[name]
 
     @staticmethod
-    def _condition(spec: dict[str, Any]) -> _Expr | None:
+    def _condition(spec: dict[str, Any]) -> Expression | None:
         text = spec.get("ConditionExpression")
         if not text:
             return None
-        return _Expr(
+        return Expression(
             text, spec.get("ExpressionAttributeNames", {}), spec.get("ExpressionAttributeValues", {})
         )
 
@@ -421,7 +220,7 @@ class AwsModel:
         call.items = int(item is not None)
         if item is None:
             return {}
-        return {"Item": _project(item, p.get("ProjectionExpression"), p.get("ExpressionAttributeNames", {}))}
+        return {"Item": project(item, p.get("ProjectionExpression"), p.get("ExpressionAttributeNames", {}))}
 
     def _ddb_PutItem(self, p: dict[str, Any], call: Call) -> dict[str, Any]:
         table = self._table(p["TableName"])
@@ -448,7 +247,7 @@ class AwsModel:
         if condition is not None and not condition.evaluate(current):
             raise ServiceError("ConditionalCheckFailedException", "The conditional request failed")
         names, values = p.get("ExpressionAttributeNames", {}), p.get("ExpressionAttributeValues", {})
-        updated = _update({**(current or {}), **p["Key"]}, p["UpdateExpression"], names, values)
+        updated = apply_update({**(current or {}), **p["Key"]}, p["UpdateExpression"], names, values)
         table.put(updated)
         call.wru = math.ceil(item_size(updated) / WRU_BYTES)
         return {}
@@ -456,7 +255,7 @@ class AwsModel:
     def _ddb_Query(self, p: dict[str, Any], call: Call) -> dict[str, Any]:
         table = self._table(p["TableName"])
         names, values = p.get("ExpressionAttributeNames", {}), p.get("ExpressionAttributeValues", {})
-        key = _Expr(p["KeyConditionExpression"], names, values)
+        key = Expression(p["KeyConditionExpression"], names, values)
         hash_value, sort_condition = self._key_condition(key.tree, table)
         if p.get("FilterExpression"):
             raise ModelError("Query with a FilterExpression")
@@ -483,7 +282,7 @@ class AwsModel:
             if limit is not None and len(page) >= limit:
                 last = sk
                 break
-        items = [_project(part.items[sk], p.get("ProjectionExpression"), names) for sk in page]
+        items = [project(part.items[sk], p.get("ProjectionExpression"), names) for sk in page]
         call.rru = max(1, math.ceil(read / RRU_BYTES))
         call.items = len(items)
         answer: dict[str, Any] = {"Items": items, "Count": len(items), "ScannedCount": len(items)}
@@ -492,20 +291,20 @@ class AwsModel:
         return answer
 
     @staticmethod
-    def _lower(condition: Any, key: _Expr) -> str:
+    def _lower(condition: Any, key: Expression) -> str:
         """Where a sort key condition's range begins (the scan starts there, as an index seek does)."""
         op = condition[0]
         bound = condition[2] if op in ("begins_with", "between", "=", ">", ">=") else None
-        return "" if bound is None else str(_plain(key._get(bound, None) or {"S": ""}))
+        return "" if bound is None else str(plain_value(key._get(bound, None) or {"S": ""}))
 
     @staticmethod
-    def _past(condition: Any, sk: str, key: _Expr) -> bool:
+    def _past(condition: Any, sk: str, key: Expression) -> bool:
         """Whether ``sk`` is already beyond a range condition's upper end (the scan can stop)."""
         op = condition[0]
         if op == "between":
-            return sk > str(_plain(key._get(condition[3], None) or {"S": ""}))
+            return sk > str(plain_value(key._get(condition[3], None) or {"S": ""}))
         if op == "begins_with":
-            prefix = str(_plain(key._get(condition[2], None) or {"S": ""}))
+            prefix = str(plain_value(key._get(condition[2], None) or {"S": ""}))
             return sk > prefix and not sk.startswith(prefix)
         return False
 
@@ -538,7 +337,7 @@ class AwsModel:
                 call.rru += math.ceil(item_size(item) / RRU_BYTES) if item else 1
                 if item is not None:
                     found.append(
-                        _project(
+                        project(
                             item, spec.get("ProjectionExpression"), spec.get("ExpressionAttributeNames", {})
                         )
                     )
@@ -584,7 +383,7 @@ class AwsModel:
                     spec.get("ExpressionAttributeValues", {}),
                 )
                 current = table.get(spec["Key"]) or {}
-                updated = _update({**current, **spec["Key"]}, spec["UpdateExpression"], names, values)
+                updated = apply_update({**current, **spec["Key"]}, spec["UpdateExpression"], names, values)
                 table.put(updated)
                 call.wru += 2 * math.ceil(item_size(updated) / WRU_BYTES)
             elif kind == "Delete":
