@@ -77,3 +77,16 @@ def backends_waiting_on_lock(admin: psycopg.Connection[Any]) -> list[int]:
         "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
     ).fetchall()
     return [r[0] for r in rows]
+
+
+def record_statements(store: PostgresMemoryStore) -> list[str]:
+    """The SQL of every statement the store's executor runs from now on, in order (the list fills)."""
+    statements: list[str] = []
+    query = store.executor.query
+
+    def recording(sql: str, params: Any = None) -> Any:
+        statements.append(sql)
+        return query(sql, params)
+
+    store.executor.query = recording  # type: ignore[method-assign]
+    return statements

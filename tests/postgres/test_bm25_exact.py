@@ -19,7 +19,7 @@ from memstack.domain import versions
 from memstack.domain.text import query_terms
 from memstack.models import MemoryFilters, MemoryRecord, Scope, Tier
 
-from .conftest import COARSE_DIM, EMB, record
+from .conftest import COARSE_DIM, EMB, record, record_statements
 
 WORDS = [
     "tea",
@@ -159,3 +159,20 @@ def test_an_erase_leaves_no_postings_and_the_other_user_is_ranked_alone(history:
     )
     assert left[0]["n"] == 0 and history.bm25_search("t1", "u1", "tea", 5, MemoryFilters()) == []
     assert history.bm25_search("t1", "u2", " ".join(WORDS), 100, MemoryFilters())
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [MemoryFilters(), MemoryFilters(tier=Tier.LTM), MemoryFilters(include_superseded=True)],
+    ids=["default", "ltm", "with-superseded"],
+)
+def test_bm25_with_counts_answers_both_in_one_statement(history: Any, filters: MemoryFilters) -> None:
+    statements = record_statements(history)
+    for text in ("tea", "garlic ramen in Berlin zebra", "the cat and the dog", "the and of", ""):
+        statements.clear()
+        hits, counts = history.bm25_with_counts("t1", "u1", text, 7, filters)
+        assert len(statements) == 1, text
+        assert hits == history.bm25_search("t1", "u1", text, 7, filters), text
+        # The counts are always the current text's, whatever the filters let the ranking see.
+        assert counts == history.term_counts("t1", "u1", text), text
+    assert history.bm25_with_counts("t1", "nobody", "tea", 7, filters)[1].docs == 0

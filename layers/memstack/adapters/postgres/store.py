@@ -299,12 +299,22 @@ class PostgresMemoryStore:
         rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
         return [ScoredId(id=r["id"], score=float(r["score"])) for r in rows]
 
+    def bm25_with_counts(
+        self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters
+    ) -> tuple[builtins.list[ScoredId], TermCounts]:
+        """``bm25_search`` and ``term_counts`` in one statement (``ports.store.Bm25WithTermCounts``)."""
+        built = search.bm25_with_counts_sql(self.schema, query, k, filters)
+        if built is None:  # no word to rank by: the counts alone
+            return [], self.term_counts(tenant, user_id, query)
+        sql, params = built
+        rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
+        hits = [ScoredId(id=r["id"], score=float(r["score"])) for r in rows if r["id"] is not None]
+        return hits, _term_counts([r for r in rows if r["id"] is None])
+
     def term_counts(self, tenant: str, user_id: str, query: str) -> TermCounts:
         """Document frequencies of the query's lexemes among the user's current postings."""
         sql, params = search.term_counts_sql(self.schema, query)
-        rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
-        docs = int(rows[0]["n"]) if rows else 0
-        return TermCounts(docs, {r["lexeme"]: int(r["df"]) for r in rows if r["lexeme"] is not None})
+        return _term_counts(self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params}))
 
     def vector_search(
         self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
@@ -367,6 +377,12 @@ class PostgresMemoryStore:
 
     def close(self) -> None:
         self.executor.close()
+
+
+def _term_counts(rows: builtins.list[dict[str, Any]]) -> TermCounts:
+    """``TermCounts`` of ``search.term_counts_sql``'s rows (``n`` on each, a null lexeme for none)."""
+    docs = int(rows[0]["n"]) if rows else 0
+    return TermCounts(docs, {r["lexeme"]: int(r["df"]) for r in rows if r["lexeme"] is not None})
 
 
 def _refuse_if_fenced(rows: builtins.list[dict[str, Any]]) -> None:

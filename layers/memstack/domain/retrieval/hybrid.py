@@ -6,7 +6,9 @@ with ``HybridCandidates`` (``HybridWithTermCounts`` for the counts too) answers
 them together: OpenSearch in one ``_msearch`` instead of three searches. Stage 2
 asks it and leaves the BM25 ranking and the counts on the ``Search``
 (``Prefetched``); stage 3 and the evidence take them only when they would have
-asked the very same question, and otherwise ask the store as before.
+asked the very same question, and otherwise ask the store as before. A store
+with ``Bm25WithTermCounts`` (PostgreSQL) sends the counts with stage 3's first
+ranking instead: one statement for both.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from memstack.models import MemoryFilters, ScoredId
-from memstack.ports.store import HybridCandidates, HybridWithTermCounts, TermCounts, implements
+from memstack.ports.store import (
+    Bm25WithTermCounts,
+    HybridCandidates,
+    HybridWithTermCounts,
+    TermCounts,
+    implements,
+)
 
 if TYPE_CHECKING:
     from memstack.domain.retrieval.stage import Search
@@ -26,8 +34,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Prefetched:
-    """What stage 2 received for later: the BM25 ranking of ``query`` (its ``k``, its ``filters``), and
-    the query's term counts when the store sent them too."""
+    """What stage 2 (or stage 3's first query) received for later: the BM25 ranking of ``query`` (its
+    ``k``, its ``filters``), and the query's term counts when the store sent them too."""
 
     query: str
     k: int
@@ -59,6 +67,20 @@ def bm25_ranking(search: Search, query: str, k: int) -> Sequence[ScoredId] | Non
     if got is None or (got.query, got.k, got.filters) != (query, k, search.filters):
         return None
     return got.bm25
+
+
+def bm25_with_counts(search: Search, query: str, k: int) -> Sequence[ScoredId] | None:
+    """The BM25 ranking of the request's own text with its term counts in the same round trip, from a
+    store with ``Bm25WithTermCounts`` (the counts left on ``search.prefetched`` for the evidence);
+    None for any other store or query (ask the store as before)."""
+    store, req = search.store, search.req
+    if query != req.query or search.prefetched is not None or not implements(store, Bm25WithTermCounts):
+        return None
+    bm25, counts = cast(Bm25WithTermCounts, store).bm25_with_counts(
+        req.tenant, req.user_id, query, k, search.filters
+    )
+    search.prefetched = Prefetched(query, k, search.filters, bm25, counts)
+    return bm25
 
 
 def term_counts(search: Search) -> TermCounts:

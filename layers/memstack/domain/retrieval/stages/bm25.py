@@ -52,6 +52,8 @@ def bm25_ranking(search: Search, query: str) -> Sequence[ScoredId]:
     received it, when the store sent this query with its own: ``hybrid``)."""
     store, req, k = search.store, search.req, search.config.bm25_candidates
     received = hybrid.bm25_ranking(search, query, k)
+    if received is None:  # a store that sends the evidence's term counts with this ranking
+        received = hybrid.bm25_with_counts(search, query, k)
     if received is not None:
         return received
     if implements(store, RankedBm25):
