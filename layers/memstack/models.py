@@ -229,15 +229,26 @@ class Ranked(Sequence[ScoredId]):
     ``ScoredId`` per hit: the fusion reads the columns (``units.field_ranks``),
     and an object is made only for an entry someone indexes. ``turn`` (bool per
     entry, optional): whether each id is a raw turn's (``ingest.is_turn_id``), when
-    the store already knows it.
+    the store already knows it. ``rows`` (int64 per entry, optional): the store's own
+    row of each id in what it ranked (the embedded store's index of the user): the
+    fusion tells candidates apart by them instead of by id, and gives them back with
+    the ids when it reads the pool (``CandidateReader.candidates``), a hint the store
+    checks; they mean nothing to anyone else.
     """
 
-    __slots__ = ("ids", "scores", "turn")
+    __slots__ = ("ids", "rows", "scores", "turn")
 
-    def __init__(self, ids: list[str], scores: np.ndarray, turn: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        ids: list[str],
+        scores: np.ndarray,
+        turn: np.ndarray | None = None,
+        rows: np.ndarray | None = None,
+    ) -> None:
         self.ids = ids
         self.scores = scores
         self.turn = turn
+        self.rows = rows
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -249,7 +260,8 @@ class Ranked(Sequence[ScoredId]):
     def __getitem__(self, index: int | slice) -> ScoredId | Ranked:
         if isinstance(index, slice):
             turn = self.turn[index] if self.turn is not None else None
-            return Ranked(self.ids[index], self.scores[index], turn)
+            rows = self.rows[index] if self.rows is not None else None
+            return Ranked(self.ids[index], self.scores[index], turn, rows)
         return ScoredId(id=self.ids[index], score=float(self.scores[index]))
 
     def __iter__(self) -> Iterator[ScoredId]:

@@ -155,3 +155,52 @@ def test_rankings_as_columns_fuse_as_rankings_of_objects(
         ranked = _columns(found, True)
         assert list(ranked) == objects[name] and ranked == objects[name]
         assert list(ranked[1:3]) == objects[name][1:3] and len(ranked) == len(found)
+
+
+def _with_rows(found: list[tuple[str, float]], at: dict[str, int]) -> Ranked:
+    """A ranking as the embedded store returns it: with each id's field and its row in the store."""
+    turn = np.array([is_turn_id(i) for i, _ in found], dtype=bool)
+    rows = np.array([at[i] for i, _ in found], dtype=np.int64)
+    return Ranked([i for i, _ in found], np.array([s for _, s in found], dtype=np.float64), turn, rows)
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=rankings, data=st.data())
+def test_rankings_with_store_rows_fuse_as_rankings_of_objects(
+    raw: dict[str, list[tuple[str, float]]], data: st.DataObject
+) -> None:
+    # Any store rows, one per id (the store's order is not the rankings').
+    every = list(dict.fromkeys(i for found in raw.values() for i, _ in found))
+    at = dict(zip(every, data.draw(st.permutations(range(len(every)))), strict=True))
+    objects = {name: [ScoredId(id=i, score=s) for i, s in found] for name, found in raw.items()}
+    want, got = units.field_ranks(objects), units.field_ranks({n: _with_rows(f, at) for n, f in raw.items()})
+    assert got.ids == want.ids and got.row == want.row and got.columns == want.columns
+    np.testing.assert_array_equal(got.is_turn, want.is_turn)
+    for name in raw:
+        np.testing.assert_array_equal(got.at[name], want.at[name])
+        np.testing.assert_array_equal(got.ranks[name], want.ranks[name])
+        np.testing.assert_array_equal(got.places[name], want.places[name])
+        np.testing.assert_array_equal(got.scores[name], want.scores[name])
+    if every:
+        assert got.store_rows is not None and [at[i] for i in got.ids] == got.store_rows.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    unit=st.lists(st.integers(0, 5), max_size=30),
+    own=st.lists(st.sampled_from([0.0, 0.01, 0.02, 0.02, 0.5]), min_size=30, max_size=30),
+    fused=st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6),
+)
+def test_member_values_by_row_are_those_by_id(unit: list[int], own: list[float], fused: list[float]) -> None:
+    """Every member of a unit (ties in own fusion among them): the same value, to the bit."""
+    ids = [f"r{j}" for j in range(len(unit))]
+    members: dict[str, list[str]] = {}
+    for memory_id, u in zip(ids, unit, strict=True):
+        members.setdefault(f"u{u}", []).append(memory_id)
+    want = units.member_values(
+        members, dict(zip(ids, own, strict=False)), {f"u{u}": fused[u] for u in range(len(fused))}
+    )
+    got = units.member_values_of_rows(
+        np.array(unit, dtype=np.int64), np.array(own[: len(unit)]), np.array(fused)
+    )
+    assert got.tolist() == [want[i] for i in ids]

@@ -140,6 +140,22 @@ def assert_same_candidates(store: EmbeddedMemoryStore, tenant: str, user: str) -
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
     assert got.last_source == want.last_source
     assert got.replaced_ltm == any(r.tier == Tier.LTM and not r.is_current for r in records.values())
+    # The index rows a ranking gave with its ids (``Ranked.rows``) read the same columns; rows that
+    # are not those ids' (another order, a copy of the ids, one past the view) are looked up by id.
+    held = view.ids[: view.size]
+    by_id = store.candidates(tenant, user, held)
+    rows = np.arange(view.size)
+    for hint, listed in [
+        (rows, held),
+        (rows[::-1], held),
+        (rows, [(i + "x")[:-1] for i in held]),
+        (rows + 1, held),
+    ]:
+        by_row = store.candidates(tenant, user, list(listed), hint.copy())
+        assert by_row.ids == by_id.ids
+        for name in ("stm", "current", "when", "n_sources", "vectors"):
+            np.testing.assert_array_equal(getattr(by_row, name), getattr(by_id, name), err_msg=name)
+        assert by_row.last_source == by_id.last_source
     found, matrix = store.full_vectors(tenant, user, ids)
     assert found == [i for i, has in zip(want.ids, want.has_vector, strict=True) if has]
     np.testing.assert_array_equal(matrix, want.vectors[want.has_vector])

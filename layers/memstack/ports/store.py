@@ -453,7 +453,12 @@ class CandidateReader(Protocol):
     (``memstack.domain.retrieval.pool``).
     """
 
-    def candidates(self, tenant: str, user_id: str, ids: builtins.list[str]) -> Candidates: ...
+    def candidates(
+        self, tenant: str, user_id: str, ids: builtins.list[str], rows: np.ndarray | None = None
+    ) -> Candidates:
+        """``rows``: what this store's rankings gave with these ids (``models.Ranked.rows``), a hint
+        it may take instead of finding each id (it checks they are the rows of these ids)."""
+        ...
 
     def full_vectors(
         self, tenant: str, user_id: str, ids: builtins.list[str]

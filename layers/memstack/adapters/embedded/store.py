@@ -502,13 +502,21 @@ class EmbeddedMemoryStore:
         )
         top = top_indices(scores, k)  # equal scores in row (write) order
         at = rows[top]
-        return Ranked(list(map(view.ids.__getitem__, at.tolist())), scores[top], view.turn[at])
+        return Ranked(list(map(view.ids.__getitem__, at.tolist())), scores[top], view.turn[at], at)
 
-    def candidates(self, tenant: str, user_id: str, ids: builtins.list[str]) -> Candidates:
-        """The pool's columns from the user's index (``ports.store.CandidateReader``): no SQL at all."""
+    def candidates(
+        self, tenant: str, user_id: str, ids: builtins.list[str], rows: np.ndarray | None = None
+    ) -> Candidates:
+        """The pool's columns from the user's index (``ports.store.CandidateReader``): no SQL at all.
+
+        ``rows``: the index rows this store's rankings gave with ``ids`` (``Ranked.rows``), taken
+        when they are this view's rows of exactly those ids, else looked up by id."""
         view = self.index(tenant, user_id)
-        found, rows = view.rows(ids)
-        at = np.array(rows, dtype=np.int64)
+        if rows is not None and view.holds(ids, rows):
+            found, at = list(ids), rows
+        else:
+            found, listed = view.rows(ids)
+            at = np.array(listed, dtype=np.int64)
         cols = view.columns
         return Candidates(
             ids=found,
@@ -519,7 +527,7 @@ class EmbeddedMemoryStore:
             consolidated=view.consolidated[at],
             rollup=view.rollup[at],
             n_sources=view.n_sources[at],
-            last_source=list(map(view.last_source.__getitem__, rows)),
+            last_source=list(map(view.last_source.__getitem__, at.tolist())),
             vectors=view.full[at],
             has_vector=view.has_full[at],
             replaced_ltm=view.replaced_ltm,
@@ -612,6 +620,7 @@ def vector_on(
         list(map(view.ids.__getitem__, positions.tolist())),
         scores[top].astype(np.float64),
         view.turn[positions],
+        positions,
     )
 
 

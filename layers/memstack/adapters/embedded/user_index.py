@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -198,6 +199,15 @@ class IndexView:
                 found.append(memory_id)
                 rows.append(row)
         return found, rows
+
+    def holds(self, ids: Sequence[str], rows: np.ndarray) -> bool:
+        """Whether ``rows`` are this view's rows of ``ids`` (one each, in order): what a ranking
+        of this view gave; one of an older index of the user (read again since) is not."""
+        if len(rows) != len(ids) or (len(rows) and int(rows.max()) >= self.size):
+            return False
+        held = self.ids
+        # The very objects the ranking took from ``ids``: an identity check each, no string compared.
+        return all(map(operator.is_, map(held.__getitem__, rows.tolist()), ids))
 
     def positions(self, rids: np.ndarray) -> np.ndarray:
         """The row of each rid, -1 for a rid this view does not hold."""

@@ -30,15 +30,21 @@ from memstack.ports.store import (
 
 
 def read_candidates(
-    store: MemoryStore, tenant: str, user_id: str, ids: list[str], known: Mapping[str, np.ndarray]
+    store: MemoryStore,
+    tenant: str,
+    user_id: str,
+    ids: list[str],
+    known: Mapping[str, np.ndarray],
+    rows: np.ndarray | None = None,
 ) -> tuple[Candidates, dict[str, MemoryRecord]]:
     """The candidates' columns, and the records read on the way (none from a ``CandidateReader``).
 
     ``known``: full vectors already read (stage 2's), so a store without the
-    extra is asked only for the others.
+    extra is asked only for the others. ``rows``: the store's rows of ``ids``, as its
+    rankings gave them (``models.Ranked.rows``), for a ``CandidateReader``.
     """
     if implements(store, CandidateReader):
-        return cast(CandidateReader, store).candidates(tenant, user_id, ids), {}
+        return cast(CandidateReader, store).candidates(tenant, user_id, ids, rows), {}
     records = store.get_many(tenant, user_id, ids)
     missing = [i for i in ids if i in records and i not in known]
     vectors = {**known, **store.embeddings(tenant, user_id, missing)} if missing else known

@@ -29,6 +29,7 @@ one shared score.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -77,7 +78,6 @@ class FieldRanks:
 
     #: each candidate once, in the order first seen (the vector ranking's first)
     ids: list[str]
-    row: dict[str, int]
     is_turn: np.ndarray  # bool per row: its field is TURNS
     #: ranking name -> per row, the rank within its field in that ranking (0: not in it)
     ranks: Mapping[str, np.ndarray]
@@ -88,9 +88,16 @@ class FieldRanks:
     columns: tuple[tuple[str, str], ...]
     #: ranking name -> its entries' rows, in its order
     at: Mapping[str, np.ndarray]
+    #: per row, the store's own row of the candidate (``Ranked.rows``), when every ranking carried them
+    store_rows: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @functools.cached_property
+    def row(self) -> dict[str, int]:
+        """``{id: row}``: made only when asked (a memory's unit turn, a test), not on every search."""
+        return dict(zip(self.ids, range(len(self.ids)), strict=True))
 
     def in_field(self, field: str) -> np.ndarray:
         """Per row: whether the candidate is in ``field``."""
@@ -106,22 +113,27 @@ class FieldRanks:
 
 def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
     """Each ranking's ranks counted within each field (from 1): a memory above a turn takes no turn's rank."""
-    # map and dict.fromkeys iterate in C: a search has a few hundred candidates, each a few lookups.
-    # A ``Ranked`` (the embedded store's) is columns already, with each id's field known.
-    ids_of = {name: _ids(ranking) for name, ranking in rankings.items()}
-    ids = list(dict.fromkeys(chain.from_iterable(ids_of.values())))
-    row = dict(zip(ids, range(len(ids)), strict=True))
-    at_of = {
-        name: np.fromiter(map(row.__getitem__, ids_of[name]), dtype=np.int64, count=len(ranking))
-        for name, ranking in rankings.items()
-    }
-    if all(isinstance(r, Ranked) and r.turn is not None for r in rankings.values() if len(r)):
-        is_turn = np.zeros(len(ids), dtype=bool)
-        for name, ranking in rankings.items():
-            if len(ranking):
-                is_turn[at_of[name]] = cast(Ranked, ranking).turn
+    found = [r for r in rankings.values() if len(r)]
+    if found and all(isinstance(r, Ranked) and r.rows is not None and r.turn is not None for r in found):
+        ids, is_turn, store_rows, at_of = _by_store_rows(rankings, cast(list[Ranked], found))
     else:
-        is_turn = np.fromiter(map(is_turn_id, ids), dtype=bool, count=len(ids))
+        # map and dict.fromkeys iterate in C: a search has a few hundred candidates, each a few lookups.
+        ids_of = {name: _ids(ranking) for name, ranking in rankings.items()}
+        ids = list(dict.fromkeys(chain.from_iterable(ids_of.values())))
+        row = dict(zip(ids, range(len(ids)), strict=True))
+        at_of = {
+            name: np.fromiter(map(row.__getitem__, ids_of[name]), dtype=np.int64, count=len(ranking))
+            for name, ranking in rankings.items()
+        }
+        store_rows = None
+        # A ``Ranked`` (the embedded store's) is columns already, with each id's field known.
+        if all(isinstance(r, Ranked) and r.turn is not None for r in found):
+            is_turn = np.zeros(len(ids), dtype=bool)
+            for name, ranking in rankings.items():
+                if len(ranking):
+                    is_turn[at_of[name]] = cast(Ranked, ranking).turn
+        else:
+            is_turn = np.fromiter(map(is_turn_id, ids), dtype=bool, count=len(ids))
     ranks, places, scores = {}, {}, {}
     columns: list[tuple[str, str]] = []
     for name, ranking in rankings.items():
@@ -146,7 +158,29 @@ def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
         other = MEMORIES if first == TURNS else TURNS
         if bool((~turn if first == TURNS else turn).any()):
             columns.append((name, other))
-    return FieldRanks(ids, row, is_turn, ranks, places, scores, tuple(columns), at_of)
+    return FieldRanks(ids, is_turn, ranks, places, scores, tuple(columns), at_of, store_rows)
+
+
+def _by_store_rows(
+    rankings: Mapping[str, Sequence[ScoredId]], found: list[Ranked]
+) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """``field_ranks``' candidates (ids, fields, store rows) and each ranking's rows, from rankings
+    that carry the store's rows: each candidate once by its store row, in numpy, no id looked up."""
+    every = np.concatenate([r.rows for r in found]) if len(found) > 1 else cast(np.ndarray, found[0].rows)
+    distinct, first = np.unique(every, return_index=True)
+    seen = np.sort(first)  # each candidate's first entry, in the order the rankings meet them
+    row_of_distinct = np.empty(len(distinct), dtype=np.int64)
+    row_of_distinct[np.argsort(first, kind="stable")] = np.arange(len(distinct))
+    row_of_entry = row_of_distinct[np.searchsorted(distinct, every)]
+    entries = list(chain.from_iterable(r.ids for r in found))
+    ids = list(map(entries.__getitem__, seen.tolist()))
+    is_turn = np.concatenate([cast(np.ndarray, r.turn) for r in found])[seen]
+    at_of: dict[str, np.ndarray] = {}
+    start = 0
+    for name, ranking in rankings.items():
+        at_of[name] = row_of_entry[start : start + len(ranking)]
+        start += len(ranking)
+    return ids, is_turn, every[seen], at_of
 
 
 def _ids(ranking: Sequence[ScoredId]) -> list[str]:
@@ -247,11 +281,19 @@ def unit_rrf(
     # -1: a record no ranking holds (only pooled records and their units' turns are looked up)
     row_at = np.fromiter(map(ranks.row.get, id_at, repeat(-1)), dtype=np.int64, count=len(id_at))
     held = row_at >= 0
-    unit = np.concatenate(unit_parts)[held]
-    at = row_at[held]
+    total = unit_rrf_of_rows(np.concatenate(unit_parts)[held], row_at[held], has_turn, ranks, weights, k)
+    return dict(zip(keys, total.tolist(), strict=True))
+
+
+def unit_rrf_of_rows(
+    unit: np.ndarray, at: np.ndarray, has_turn: np.ndarray, ranks: FieldRanks, weights: FieldWeights, k: int
+) -> np.ndarray:
+    """``unit_rrf`` by number: unit ``unit[i]`` counts the ranks of ``ranks`` row ``at[i]`` (a pair
+    listed twice changes no minimum); ``has_turn`` per unit: its turn is among the candidates."""
+    n = len(has_turn)
     total = np.zeros(n)
     if not ranks.columns:
-        return dict.fromkeys(keys, 0.0)
+        return total
     # Every (ranking, field) column at once: per unit, the best rank of its records in each.
     names = [name for name, _ in ranks.columns]
     in_turns = np.array([field == TURNS for _, field in ranks.columns])
@@ -269,7 +311,7 @@ def unit_rrf(
     # (adding 0.0 where a column found nothing leaves a sum as it was).
     for c in range(len(names)):
         total += term[:, c]
-    return dict(zip(keys, total.tolist(), strict=True))
+    return total
 
 
 #: no rank in a column: above every real one, and ``k +`` it still an int64
@@ -302,3 +344,22 @@ def member_values(
                 value = previous * (1.0 - _TIE_STEP)
             out[memory_id] = previous = value
     return out
+
+
+def member_values_of_rows(unit: np.ndarray, own: np.ndarray, fused: np.ndarray) -> np.ndarray:
+    """``member_values`` by number: per pooled record (row), its unit ``unit[row]`` (``fused`` per
+    unit) and its own fusion ``own[row]``; members of a unit in row order, as ``members`` lists them."""
+    value = fused[unit]
+    counts = np.bincount(unit, minlength=len(fused))
+    several = np.flatnonzero(counts > 1)
+    if not len(several):  # most searches: every unit one record, which carries the unit's value
+        return value
+    own_of = own.tolist()
+    for u in several.tolist():
+        previous: float | None = None
+        for j in sorted(np.flatnonzero(unit == u).tolist(), key=own_of.__getitem__, reverse=True):
+            v = float(fused[u]) if previous is None else own_of[j]
+            if previous is not None and v >= previous:
+                v = previous * (1.0 - _TIE_STEP)
+            value[j] = previous = v
+    return value

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import compress
 
 import numpy as np
 
@@ -64,7 +64,7 @@ class Fusion:
         ran = ("vector", "bm25", *feedback)  # a tuple: one summation order
         top = sum(weights[name] for name in ran) / (cfg.rrf_k + 1)
         # -1: a rollup set aside (``_pool``), in no ranking the fusion read
-        rows = np.fromiter(map(fusion.ranks.row.get, pool.ids, repeat(-1)), dtype=np.int64, count=n)
+        rows = fusion.rows
         ranked = rows >= 0
         # Each column whole, as arrays, in the order explain shows them (NaN: not in that ranking);
         # only the hits returned read theirs out (``Pool.hits``).
@@ -96,11 +96,11 @@ class Fusion:
             p_category = prototypes.query_weights(search.query_vec)
             category[with_vectors] = prototypes.affinity(p_category, facts.vectors[with_vectors])
             pool.column(col.CATEGORY)[:] = category
-        rrf = np.fromiter(map(fusion.value.__getitem__, pool.ids), dtype=np.float64, count=n)
+        rrf = fusion.value
         pool.column(col.RRF)[:] = rrf
-        pool.column(col.UNIT_RRF)[:] = list(map(fusion.fused.__getitem__, fusion.unit_of))
-        pool.column(col.RECORD_RRF)[:] = list(map(fusion.own.__getitem__, pool.ids))
-        pool.column(col.UNIT_SIZE)[:] = [len(fusion.members[key]) for key in fusion.unit_of]
+        pool.column(col.UNIT_RRF)[:] = fusion.fused[fusion.unit]
+        pool.column(col.RECORD_RRF)[:] = fusion.own
+        pool.column(col.UNIT_SIZE)[:] = np.bincount(fusion.unit, minlength=len(fusion.fused))[fusion.unit]
         scaled = rrf / top if top > 0 else np.zeros(n)
         pool.column(col.RRF_SCALED)[:] = scaled
         # What the query found at all: the same for each of its results.
@@ -116,7 +116,7 @@ class Fusion:
         pool.score = model.probabilities(scaled, best_cosine, best_coverage, category, cosines, coverages)
         pool.column(col.FUSED)[:] = pool.score
         pool.ranked(self.name)
-        return f"ok: {fusion.candidates} fused, {n} carried on in {len(fusion.members)} units"
+        return f"ok: {fusion.candidates} fused, {n} carried on in {len(fusion.fused)} units"
 
 
 def _query_signals(search: Search, cosines: np.ndarray, stm: np.ndarray) -> dict[str, float]:
@@ -144,16 +144,17 @@ def _first_and_margin(ranking: Sequence[ScoredId]) -> tuple[float, float]:
 
 @dataclass
 class _Units:
-    """The fusion: the candidates' ranks, how many were fused, each pooled one's own, its unit (per
-    pool row), each unit's members and fusion, and the value each is scored by (``units.member_values``)."""
+    """The fusion, per pooled candidate (pool row): its row in ``ranks`` (-1: a rollup set aside),
+    its own fusion, its unit, and the value it is scored by (``units.member_values_of_rows``); per
+    unit, its fusion; and how many candidates were fused."""
 
     ranks: units.FieldRanks
     candidates: int
-    own: dict[str, float]
-    unit_of: list[str]
-    members: dict[str, list[str]]
-    fused: dict[str, float]
-    value: dict[str, float]
+    rows: np.ndarray
+    own: np.ndarray
+    unit: np.ndarray
+    fused: np.ndarray
+    value: np.ndarray
 
 
 def _pool(search: Search) -> tuple[Pool, _Units]:
@@ -179,9 +180,12 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
         # Best first; a tie keeps the order the fusion met the candidates in.
         best = met[np.argsort(-own_of[met], kind="stable")][:size]
         pool_ids = list(map(ranks.ids.__getitem__, best.tolist()))
-        own = dict(zip(pool_ids, own_of[best].tolist(), strict=True))
+        # the store's own rows of them too, when its rankings gave them (and no rollup is set aside)
+        store_rows = ranks.store_rows[best] if ranks.store_rows is not None and not aside else None
         pool_ids += aside
-        facts, records = read_candidates(search.store, req.tenant, req.user_id, pool_ids, search.vectors)
+        facts, records = read_candidates(
+            search.store, req.tenant, req.user_id, pool_ids, search.vectors, store_rows
+        )
         if not facts.rollup.any():  # most users: nothing consolidated
             break
         known = {kept, *aside}
@@ -194,40 +198,124 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
         aside += found
         out = set(aside)
         rankings = {name: _without(ranking, out) for name, ranking in rankings.items()}
-    own.update((i, 0.0) for i in aside)
     pool = Pool(facts, records)
+    n = len(pool)
+    rows = _rows_of(pool.ids, pool_ids, best)
+    held = rows >= 0
+    own = np.zeros(n)  # a rollup set aside has no fusion of its own
+    own[held] = own_of[rows[held]]
+    if aside:  # a rollup set aside by the last pass is still in its ranks: it too has none
+        out = set(aside)
+        own[[j for j, i in enumerate(pool.ids) if i in out]] = 0.0
     # A turn is its own unit, and so is a rollup: joined to a turn it cites, it would take that
     # turn's evidence. A memory joins its newest source's turn.
     memories = np.flatnonzero(~(facts.stm | facts.rollup)).tolist()
-    unit_of = list(pool.ids)
-    for j in memories:
-        unit_of[j] = units.unit_key_of(req.tenant, req.user_id, pool.ids[j], False, facts.last_source[j])
-    members: dict[str, list[str]] = {}
-    for i, key in zip(pool.ids, unit_of, strict=True):
-        members.setdefault(key, []).append(i)
-    candidate_turns = set(compress(ranks.ids, ranks.is_turn.tolist()))
-    sources = _source_turns(search, pool, unit_of, memories)
     # The rollup kept restates turns: its ranks count with a memory's weights (a second view of
     # evidence), never with a turn's, as if it were all the evidence there is.
-    seconds = candidate_turns | {kept} if kept is not None else candidate_turns
-    fused = units.unit_rrf(members, seconds, ranks, cfg.field_weights, cfg.rrf_k, sources)
+    has_turn = np.zeros(n, dtype=bool)  # per candidate's own unit: its turn is a candidate
+    has_turn[held] = ranks.is_turn[rows[held]]
+    if kept is not None and kept in pool.ids:
+        has_turn[pool.ids.index(kept)] = True
+    # (unit, ranks row) of every record whose ranks count for a unit (``units.unit_rrf``): its
+    # pooled members, and for a memory's unit its turn and the older source turns of its memories.
+    if not memories:  # every candidate is a unit of its own (no extraction, or none pooled)
+        unit = np.arange(n)
+        pairs_unit, pairs_at = unit[held], rows[held]
+    else:
+        unit, has_turn, pairs_unit, pairs_at = _memory_units(
+            search, pool, memories, ranks, rows, has_turn, kept
+        )
+    fused = units.unit_rrf_of_rows(pairs_unit, pairs_at, has_turn, ranks, cfg.field_weights, cfg.rrf_k)
     # A unit's best member at the unit's value, its other members by their own evidence.
-    value = units.member_values(members, own, fused)
+    value = units.member_values_of_rows(unit, own, fused)
     if search.vector_prf and cfg.vector_prf_after > 0:
         # Dense feedback fills the places below the first ``vector_prf_after``: those are the plain fusion's.
         plain = cfg.field_weights.without(VECTOR_PRF)
         plain_of, _ = units.record_rrf(ranks, plain, cfg.rrf_k)
-        plain_own = {i: float(plain_of[ranks.row[i]]) if i in ranks.row else 0.0 for i in pool.ids}
-        plain_fused = units.unit_rrf(members, seconds, ranks, plain, cfg.rrf_k, sources)
-        value = dense_feedback.below_head(
-            units.member_values(members, plain_own, plain_fused), value, cfg.vector_prf_after
+        plain_own = np.zeros(n)
+        plain_own[held] = plain_of[rows[held]]
+        plain_fused = units.unit_rrf_of_rows(pairs_unit, pairs_at, has_turn, ranks, plain, cfg.rrf_k)
+        ids = pool.ids
+        # As dicts in ``units.member_values``' order: ``below_head`` breaks ties by it.
+        plain_value = units.member_values_of_rows(unit, plain_own, plain_fused)
+        below = dense_feedback.below_head(
+            _by_id(ids, _member_order(unit, plain_own, len(fused)), plain_value),
+            _by_id(ids, _member_order(unit, own, len(fused)), value),
+            cfg.vector_prf_after,
         )
-    n = len(pool)
-    by_value = np.fromiter(map(value.__getitem__, pool.ids), dtype=np.float64, count=n)
-    by_own = np.fromiter(map(own.__getitem__, pool.ids), dtype=np.float64, count=n)
+        value = np.fromiter(map(below.__getitem__, ids), dtype=np.float64, count=n)
     # Best value first, then best own fusion; a tie keeps the pool's order (lexsort is stable).
-    pool.order = np.lexsort((-by_own, -by_value)).tolist()
-    return pool, _Units(ranks, len(met), own=own, unit_of=unit_of, members=members, fused=fused, value=value)
+    pool.order = np.lexsort((-own, -value)).tolist()
+    return pool, _Units(ranks, len(met), rows=rows, own=own, unit=unit, fused=fused, value=value)
+
+
+def _rows_of(ids: list[str], pool_ids: list[str], best: np.ndarray) -> np.ndarray:
+    """Each pooled candidate's row in the fusion's ranks (``best``, then -1 for the rollups set aside
+    after them in ``pool_ids``); ``ids``: the candidates the store still held, in that order."""
+    rows = np.full(len(pool_ids), -1, dtype=np.int64)
+    rows[: len(best)] = best
+    if ids == pool_ids:  # the usual case: the store held every one
+        return rows
+    at = dict(zip(pool_ids, range(len(pool_ids)), strict=True))
+    return rows[[at[i] for i in ids]]
+
+
+def _memory_units(
+    search: Search,
+    pool: Pool,
+    memories: list[int],
+    ranks: units.FieldRanks,
+    rows: np.ndarray,
+    own_turn: np.ndarray,
+    kept: str | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(each candidate's unit, per unit whether its turn is a candidate, the (unit, ranks row) pairs
+    ``units.unit_rrf_of_rows`` reads) when memories join their newest source's turn."""
+    req = search.req
+    keys = list(pool.ids)
+    for j in memories:
+        keys[j] = units.unit_key_of(req.tenant, req.user_id, pool.ids[j], False, pool.facts.last_source[j])
+    index: dict[str, int] = {}
+    unit = np.fromiter((index.setdefault(key, len(index)) for key in keys), dtype=np.int64, count=len(keys))
+    n_units = len(index)
+    held = rows >= 0
+    pairs_unit, pairs_at = [unit[held]], [rows[held]]
+    has_turn = np.zeros(n_units, dtype=bool)
+    is_memory = np.zeros(len(keys), dtype=bool)
+    is_memory[memories] = True
+    own_unit = ~is_memory
+    has_turn[unit[own_unit]] = own_turn[own_unit]  # a turn's or rollup's unit: the candidate itself
+    row_of = ranks.row
+    for j in memories:  # a memory's unit: its turn's ranks, when the turn is a candidate
+        key = keys[j]
+        r = row_of.get(key)
+        if (r is not None and bool(ranks.is_turn[r])) or key == kept:
+            u = int(unit[j])
+            has_turn[u] = True
+            if r is not None:
+                pairs_unit.append(np.array([u]))
+                pairs_at.append(np.array([r]))
+    for key, more in _source_turns(search, pool, keys, memories).items():
+        found = [r for i in more if (r := row_of.get(i)) is not None]
+        if found:
+            pairs_unit.append(np.full(len(found), index[key]))
+            pairs_at.append(np.array(found, dtype=np.int64))
+    return unit, has_turn, np.concatenate(pairs_unit), np.concatenate(pairs_at)
+
+
+def _member_order(unit: np.ndarray, own: np.ndarray, n_units: int) -> list[int]:
+    """The pool rows in the order ``units.member_values`` lists them: unit by unit as first met, each
+    unit's members best own fusion first (what ``dense_feedback.below_head`` breaks ties by)."""
+    members: list[list[int]] = [[] for _ in range(n_units)]
+    for j, u in enumerate(unit.tolist()):
+        members[u].append(j)
+    own_of = own.tolist()
+    return [j for rows in members for j in sorted(rows, key=own_of.__getitem__, reverse=True)]
+
+
+def _by_id(ids: list[str], listed: list[int], values: np.ndarray) -> dict[str, float]:
+    floats = values.tolist()
+    return {ids[j]: floats[j] for j in listed}
 
 
 def _rankings(search: Search) -> dict[str, Sequence[ScoredId]]:
@@ -245,8 +333,12 @@ def _without(ranking: Sequence[ScoredId], out: set[str]) -> Sequence[ScoredId]:
     if isinstance(ranking, Ranked):
         keep = np.fromiter((i not in out for i in ranking.ids), dtype=bool, count=len(ranking))
         turn = ranking.turn[keep] if ranking.turn is not None else None
+        rows = ranking.rows[keep] if ranking.rows is not None else None
         return Ranked(
-            [i for i, k in zip(ranking.ids, keep.tolist(), strict=True) if k], ranking.scores[keep], turn
+            [i for i, k in zip(ranking.ids, keep.tolist(), strict=True) if k],
+            ranking.scores[keep],
+            turn,
+            rows,
         )
     return [c for c in ranking if c.id not in out]
 
