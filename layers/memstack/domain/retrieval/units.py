@@ -29,7 +29,6 @@ one shared score.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -89,15 +88,12 @@ class FieldRanks:
     #: ranking name -> its entries' rows, in its order
     at: Mapping[str, np.ndarray]
     #: per row, the store's own row of the candidate (``Ranked.rows``), when every ranking carried them
-    store_rows: np.ndarray | None = None
+    store_rows: np.ndarray | None
+    #: ``{id: row}``
+    row: dict[str, int]
 
     def __len__(self) -> int:
         return len(self.ids)
-
-    @functools.cached_property
-    def row(self) -> dict[str, int]:
-        """``{id: row}``: made only when asked (a memory's unit turn, a test), not on every search."""
-        return dict(zip(self.ids, range(len(self.ids)), strict=True))
 
     def in_field(self, field: str) -> np.ndarray:
         """Per row: whether the candidate is in ``field``."""
@@ -113,27 +109,28 @@ class FieldRanks:
 
 def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
     """Each ranking's ranks counted within each field (from 1): a memory above a turn takes no turn's rank."""
-    found = [r for r in rankings.values() if len(r)]
-    if found and all(isinstance(r, Ranked) and r.rows is not None and r.turn is not None for r in found):
-        ids, is_turn, store_rows, at_of = _by_store_rows(rankings, cast(list[Ranked], found))
+    # map and dict.fromkeys iterate in C: a search has a few hundred candidates, each a few lookups.
+    ids_of = {name: _ids(ranking) for name, ranking in rankings.items()}
+    ids = list(dict.fromkeys(chain.from_iterable(ids_of.values())))
+    row = dict(zip(ids, range(len(ids)), strict=True))
+    at_of = {
+        name: np.fromiter(map(row.__getitem__, ids_of[name]), dtype=np.int64, count=len(ranking))
+        for name, ranking in rankings.items()
+    }
+    found = [ranking for ranking in rankings.values() if len(ranking)]
+    store_rows: np.ndarray | None = None
+    # A ``Ranked`` (the embedded store's) is columns already, with each id's field known (and its row).
+    if all(isinstance(r, Ranked) and r.turn is not None for r in found):
+        is_turn = np.zeros(len(ids), dtype=bool)
+        if found and all(cast(Ranked, r).rows is not None for r in found):
+            store_rows = np.zeros(len(ids), dtype=np.int64)
+        for name, ranking in rankings.items():
+            if len(ranking):
+                is_turn[at_of[name]] = cast(Ranked, ranking).turn
+                if store_rows is not None:
+                    store_rows[at_of[name]] = cast(Ranked, ranking).rows
     else:
-        # map and dict.fromkeys iterate in C: a search has a few hundred candidates, each a few lookups.
-        ids_of = {name: _ids(ranking) for name, ranking in rankings.items()}
-        ids = list(dict.fromkeys(chain.from_iterable(ids_of.values())))
-        row = dict(zip(ids, range(len(ids)), strict=True))
-        at_of = {
-            name: np.fromiter(map(row.__getitem__, ids_of[name]), dtype=np.int64, count=len(ranking))
-            for name, ranking in rankings.items()
-        }
-        store_rows = None
-        # A ``Ranked`` (the embedded store's) is columns already, with each id's field known.
-        if all(isinstance(r, Ranked) and r.turn is not None for r in found):
-            is_turn = np.zeros(len(ids), dtype=bool)
-            for name, ranking in rankings.items():
-                if len(ranking):
-                    is_turn[at_of[name]] = cast(Ranked, ranking).turn
-        else:
-            is_turn = np.fromiter(map(is_turn_id, ids), dtype=bool, count=len(ids))
+        is_turn = np.fromiter(map(is_turn_id, ids), dtype=bool, count=len(ids))
     ranks, places, scores = {}, {}, {}
     columns: list[tuple[str, str]] = []
     for name, ranking in rankings.items():
@@ -158,29 +155,7 @@ def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
         other = MEMORIES if first == TURNS else TURNS
         if bool((~turn if first == TURNS else turn).any()):
             columns.append((name, other))
-    return FieldRanks(ids, is_turn, ranks, places, scores, tuple(columns), at_of, store_rows)
-
-
-def _by_store_rows(
-    rankings: Mapping[str, Sequence[ScoredId]], found: list[Ranked]
-) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """``field_ranks``' candidates (ids, fields, store rows) and each ranking's rows, from rankings
-    that carry the store's rows: each candidate once by its store row, in numpy, no id looked up."""
-    every = np.concatenate([r.rows for r in found]) if len(found) > 1 else cast(np.ndarray, found[0].rows)
-    distinct, first = np.unique(every, return_index=True)
-    seen = np.sort(first)  # each candidate's first entry, in the order the rankings meet them
-    row_of_distinct = np.empty(len(distinct), dtype=np.int64)
-    row_of_distinct[np.argsort(first, kind="stable")] = np.arange(len(distinct))
-    row_of_entry = row_of_distinct[np.searchsorted(distinct, every)]
-    entries = list(chain.from_iterable(r.ids for r in found))
-    ids = list(map(entries.__getitem__, seen.tolist()))
-    is_turn = np.concatenate([cast(np.ndarray, r.turn) for r in found])[seen]
-    at_of: dict[str, np.ndarray] = {}
-    start = 0
-    for name, ranking in rankings.items():
-        at_of[name] = row_of_entry[start : start + len(ranking)]
-        start += len(ranking)
-    return ids, is_turn, every[seen], at_of
+    return FieldRanks(ids, is_turn, ranks, places, scores, tuple(columns), at_of, store_rows, row)
 
 
 def _ids(ranking: Sequence[ScoredId]) -> list[str]:
