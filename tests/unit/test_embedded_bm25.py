@@ -1,7 +1,7 @@
 """The embedded store's BM25 from in-memory postings: FTS5's formula, the user's own collection.
 
-Scores are FTS5's ``bm25()`` to the last bit when the file holds one user; with
-more users they stay the user's own (another user's words change nothing), and
+Scores are FTS5's ``bm25()`` to the last bit over a table of the user's rows alone
+(``fts5_reference``); they stay the user's own (another user's words change nothing), and
 erasing the user leaves none of their words in any posting or memo.
 """
 
@@ -17,6 +17,8 @@ from memstack.adapters.embedded import fts
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.store import EmbeddedMemoryStore
 from memstack.models import MemoryFilters, MemoryRecord, Tier
+
+from tests.unit.fts5_reference import fts5_scores, indexed_text
 
 # Stems that differ with a leading 'y', accents FTS5 folds, digits, a word past porter's
 # 64 letters, words Python splits at (underscore, apostrophe), a word SQLite splits and
@@ -72,20 +74,11 @@ def _records(tenant: str, user: str, texts: list[str], *, copies: int = 3) -> li
 
 
 def _fts5(store: EmbeddedMemoryStore, tenant: str, user: str, query: str, table: str) -> dict[str, float]:
-    """FTS5's own scores (higher is better) of the user's rows in the store's table."""
+    """FTS5's own scores (higher is better) of the user's rows, in a table of them alone, by id."""
     conn = store.db.read()
-    uid = conn.execute(
-        "SELECT uid FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user)
-    ).fetchone()
-    match = fts.match_expression(fts.owner_prefix(uid[0]), query)
-    if match is None:
-        return {}
-    rows = conn.execute(
-        f"SELECT m.id, {fts.rank(table)} FROM {table} JOIN memories m ON m.rid = {table}.rowid "
-        f"WHERE {table} MATCH ?",
-        (match,),
-    )
-    return {i: -score for i, score in rows}
+    scores = fts5_scores(conn, tenant, user, query, ltm=table == fts.LTM)
+    ids = dict(conn.execute("SELECT rid, id FROM memories WHERE tenant = ? AND user_id = ?", (tenant, user)))
+    return {ids[rid]: score for rid, score in scores.items()}
 
 
 @pytest.mark.parametrize("tier", [None, Tier.LTM], ids=["all", "ltm"])
@@ -163,7 +156,7 @@ def test_stemming_is_sqlites_own() -> None:
     own.execute(f"CREATE VIRTUAL TABLE t USING fts5 (text, tokenize = '{fts.TOKENIZER}')")
     own.execute("CREATE VIRTUAL TABLE v USING fts5vocab (t, 'instance')")
     prefix = fts.owner_prefix(7)
-    own.execute("INSERT INTO t (text) VALUES (?)", (fts.indexed_text(prefix, " ".join(words)),))
+    own.execute("INSERT INTO t (text) VALUES (?)", (indexed_text(prefix, " ".join(words)),))
     want = [term[len(prefix) :] for (term,) in own.execute("SELECT term FROM v ORDER BY offset")]
     memo = stems.of(words)
     terms = {number: term for term, number in stems.numbers.items()}

@@ -29,6 +29,7 @@ from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, 
 from memstack.ports.store import Candidates, Derived, pinned
 
 from ..strategies import memory_filters, metadata_of
+from .fts5_reference import fts5_scores
 
 DIM = 8
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -94,33 +95,17 @@ def _brute_vector(
 def _brute_bm25(db: Database, tenant: str, user: str, query: str, k: int, f: MemoryFilters) -> list[Any]:
     """FTS5's own ``bm25()`` with the user's rows alone in a table: BM25's collection is the user's."""
     conn = db.read()
-    uid = conn.execute(
-        "SELECT uid FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user)
-    ).fetchone()
-    match = fts.match_expression(fts.owner_prefix(uid[0]), query) if uid else None
-    if match is None:
+    # A search of LTM only ranks among LTM rows (``fts.table_for``).
+    scores = fts5_scores(conn, tenant, user, query, ltm=f.tier == Tier.LTM)
+    if not scores:
         return []
-    # A search of LTM only ranks among LTM rows (their own FTS table, ``fts.LTM``).
-    table = "memories_ltm_fts" if f.tier == Tier.LTM else "memories_fts"
-    own = sqlite3.connect(":memory:")
-    own.execute(f"CREATE VIRTUAL TABLE own USING fts5 (text, tags, tokenize = '{fts.TOKENIZER}')")
-    own.executemany(
-        "INSERT INTO own (rowid, text, tags) VALUES (?, ?, ?)",
-        conn.execute(
-            f"SELECT f.rowid, f.text, f.tags FROM {table} f JOIN memories m ON m.rid = f.rowid "
-            "WHERE m.tenant = ? AND m.user_id = ?",
-            (tenant, user),
-        ).fetchall(),
-    )
-    scores = dict(own.execute("SELECT rowid, bm25(own, 1.0, 0.0) FROM own WHERE own MATCH ?", (match,)))
-    own.close()
     where, params = filter_sql(_no_metadata(f), search=True)
     rows = conn.execute(
         f"SELECT m.rid, m.id, m.metadata FROM memories m WHERE m.tenant = ? AND m.user_id = ?{where}",
         (tenant, user, *params),
     )
     kept = [
-        (row[1], -float(scores[row[0]]))
+        (row[1], scores[row[0]])
         for row in rows
         if row[0] in scores and metadata_filter.matches(json.loads(row[2]), f.metadata)
     ]
@@ -314,16 +299,6 @@ def test_lookups_by_id_use_the_id_index_not_every_row_of_the_user(
     for sql in selects:
         plan = _plan(conn, sql, ())
         assert plan == "SEARCH memories USING INDEX sqlite_autoindex_memories_1 (id=?)", plan
-
-
-def test_one_users_bm25_reads_only_that_users_postings(store: EmbeddedMemoryStore) -> None:
-    rng = np.random.default_rng(2)
-    store.put([_record(rng, "t1", "u1", i) for i in range(5)])
-    store.put([_record(rng, "t1", "u2", i).model_copy(update={"content": "tea tea tea"}) for i in range(50)])
-    match = fts.match_expression(fts.owner_prefix(1), "tea")
-    hits = store.db.read().execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (match,))
-    u1_tea = sum("tea" in r.content.split() for r in store.list("t1", "u1", MemoryFilters(), 50)[0])
-    assert hits.fetchone()[0] == u1_tea  # the other user's 50 tea rows are not even matched
 
 
 def test_no_text_can_spell_another_users_tokens(store: EmbeddedMemoryStore) -> None:

@@ -1,4 +1,4 @@
-"""A data directory written by round one (schema 0) opens, is upgraded once, and searches as before."""
+"""Older data directories (round one's schema 0; 4, with FTS5 tables) are upgraded once, search as before."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+from memstack.adapters.embedded import fts
 from memstack.adapters.embedded.database import SCHEMA_VERSION, Database
 from memstack.adapters.embedded.store import EmbeddedMemoryStore
-from memstack.models import MemoryFilters
+from memstack.models import MemoryFilters, MemoryRecord, Tier
 
 # The round-one layout of the tables the upgrade touches (adapters/embedded/database.py at dd3c3a2).
 ROUND_ONE = """
@@ -124,3 +125,62 @@ def test_a_file_from_before_metadata_filters_gets_its_terms_from_the_stored_meta
         assert [r.id for r in again.list("t1", "u1", MemoryFilters(metadata={"n": (1.0,)}), 10)[0]] == ["c"]
     finally:
         again.close()
+
+
+def _schema_4_file(path: Path) -> None:
+    """A file as memstack wrote it at schema 4: the rows, and their words in two FTS5 tables too."""
+    store = EmbeddedMemoryStore(Database(path))
+    store.put(
+        [
+            MemoryRecord(tenant="t1", user_id="u1", content="the secret is marzipan", tier=Tier.LTM),
+            MemoryRecord(tenant="t1", user_id="u1", content="marzipan again, with tea", tier=Tier.STM),
+        ]
+    )
+    store.close()
+    conn = sqlite3.connect(path)
+    for table in ("memories_fts", "memories_ltm_fts"):
+        conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5 (text, tags, tokenize = 'porter unicode61')")
+    prefix = fts.owner_prefix(1)
+    for rid, text, tier in conn.execute("SELECT rid, content, tier FROM memories").fetchall():
+        indexed = " ".join(prefix + w for w in fts.words(text))
+        for table in ("memories_fts", "memories_ltm_fts") if tier == "ltm" else ("memories_fts",):
+            conn.execute(
+                f"INSERT INTO {table} (rowid, text, tags) VALUES (?, ?, ?)", (rid, indexed, prefix + "t1")
+            )
+    conn.execute("PRAGMA user_version = 4")
+    conn.commit()
+    conn.close()
+
+
+def test_a_schema_4_file_loses_its_fts5_tables_and_their_bytes_and_searches_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "memstack.sqlite3"
+    _schema_4_file(path)
+    token = (fts.owner_prefix(1) + "marzipan").encode()
+    assert token in path.read_bytes()  # the FTS5 content table holds the prefixed words
+    store = EmbeddedMemoryStore(Database(path))
+    try:
+        conn = store.db.read()
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert (
+            conn.execute(
+                "SELECT name FROM sqlite_master WHERE sql LIKE '%fts5%' OR name LIKE '%_fts%'"
+            ).fetchall()
+            == []
+        )
+        assert len(store.bm25_search("t1", "u1", "marzipan", 10, MemoryFilters())) == 2
+        assert len(store.bm25_search("t1", "u1", "marzipan", 10, MemoryFilters(tier=Tier.LTM))) == 1
+    finally:
+        store.close()
+    # Dropped with secure_delete on: the freed pages are overwritten, the WAL checkpointed at close.
+    assert token not in path.read_bytes()
+
+
+def test_a_new_file_has_no_fts5_table_and_a_write_makes_none(tmp_path: Path) -> None:
+    store = EmbeddedMemoryStore(Database(tmp_path / "memstack.sqlite3"))
+    try:
+        store.put([MemoryRecord(tenant="t1", user_id="u1", content="tea in the garden")])
+        names = [r[0] for r in store.db.read().execute("SELECT name FROM sqlite_master")]
+        assert names and not any("fts" in name for name in names)
+        assert len(store.bm25_search("t1", "u1", "garden", 10, MemoryFilters())) == 1
+    finally:
+        store.close()

@@ -18,8 +18,8 @@ from pathlib import Path
 from memstack.adapters.embedded import fts, metadata_terms
 from memstack.errors import StorageFull
 
-#: PRAGMA user_version of a file laid out as below (round one's files are 0)
-SCHEMA_VERSION = 4
+#: PRAGMA user_version of a file laid out as below (round one's files are 0; 4 still had FTS5 tables)
+SCHEMA_VERSION = 5
 
 SCHEMA = (
     """
@@ -64,15 +64,9 @@ CREATE TABLE IF NOT EXISTS memory_sources (
     memory_id TEXT NOT NULL,
     PRIMARY KEY (tenant, user_id, source_id, memory_id)
 )""",
-    # Current, live rows only; every token carries its user's prefix (see fts.py).
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (text, tags, tokenize = '{fts.TOKENIZER}')",
-    # The same, for LTM rows only: a search of LTM memories (extraction's neighbours) reads
-    # postings of memories alone, not of every raw turn sharing a word (see fts.py).
-    "CREATE VIRTUAL TABLE IF NOT EXISTS memories_ltm_fts USING fts5 "
-    f"(text, tags, tokenize = '{fts.TOKENIZER}')",
-    # One row per user with memories: ``uid`` names the user's FTS prefix and is never
-    # reused (AUTOINCREMENT), ``generation`` is bumped by every write transaction, so
-    # (uid, generation) tells a cache whether what it holds is still the user's state.
+    # One row per user with memories: ``uid`` numbers the user (never reused: AUTOINCREMENT),
+    # ``generation`` is bumped by every write transaction, so (uid, generation) tells a
+    # cache whether what it holds is still the user's state.
     """
 CREATE TABLE IF NOT EXISTS store_users (
     uid INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -142,40 +136,22 @@ def _number_round_one_users(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE user_generations")
 
 
-def _fill_fts(conn: sqlite3.Connection) -> None:
-    """Index every current, live row in the FTS layout of this schema (``fts``)."""
-    rows = conn.execute(
-        "SELECT m.rid, u.uid, COALESCE(m.search_text, m.content), m.tier, m.kind, m.category, m.scope, "
-        "m.session_id FROM memories m JOIN store_users u ON u.tenant = m.tenant AND u.user_id = m.user_id "
-        "WHERE m.is_current = 1 AND m.deleted = 0"
-    ).fetchall()
-    for rid, uid, text, tier, kind, category, scope, session_id in rows:
-        prefix = fts.owner_prefix(uid)
-        tags = fts.row_tags(
-            prefix, tier=tier, kind=kind, category=category, scope=scope, session_id=session_id
-        )
-        for table in fts.tables_of(tier):
-            conn.execute(
-                f"INSERT INTO {table} (rowid, text, tags) VALUES (?, ?, ?)",
-                (rid, fts.indexed_text(prefix, text), tags),
-            )
-
-
 def create_or_upgrade(conn: sqlite3.Connection) -> None:
     """Create the schema, or bring an older file to it, in one transaction (safe to race).
 
-    An older file's FTS index is rebuilt from its rows (a new file's is empty).
+    An older file's FTS5 tables go (no search has read them since BM25 is scored from
+    the postings beside each user's index, ``postings``); with ``secure_delete`` on,
+    their pages are overwritten as they are freed, and later writes reuse them.
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
         if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
             _add_round_one_columns(conn)
-            for table in fts.TABLES:
+            for table in fts.DROPPED_TABLES:
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
             for statement in SCHEMA:
                 conn.execute(statement)
             _number_round_one_users(conn)
-            _fill_fts(conn)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         # Their own checks (not the version): added beside the layout above without renumbering it.
         metadata_terms.ensure_table(conn)

@@ -3,18 +3,19 @@
 FTS5 ranked a search among every user's rows of the shared table: its row count,
 average length and document frequencies were the file's, so another user's words
 changed my scores (and an LTM search among raw turns cost what the whole table
-held). Here the collection is the user's own: the rows FTS5 would match for them
-(current and live; LTM rows only for an LTM search, ``fts.table_for``), with
+held). Here the collection is the user's own: the rows FTS5 would have matched for
+them (current and live; LTM rows only for an LTM search, ``fts.table_for``), with
 FTS5's own ``bm25()`` formula and constants, its tokens and its per-phrase sum,
-so a file holding one user scores exactly as ``bm25()`` does
-(tests/unit/test_embedded_bm25.py).
+so a user's scores are exactly those ``bm25()`` gives over a table of that user's
+rows alone (tests/unit/test_embedded_bm25.py). The file holds no FTS5 table since
+schema 5: nothing read them once these postings scored every search.
 
-Tokens are FTS5's: each word (``fts.words``, what ``fts.indexed_text`` indexes) is
-tokenised and stemmed by SQLite's own ``porter unicode61`` tokenizer, in a
-throw-away in-memory table read through ``fts5vocab``, and remembered per user
-(``Stems``): nothing of a user's text is kept outside that user's index, which
-erase drops. Every word carries the same owner prefix FTS5's words carry, since
-porter reads a leading 'y' differently after consonants.
+Tokens are FTS5's: each word (``fts.words``) is tokenised and stemmed by SQLite's
+own ``porter unicode61`` tokenizer, in a throw-away in-memory table read through
+``fts5vocab``, and remembered per user (``Stems``): nothing of a user's text is
+kept outside that user's index, which erase drops. Every word carries the same
+owner prefix FTS5's words carried, since porter reads a leading 'y' differently
+after consonants.
 
 Postings are append-only, like the index's rows: a term's arrays are replaced
 (never changed) when rows are added, and a reader ignores rows past its view's
@@ -101,7 +102,7 @@ class Stems:
         return self._single
 
     def query(self, query: str) -> list[int]:
-        """The query's phrases as FTS5 would match them (``fts.match_expression``), one term each.
+        """The query's phrases as an FTS5 MATCH of its content words would match them, one term each.
 
         Distinct words in order; two words with one stem are two phrases, as in FTS5.
         A word FTS5 would split in two (a character SQLite's tokenizer does not count as

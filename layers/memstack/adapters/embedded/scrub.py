@@ -1,21 +1,21 @@
 """Making an erased user's bytes leave the file without making anyone else wait.
 
-Two things keep deleted text in the SQLite file after an erase commits: an
-FTS5 delete only marks tokens until the index is merged, and the WAL holds
-the pages as they were until a checkpoint copies the new pages back and
-truncates it. A ``TRUNCATE`` checkpoint has to wait for every reader still on
-an older snapshot, and while it waits it holds the writer lock: with another
-process reading for 45 s, every other user's add waited behind it and then
-failed ``database is locked``.
+What keeps deleted text in the SQLite file after an erase commits (its rows
+are overwritten in the database pages: ``secure_delete``) is the WAL, which
+holds the pages as they were until a checkpoint copies the new pages back and
+truncates it. (Until schema 5 an FTS5 delete also only marked tokens until
+the index was merged; the FTS5 tables are gone.) A ``TRUNCATE`` checkpoint has
+to wait for every reader still on an older snapshot, and while it waits it
+holds the writer lock: with another process reading for 45 s, every other
+user's add waited behind it and then failed ``database is locked``.
 
-So the scrub (merge, then truncate) is only ever *tried*: the checkpoint
-runs with no busy wait and gives up at once when a reader or a writer is in
-the way, and a full disk fails the merge without failing the erase. When it
-cannot happen now it is owed: a marker row says so (another process, or this
-one after a restart, finishes it) and a background thread tries again, backing
-off, until it succeeds. The erased text is unreadable through SQL from the
-erase's commit on; its bytes leave the file once the last reader that began
-before the erase has finished (and, on a full disk, once there is room to merge).
+So the scrub (the truncating checkpoint) is only ever *tried*: it runs with
+no busy wait and gives up at once when a reader or a writer is in the way.
+When it cannot happen now it is owed: a marker row says so (another process,
+or this one after a restart, finishes it) and a background thread tries
+again, backing off, until it succeeds. The erased text is unreadable through
+SQL from the erase's commit on; its bytes leave the file once the last reader
+that began before the erase has finished.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import sqlite3
 import threading
 import time
 
-from memstack.adapters.embedded import fts
 from memstack.adapters.embedded.database import Database
 from memstack.errors import StorageFull
 
@@ -41,10 +40,10 @@ class Scrubber:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._merged = True
+        self._scrubbed = True
         db.on_close(self.close)
         if self.owed():  # an erase of an earlier run (or of another process) left it owed
-            self._merged = False
+            self._scrubbed = False
             self._start()
 
     def owed(self) -> bool:
@@ -54,11 +53,11 @@ class Scrubber:
             .execute("SELECT 1 FROM kv WHERE namespace = ? AND key = ?", (_NAMESPACE, _KEY))
             .fetchone()
         )
-        return row is not None or not self._merged
+        return row is not None or not self._scrubbed
 
     def request(self) -> bool:
         """Scrub now if nothing is in the way, else owe it; True when it is done now."""
-        self._merged = False
+        self._scrubbed = False
         with contextlib.suppress(StorageFull), self.db.write() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO kv (namespace, key, value) VALUES (?, ?, ?)",
@@ -72,15 +71,7 @@ class Scrubber:
         return False
 
     def _try(self) -> bool:
-        """One attempt that never waits: merge the FTS index (once), checkpoint and truncate the WAL."""
-        if not self._merged:
-            try:
-                with self.db.write() as conn:
-                    for table in fts.TABLES:
-                        conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-            except StorageFull:
-                return False
-            self._merged = True
+        """One attempt that never waits: checkpoint and truncate the WAL."""
         with self.db.maintenance() as conn:
             conn.execute("PRAGMA busy_timeout = 0")
             try:
@@ -93,6 +84,7 @@ class Scrubber:
             return False
         with contextlib.suppress(StorageFull), self.db.write() as conn:
             conn.execute("DELETE FROM kv WHERE namespace = ? AND key = ?", (_NAMESPACE, _KEY))
+        self._scrubbed = True
         return True
 
     def _start(self) -> None:
@@ -115,8 +107,8 @@ class Scrubber:
 
         Waits for an attempt in progress to end: the database closes its
         connections next, and closing one under a running statement crashes the
-        process. An attempt is short: the checkpoint never waits, the merge at
-        most SQLite's busy timeout.
+        process. An attempt is short: the checkpoint never waits, its marker's
+        delete at most SQLite's busy timeout.
         """
         self._stop.set()
         thread = self._thread

@@ -98,23 +98,8 @@ class EmbeddedMemoryStore:
             cur = conn.execute(INSERT, insert_values(r, generation))
         except sqlite3.IntegrityError as exc:
             raise Conflict(f"memory {r.id} already exists") from exc
-        if not r.deleted:
-            prefix = fts.owner_prefix(uid)
-            tags = fts.row_tags(
-                prefix,
-                tier=str(r.tier),
-                kind=str(r.kind),
-                category=str(r.category) if r.category else None,
-                scope=str(r.scope),
-                session_id=r.session_id,
-            )
-            for table in fts.tables_of(str(r.tier)):
-                conn.execute(
-                    f"INSERT INTO {table} (rowid, text, tags) VALUES (?, ?, ?)",
-                    (cur.lastrowid, fts.indexed_text(prefix, r.indexed_text), tags),
-                )
-            if r.metadata and cur.lastrowid is not None:
-                metadata_terms.add(conn, uid, cur.lastrowid, r.metadata)
+        if not r.deleted and r.metadata and cur.lastrowid is not None:
+            metadata_terms.add(conn, uid, cur.lastrowid, r.metadata)
         conn.executemany(
             "INSERT OR IGNORE INTO memory_sources (tenant, user_id, source_id, memory_id) VALUES (?,?,?,?)",
             [(r.tenant, r.user_id, s, r.id) for s in r.source_ids],
@@ -149,9 +134,7 @@ class EmbeddedMemoryStore:
                 "UPDATE memories SET is_current = 0, superseded_at = ?, row_gen = ? WHERE rid = ?",
                 (new.created_at.timestamp(), generation, row["rid"]),
             )
-            # Superseded text leaves the BM25 index; history reads it from the row.
-            for table in fts.TABLES:
-                conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (row["rid"],))
+            # Superseded text leaves BM25 by the index's own columns (``postings``); history reads the row.
             self._insert(conn, new, uid, generation)
 
     def mark(self, tenant: str, user_id: str, ids: list[str], **fields: object) -> int:
@@ -219,41 +202,29 @@ class EmbeddedMemoryStore:
                 "INSERT OR REPLACE INTO erasures (key, erased_at, expires_at) VALUES (?, ?, ?)",
                 (erasure_key(tenant, user_id), now, now + RETENTION_SECONDS),
             )
-            rids = [
-                r["rid"]
-                for r in conn.execute(
-                    "SELECT rid FROM memories WHERE tenant = ? AND user_id = ?", (tenant, user_id)
-                )
-            ]
-            # No incremental merge inside the erase: merging other users' segments could write
-            # megabytes (an erase on a full disk has only the reserve); the scrub merges after.
-            for table in fts.TABLES:
-                conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('automerge', 0)")
-                conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(rid,) for rid in rids])
-                conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('automerge', 4)")
             uid = self._uid(tenant, user_id, conn)
             if uid is not None:
                 metadata_terms.erase(conn, uid)
-            conn.execute("DELETE FROM memories WHERE tenant = ? AND user_id = ?", (tenant, user_id))
+            erased = conn.execute(
+                "DELETE FROM memories WHERE tenant = ? AND user_id = ?", (tenant, user_id)
+            ).rowcount
             conn.execute("DELETE FROM memory_sources WHERE tenant = ? AND user_id = ?", (tenant, user_id))
             # The user's uid goes too: a later write starts a new uid (never reused), which
             # tells every cache, in this process or another, that its copy is gone.
             conn.execute("DELETE FROM store_users WHERE tenant = ? AND user_id = ?", (tenant, user_id))
         self._indexes.drop(tenant, user_id)
         self.compact()
-        return {"memories": len(rids)}
+        return {"memories": erased}
 
     def compact(self) -> bool:
-        """Make deleted text unreadable in the file: merge the FTS index and empty the WAL.
+        """Make deleted text unreadable in the file: empty the WAL.
 
-        An FTS5 delete only marks tokens deleted; they stay in the index's data
-        blocks until a merge (this SQLite has no FTS5 secure-delete), so the
-        index is optimised (merged into one segment). The WAL still holds the
-        pages as they were before the delete until a checkpoint copies the new
-        ones back and truncates it. A reader holding an older snapshot delays
-        that, and waiting for it would hold every writer, so it happens now when
-        nothing is in the way and otherwise as soon as it can (``scrub.py``).
-        True when it happened now.
+        Deleted rows are overwritten in the database pages (``secure_delete``), but
+        the WAL still holds the pages as they were before the delete until a
+        checkpoint copies the new ones back and truncates it. A reader holding an
+        older snapshot delays that, and waiting for it would hold every writer, so
+        it happens now when nothing is in the way and otherwise as soon as it can
+        (``scrub.py``). True when it happened now.
         """
         return self.scrubber.request()
 
