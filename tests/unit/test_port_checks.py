@@ -16,6 +16,12 @@ class Bare:
     pass
 
 
+class Slotted:
+    """No ``__dict__``: nothing but its class can give it a member."""
+
+    __slots__ = ()
+
+
 class Proxy:
     """Forwards every attribute to what it wraps: only the instance knows what it has."""
 
@@ -44,12 +50,15 @@ def test_implements_answers_as_isinstance_for_classes_proxies_and_instances() ->
         (Bare(), ReadView),
         (bare_with_method, ReadView),  # an instance attribute supplies the method
         (Bare(), ReadView),  # ...and does not make its class implement it
+        (Slotted(), ReadView),
         (Proxy(Full()), ReadView),
         (Proxy(Bare()), ReadView),
         (Full(), CandidateReader),
         (Full(), ExactVectors),
         (Sized(), WithData),  # a port with data members: never decided by the class
         (Bare(), WithData),
+        (Proxy(Sized()), WithData),
+        (Proxy(Bare()), WithData),
     ]
     for _ in range(2):  # the second time from the per-class answer
         for obj, port in cases:

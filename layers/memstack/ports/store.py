@@ -18,6 +18,7 @@ every backend runs.
 from __future__ import annotations
 
 import builtins
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -354,21 +355,50 @@ def pinned(store: MemoryStore, tenant: str, user_id: str) -> MemoryStore:
 def implements(obj: object, port: type) -> bool:
     """``isinstance(obj, port)`` for a runtime-checkable port (an optional extra of a store), without
     its cost (~8 µs on Python 3.11, a few per search) when ``obj``'s class defines every method the
-    port names: that is decided once per class. Only an object whose class lacks some is looked at
-    itself (a proxy's ``__getattr__`` or an instance attribute may supply them)."""
+    port names: that is decided once per class. An object whose class lacks some is looked at itself
+    (a proxy's ``__getattr__`` or an instance attribute may supply them): only for the members its
+    class lacks, and ``isinstance`` asked only when the object has every one of them."""
     key = (type(obj), port)
-    known = _CLASS_IMPLEMENTS.get(key)
+    known = _CLASS_LACKS.get(key)
     if known is None:
-        try:
-            known = issubclass(key[0], port)
-        except TypeError:  # a port with data members: only an instance can say
-            known = False
-        _CLASS_IMPLEMENTS[key] = known
-    return known or isinstance(obj, port)
+        known = _CLASS_LACKS[key] = _lacks(key[0], port)
+    lacks, plain = known
+    if not lacks:
+        return True
+    # One member missing from the object answers no, as ``isinstance`` would (it asks ``hasattr`` of each).
+    if lacks is not _UNKNOWN:
+        own = getattr(obj, "__dict__", None) if plain else None
+        for name in lacks:
+            if plain:  # no ``__getattr__``: only the instance's own attributes can add a member
+                if own is None or name not in own:
+                    return False
+            elif not hasattr(obj, name):
+                return False
+    return isinstance(obj, port)
 
 
-#: (class, port) -> whether the class itself defines every method of the port
-_CLASS_IMPLEMENTS: dict[tuple[type, type], bool] = {}
+def _lacks(cls: type, port: type) -> tuple[tuple[str, ...], bool]:
+    """(the port's members ``cls`` does not define, whether its instances look attributes up only in
+    the class and their own ``__dict__``). No members: it implements the port; ``_UNKNOWN``: the
+    class alone cannot say which (a port with data members, or members Python does not list)."""
+    plain = not hasattr(cls, "__getattr__") and cls.__getattribute__ is object.__getattribute__
+    try:
+        if issubclass(cls, port):
+            return (), plain
+    except TypeError:  # a port with data members: only an instance can say
+        pass
+    members = getattr(port, "__protocol_attrs__", None)  # Python 3.12+
+    if members is None:
+        get_attrs = getattr(typing, "_get_protocol_attrs", None)  # Python 3.11
+        members = get_attrs(port) if get_attrs is not None else None
+    lacks = tuple(sorted(name for name in members or () if not hasattr(cls, name)))
+    return lacks or _UNKNOWN, plain
+
+
+#: ``_lacks``' answer when only ``isinstance`` can say
+_UNKNOWN: tuple[str, ...] = ("",)
+#: (class, port) -> ``_lacks``' answer for them
+_CLASS_LACKS: dict[tuple[type, type], tuple[tuple[str, ...], bool]] = {}
 
 
 @dataclass(frozen=True)

@@ -82,8 +82,8 @@ class Searchable:
     #: rows allowed that have a vector (the vector search ranks these), and a full vector (the exact one)
     vector_rows: np.ndarray
     full_rows: np.ndarray
-    #: rows in the FTS table the filters search (current and live; LTM only for an LTM
-    #: search, ``fts.table_for``), and how many of them are allowed
+    #: rows BM25 ranks among for these filters (current and live; LTM only for an LTM search,
+    #: ``fts.table_for``: the rows FTS5 held before schema 5), and how many of them are allowed
     indexed: int
     indexed_allowed: int
 
@@ -95,7 +95,7 @@ class IndexView:
     uid: int
     generation: int
     size: int
-    rids: np.ndarray  # int64, ascending: the FTS rowids of the rows
+    rids: np.ndarray  # int64, ascending: the rows' ``memories.rid``
     ids: list[str]  # shared and append-only: read it only below ``size``
     coarse: np.ndarray  # float32 (size, dim); zeros where a row has no vector
     has_vector: np.ndarray  # bool
@@ -170,7 +170,7 @@ class IndexView:
         return found
 
     def indexed(self, ltm: bool) -> np.ndarray:
-        """The rows FTS5 would hold for the user: current and live, and LTM ones for an LTM search."""
+        """The rows BM25 ranks among (``postings``): current and live, and LTM ones for an LTM search."""
         return self._indexed_ltm if ltm else self._indexed
 
     @functools.cached_property
@@ -473,7 +473,7 @@ class UserIndex:
         self._text.append(
             start,
             [r[_TEXT] or "" for r in rows],
-            # FTS5 counts a row's tags in its length: tier, kind, category, scope, and the session
+            # A row's length counts its tags, as FTS5's did: tier, kind, category, scope, and the session
             [4 + (r[_SESSION] is not None) for r in rows],
             [r[_TIER] == Tier.LTM.value for r in rows],
         )
