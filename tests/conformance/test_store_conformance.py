@@ -17,7 +17,7 @@ from memstack.domain import versions
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import BadRequest, Conflict
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
-from memstack.ports.store import CandidateVectors, HybridCandidates, ReadView, SourcesInOneRead, pinned
+from memstack.ports.store import HybridCandidates, ReadView, RescoredCandidates, SourcesInOneRead, pinned
 
 from .conftest import COARSE_DIM, FULL_DIM
 
@@ -526,18 +526,29 @@ def test_a_read_view_answers_as_the_store_and_only_for_its_user(store: Any) -> N
     assert later.id in {h.id for h in fresh.bm25_search("t1", "u1", "retriever puppy", 10, MemoryFilters())}
 
 
-def test_candidate_vectors_equal_the_search_and_its_embeddings(store: Any) -> None:
-    if not isinstance(store, CandidateVectors):
-        pytest.skip("this backend reads candidates and their vectors separately")
-    put_docs(store)
-    q = _coarse("retriever puppy")
-    hits, full = store.vector_candidates("t1", "u1", q, 4, MemoryFilters())
-    assert hits == store.vector_search("t1", "u1", q, 4, MemoryFilters())
-    expected = store.embeddings("t1", "u1", [h.id for h in hits])
-    assert set(full) == set(expected) and len(hits) == 4
-    for memory_id, vector in expected.items():
-        np.testing.assert_array_equal(full[memory_id], vector)
-    assert store.vector_candidates("t2", "u1", q, 4, MemoryFilters()) == ([], {})
+def test_rescored_candidates_rank_the_search_hits_by_their_full_vectors(store: Any) -> None:
+    if not isinstance(store, RescoredCandidates):
+        pytest.skip("this backend ships the candidates' vectors to be ranked in the pipeline")
+    rng = np.random.default_rng(5)
+    records = [random_record(rng, f"doc {i}") for i in range(40)]
+    # the query is near record 0, which has no full vector: a coarse hit the ranking leaves out
+    full_query = np.asarray(records[0].embedding_full, dtype=np.float32) + rng.normal(size=FULL_DIM) * 0.05
+    full_query = (full_query / np.linalg.norm(full_query)).astype(np.float32)
+    records[0] = records[0].model_copy(update={"embedding_full": None})
+    store.put(records)
+    coarse = coarse_prefix(full_query, COARSE_DIM)
+    hits = store.vector_search("t1", "u1", coarse, 25, MemoryFilters())
+    vectors = store.embeddings("t1", "u1", [h.id for h in hits])
+    ids = [h.id for h in hits if h.id in vectors]
+    scores = np.asarray([vectors[i] for i in ids], dtype=np.float32) @ full_query
+    order = np.argsort(-scores, kind="stable")  # the pipeline's ranking: ties keep the coarse order
+
+    rescored = store.rescored_candidates("t1", "u1", coarse, full_query, 25, MemoryFilters())
+
+    assert [h.id for h in rescored] == [ids[i] for i in order]
+    assert len(rescored) < len(hits)  # the row without a full vector was a coarse hit, and is gone
+    np.testing.assert_allclose([h.score for h in rescored], scores[order], atol=1e-6)
+    assert store.rescored_candidates("t2", "u1", coarse, full_query, 25, MemoryFilters()) == []
 
 
 def test_sources_in_one_read_equal_one_read_each(store: Any) -> None:

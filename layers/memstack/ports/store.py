@@ -183,7 +183,7 @@ class HybridCandidates(Protocol):
 
     OpenSearch sends both queries in one ``_msearch``; DynamoDB ranks both from
     one partition snapshot. When stage 2 takes the two-stage path (no exact
-    answer, no ``CandidateVectors``), it asks this with stage 3's first BM25
+    answer, no ``RescoredCandidates``), it asks this with stage 3's first BM25
     query (the request's text, ``bm25_candidates``, the search's filters) and
     stage 3 takes that ranking instead of asking again
     (``memstack.domain.retrieval.hybrid``); without the extra the stages call
@@ -247,20 +247,30 @@ class Bm25WithTermCounts(Protocol):
 
 
 @runtime_checkable
-class CandidateVectors(Protocol):
-    """Optional extra of a store: the coarse candidates and their full vectors in one read.
+class RescoredCandidates(Protocol):
+    """Optional extra of a store: the coarse candidates ranked by their full vectors, in the store.
 
-    The rescoring pass always wants the full vectors of the coarse pass's
-    candidates; a remote store (PostgreSQL) returns them with the candidates
-    instead of in a second round trip. The pipeline uses it when
-    ``isinstance(store, CandidateVectors)``; the results are the same as
-    ``vector_search`` followed by ``embeddings``.
+    The two-stage path ranks the coarse pass's candidates by the dot product of
+    their full vectors with the full query vector. A remote store (PostgreSQL)
+    does that where the vectors are and returns ids and scores only, instead of
+    shipping every candidate's full vector to be ranked here (400 vectors of
+    384 floats: most of the stage's time). The pipeline uses it when
+    ``isinstance(store, RescoredCandidates)``; the ranking is the one
+    ``vector_search``, ``embeddings`` and that dot product give (a candidate
+    without a full vector left out, ties in the coarse order), up to float32
+    rounding in the last place.
     """
 
-    def vector_candidates(
-        self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
-    ) -> tuple[builtins.list[ScoredId], dict[str, np.ndarray]]:
-        """(``vector_search``'s hits, the full vectors of those hits that have one)."""
+    def rescored_candidates(
+        self,
+        tenant: str,
+        user_id: str,
+        query_coarse: np.ndarray,
+        query_full: np.ndarray,
+        k: int,
+        filters: MemoryFilters,
+    ) -> builtins.list[ScoredId]:
+        """``vector_search``'s ``k`` hits that have a full vector, by full dot product, best first."""
         ...
 
 

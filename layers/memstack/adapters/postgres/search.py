@@ -24,7 +24,9 @@ rows exactly instead, in the same statement: a user with fewer rows than
 ``exact_below`` (an exact scan is then cheaper than the graph), and an index
 scan that came back short (its ``hnsw.max_scan_tuples`` budget ran out before
 ``k`` rows passed the filter). So a filtered search returns ``k`` results
-whenever ``k`` rows match.
+whenever ``k`` rows match. Given the full query vector, the same statement
+then ranks those ``k`` by their full vectors (``RescoredCandidates``): only
+ids and scores leave the server.
 """
 
 from __future__ import annotations
@@ -144,15 +146,18 @@ def _ids_only() -> str:
     return "SELECT id, 1 - dist AS score FROM found ORDER BY dist, id LIMIT :k"
 
 
-def _with_full_vectors(schema: str) -> str:
-    # Each hit's row by its primary key. A plain join let the planner hash the user's every
-    # row instead (a sequential scan of 10,000 rows for 400 hits: a third of the statement);
-    # the LIMIT keeps the lateral subquery from being flattened back into that join.
-    return f"""SELECT f.id, 1 - f.dist AS score, vector_send(v.embedding_full) AS embedding
+def _rescored(schema: str) -> str:
+    # Each hit's full vector by its primary key, ranked here against the full query vector: the
+    # rows' 1.5 kB vectors never leave the server (shipping 400 of them to rank in Python was
+    # most of the statement's time). A plain join let the planner hash the user's every row
+    # instead; the LIMIT keeps the lateral subquery from being flattened back into that join.
+    # ``<#>`` is the negative inner product: the score is the dot product stage 2 ranks by.
+    return f"""SELECT f.id, v.score
 FROM (SELECT id, dist FROM found ORDER BY dist, id LIMIT :k) f
 CROSS JOIN LATERAL (
-    SELECT m.embedding_full FROM {schema}.memories m WHERE {OWNER} AND m.id = f.id LIMIT 1) v
-ORDER BY f.dist, f.id"""
+    SELECT -(m.embedding_full <#> CAST(:q_full AS vector)) AS score FROM {schema}.memories m
+    WHERE {OWNER} AND m.id = f.id AND m.embedding_full IS NOT NULL LIMIT 1) v
+ORDER BY v.score DESC, f.dist, f.id"""
 
 
 def vector_sql(
@@ -162,11 +167,12 @@ def vector_sql(
     filters: MemoryFilters,
     exact_below: int,
     *,
-    with_full: bool = False,
+    query_full: np.ndarray | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The statement and its parameters: ids with their coarse cosine similarity, best first.
 
-    ``with_full`` adds each hit's full vector (``embedding``, pgvector's binary form).
+    ``query_full``: the same hits (those with a full vector) scored and ranked instead by the dot
+    product of their full vector with it (ties in the coarse order).
     """
     where, params = filter_sql(filters, search=True)
     candidates = f"{OWNER} AND m.embedding_coarse IS NOT NULL{where}"
@@ -193,5 +199,8 @@ found AS (
      ORDER BY dist, id
      LIMIT :k)
 )
-{_with_full_vectors(schema) if with_full else _ids_only()}"""
-    return sql, {"q": vector_text(query_coarse), "k": k, "exact_below": exact_below, **params}
+{_ids_only() if query_full is None else _rescored(schema)}"""
+    params.update(q=vector_text(query_coarse), k=k, exact_below=exact_below)
+    if query_full is not None:
+        params["q_full"] = vector_text(query_full)
+    return sql, params

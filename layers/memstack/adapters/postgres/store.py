@@ -323,23 +323,21 @@ class PostgresMemoryStore:
         rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
         return [ScoredId(id=r["id"], score=float(r["score"])) for r in rows]
 
-    def vector_candidates(
-        self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
-    ) -> tuple[builtins.list[ScoredId], dict[str, np.ndarray]]:
-        """The coarse hits and their full vectors in one statement (``ports.store.CandidateVectors``)."""
-        if self.executor.max_result_bytes is not None and k * (4 * self.embedding_dim + 64) > (
-            self.executor.max_result_bytes
-        ):
-            # Too many vectors for one answer (the Data API's 1 MB): two reads instead.
-            hits = self.vector_search(tenant, user_id, query_coarse, k, filters)
-            return hits, self.embeddings(tenant, user_id, [h.id for h in hits])
+    def rescored_candidates(
+        self,
+        tenant: str,
+        user_id: str,
+        query_coarse: np.ndarray,
+        query_full: np.ndarray,
+        k: int,
+        filters: MemoryFilters,
+    ) -> builtins.list[ScoredId]:
+        """The coarse hits ranked by full dot product, one statement (``ports.store.RescoredCandidates``)."""
         sql, params = search.vector_sql(
-            self.schema, query_coarse, k, filters, self.exact_below, with_full=True
+            self.schema, query_coarse, k, filters, self.exact_below, query_full=query_full
         )
         rows = self.executor.query(sql, {"tenant": tenant, "user_id": user_id, **params})
-        hits = [ScoredId(id=r["id"], score=float(r["score"])) for r in rows]
-        full = {r["id"]: v for r in rows if (v := vector_from_binary(r["embedding"])) is not None}
-        return hits, full
+        return [ScoredId(id=r["id"], score=float(r["score"])) for r in rows]
 
     def embeddings(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}

@@ -15,12 +15,12 @@ import numpy as np
 
 from memstack.domain.retrieval import hybrid
 from memstack.domain.retrieval.config import RetrievalConfig
-from memstack.domain.retrieval.pool import full_vectors, stacked
+from memstack.domain.retrieval.pool import full_vectors
 from memstack.domain.retrieval.stage import Search
 from memstack.domain.retrieval.types import SearchRequest
 from memstack.domain.vectors import coarse_prefix
 from memstack.models import MemoryFilters, ScoredId
-from memstack.ports.store import CandidateVectors, ExactVectors, MemoryStore, implements
+from memstack.ports.store import ExactVectors, MemoryStore, RescoredCandidates, implements
 
 
 class VectorSearch:
@@ -62,20 +62,19 @@ def vector_search(
         if exact is not None:
             return exact, {}
     coarse = coarse_prefix(query_vec, config.coarse_dim)
-    found: Sequence[ScoredId]
-    if implements(store, CandidateVectors):  # a remote store: hits and vectors in one round trip
-        found, full = cast(CandidateVectors, store).vector_candidates(
-            req.tenant, req.user_id, coarse, candidates, filters
+    if implements(store, RescoredCandidates):  # a remote store: ranked where the vectors are
+        rescored = cast(RescoredCandidates, store).rescored_candidates(
+            req.tenant, req.user_id, coarse, np.asarray(query_vec, dtype=np.float32), candidates, filters
         )
-        ids, matrix = stacked([c.id for c in found], full)
+        return rescored, {}
+    found: Sequence[ScoredId]
+    if coarse_search is not None:
+        found = coarse_search(coarse)
     else:
-        if coarse_search is not None:
-            found = coarse_search(coarse)
-        else:
-            found = store.vector_search(req.tenant, req.user_id, coarse, candidates, filters)
-        if not found:
-            return [], {}
-        ids, matrix, full = full_vectors(store, req.tenant, req.user_id, [c.id for c in found])
+        found = store.vector_search(req.tenant, req.user_id, coarse, candidates, filters)
+    if not found:
+        return [], {}
+    ids, matrix, full = full_vectors(store, req.tenant, req.user_id, [c.id for c in found])
     if not ids:
         return [], full
     scores = matrix @ np.asarray(query_vec, dtype=np.float32)

@@ -1,4 +1,4 @@
-"""Stage 2 on a store that returns the coarse hits with their full vectors (one round trip)."""
+"""Stage 2 on a store that ranks the coarse hits by their full vectors itself (one round trip)."""
 
 from __future__ import annotations
 
@@ -6,25 +6,33 @@ import numpy as np
 from memstack.domain.retrieval.stages.vector import vector_search
 from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import MemoryFilters, ScoredId
-from memstack.ports.store import CandidateVectors
+from memstack.ports.store import RescoredCandidates
 from memstack.service import MemoryService
 
 from tests.retrieval.helpers import REF, T, U, put, record
 
 
-class OneRoundTrip:
-    """Only ``vector_candidates``: stage 2 must not fall back to the two-read path."""
+class RanksInTheStore:
+    """Only ``rescored_candidates``: stage 2 must neither read vectors nor rank them itself."""
 
     def __init__(self, inner: MemoryService) -> None:
         self.inner = inner.store
-        self.calls = 0
+        self.calls: list[np.ndarray] = []
 
-    def vector_candidates(
-        self, tenant: str, user_id: str, query_coarse: np.ndarray, k: int, filters: MemoryFilters
-    ) -> tuple[list[ScoredId], dict[str, np.ndarray]]:
-        self.calls += 1
+    def rescored_candidates(
+        self,
+        tenant: str,
+        user_id: str,
+        query_coarse: np.ndarray,
+        query_full: np.ndarray,
+        k: int,
+        filters: MemoryFilters,
+    ) -> list[ScoredId]:
+        self.calls.append(query_full)
         hits = self.inner.vector_search(tenant, user_id, query_coarse, k, filters)
-        return hits, self.inner.embeddings(tenant, user_id, [h.id for h in hits])
+        full = self.inner.embeddings(tenant, user_id, [h.id for h in hits])
+        scored = [ScoredId(id=h.id, score=float(full[h.id] @ query_full)) for h in hits if h.id in full]
+        return sorted(scored, key=lambda h: -h.score)
 
     def vector_search(self, *args: object) -> list[ScoredId]:
         raise AssertionError("a second read: vector_search")
@@ -33,7 +41,7 @@ class OneRoundTrip:
         raise AssertionError("a second read: embeddings")
 
 
-def test_stage_two_reads_hits_and_vectors_in_one_call_and_ranks_the_same(service: MemoryService) -> None:
+def test_stage_two_takes_the_stores_ranking_and_ranks_the_same(service: MemoryService) -> None:
     put(
         service,
         record(service, "I adopted a greyhound called Pixel", "m1"),
@@ -44,12 +52,13 @@ def test_stage_two_reads_hits_and_vectors_in_one_call_and_ranks_the_same(service
     query = service.embedder.embed(["greyhound"])[0]
     # The embedded store's own two-stage path (not its exact one) is the reference.
     config = service.settings.retrieval.model_copy(update={"vector_candidates": 10, "exact_vector_below": 0})
-    store = OneRoundTrip(service)
-    assert isinstance(store, CandidateVectors)
+    store = RanksInTheStore(service)
+    assert isinstance(store, RescoredCandidates)
 
     one, vectors = vector_search(store, req, MemoryFilters(), query, config)  # type: ignore[arg-type]
     two, _ = vector_search(service.store, req, MemoryFilters(), query, config)
 
-    assert store.calls == 1
+    assert len(store.calls) == 1
+    np.testing.assert_array_equal(store.calls[0], query)  # the full query vector, not its prefix
     assert [(h.id, round(h.score, 6)) for h in one] == [(h.id, round(h.score, 6)) for h in two]
-    assert len(one) == 3 and set(vectors) == {h.id for h in one}
+    assert len(one) == 3 and vectors == {}
