@@ -126,6 +126,31 @@ def test_supersede_retires_the_old_version_and_links_the_new(store: Any) -> None
     assert [r.id for r in chain] == [old.id, new.id]
 
 
+def test_histories_walk_every_chain_together_as_history_walks_each(store: Any) -> None:
+    a1, b, c = rec("I live in Berlin"), rec("I drink coffee", minutes=1), rec("a fact of u2", user="u2")
+    store.put([a1, b, c])
+    a2 = versions.new_version(a1, content="I live in Lisbon", embedder=EMB, coarse_dim=COARSE_DIM, now=T0)
+    store.supersede("t1", "u1", a1.id, a2)
+    a3 = versions.new_version(a2, content="I live in Porto", embedder=EMB, coarse_dim=COARSE_DIM, now=T0)
+    store.supersede("t1", "u1", a2.id, a3)
+    middle, alone = store.get("t1", "u1", a2.id), store.get("t1", "u1", b.id)
+    assert middle is not None and alone is not None
+
+    chains = versions.histories(store, "t1", "u1", [middle, alone, middle])
+
+    assert [[r.id for r in chain] for chain in chains] == [
+        [a1.id, a2.id, a3.id],
+        [b.id],
+        [a1.id, a2.id, a3.id],
+    ]
+    assert chains[0] == versions.history(store, "t1", "u1", a2.id)
+    assert versions.successors(store, "t1", "u1", [a1.id, a2.id, a3.id, b.id, "nope"]) == {
+        a1.id: store.successor("t1", "u1", a1.id),
+        a2.id: store.successor("t1", "u1", a2.id),
+    }
+    assert versions.successors(store, "t1", "u2", [a1.id, c.id]) == {}  # scoped by user
+
+
 def test_supersede_of_a_version_that_is_no_longer_current_raises_conflict(store: Any) -> None:
     old = rec("I drink coffee")
     store.put([old])

@@ -7,7 +7,9 @@ known and search never shows it again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import cast
 
 import numpy as np
 
@@ -15,7 +17,7 @@ from memstack.domain.vectors import coarse_prefix
 from memstack.errors import Conflict, NotFound
 from memstack.models import SYSTEM_METADATA_KEYS, MemoryRecord, new_id
 from memstack.ports.embedder import Embedder
-from memstack.ports.store import MemoryStore
+from memstack.ports.store import MemoryStore, SuccessorsInOneRead, implements
 
 
 def relabelled(old: dict[str, object], labels: dict[str, object]) -> dict[str, object]:
@@ -130,15 +132,40 @@ def history(
         record = store.get(tenant, user_id, memory_id)
     if record is None:
         raise NotFound(f"memory {memory_id} not found")
-    chain = [record]
-    seen = {record.id}
-    while chain[0].replaces_id and chain[0].replaces_id not in seen:
-        prev = store.get(tenant, user_id, chain[0].replaces_id)
-        if prev is None:
+    return histories(store, tenant, user_id, [record])[0]
+
+
+def histories(
+    store: MemoryStore, tenant: str, user_id: str, records: Sequence[MemoryRecord]
+) -> list[list[MemoryRecord]]:
+    """``history`` of each of the user's ``records``, walked together: one read per step back
+    (``get_many``) and one per step forward (``successors``) for every chain at once, so a
+    search's ten hits cost two reads where each has no other version, not ten."""
+    chains = [[r] for r in records]
+    seen = [{r.id} for r in records]
+    back = list(range(len(chains)))  # the chains that may still reach further back
+    while back:
+        want = {i: prev for i in back if (prev := chains[i][0].replaces_id) and prev not in seen[i]}
+        if not want:
             break
-        seen.add(prev.id)
-        chain.insert(0, prev)
-    while (nxt := store.successor(tenant, user_id, chain[-1].id)) is not None and nxt.id not in seen:
-        seen.add(nxt.id)
-        chain.append(nxt)
-    return chain
+        older = store.get_many(tenant, user_id, sorted(set(want.values())))
+        back = [i for i, prev in want.items() if prev in older]
+        for i in back:
+            seen[i].add(want[i])
+            chains[i].insert(0, older[want[i]])
+    ahead = list(range(len(chains)))  # the chains that may still reach further forward
+    while ahead:
+        newer = successors(store, tenant, user_id, sorted({chains[i][-1].id for i in ahead}))
+        steps = {i: nxt for i in ahead if (nxt := newer.get(chains[i][-1].id)) and nxt.id not in seen[i]}
+        for i, nxt in steps.items():
+            seen[i].add(nxt.id)
+            chains[i].append(nxt)
+        ahead = list(steps)
+    return chains
+
+
+def successors(store: MemoryStore, tenant: str, user_id: str, ids: list[str]) -> dict[str, MemoryRecord]:
+    """``successor`` of each id that has one: one read where the store has ``SuccessorsInOneRead``."""
+    if implements(store, SuccessorsInOneRead):
+        return cast(SuccessorsInOneRead, store).successors(tenant, user_id, ids)
+    return {i: nxt for i in ids if (nxt := store.successor(tenant, user_id, i)) is not None}

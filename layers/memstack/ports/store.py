@@ -327,6 +327,20 @@ class Compacting(Protocol):
 
 
 @runtime_checkable
+class SuccessorsInOneRead(Protocol):
+    """Optional extra of a store: ``successor`` of several ids in one read.
+
+    A history search walks the version chain of each hit it returns forward
+    (``domain.versions.histories``); PostgreSQL answers the next step of every
+    chain in one statement instead of one per hit.
+    """
+
+    def successors(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, MemoryRecord]:
+        """``successor(tenant, user_id, i)`` of each id ``i`` that has one, by ``i``."""
+        ...
+
+
+@runtime_checkable
 class SourcesInOneRead(Protocol):
     """Optional extra of a store: ``find_by_source`` for several message ids in one read.
 

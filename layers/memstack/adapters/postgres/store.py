@@ -201,6 +201,22 @@ class PostgresMemoryStore:
         )
         return found[0] if found else None
 
+    def successors(self, tenant: str, user_id: str, ids: builtins.list[str]) -> dict[str, MemoryRecord]:
+        """``successor`` of every id in one statement (``ports.store.SuccessorsInOneRead``)."""
+        if not ids:
+            return {}
+        # One per id, as ``successor``'s LIMIT 1 (a chain never forks: ``supersede`` is conditional).
+        found = self._records(
+            " AND m.replaces_id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))",
+            {"tenant": tenant, "user_id": user_id, "ids": json_text(ids)},
+            " ORDER BY m.replaces_id, m.seq",
+        )
+        out: dict[str, MemoryRecord] = {}
+        for record in found:
+            if record.replaces_id is not None:
+                out.setdefault(record.replaces_id, record)
+        return out
+
     def find_by_source(self, tenant: str, user_id: str, source_id: str) -> builtins.list[MemoryRecord]:
         return self._records(
             f""" AND m.id IN (SELECT s.memory_id FROM {self.schema}.memory_sources s

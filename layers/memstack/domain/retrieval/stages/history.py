@@ -14,7 +14,6 @@ from memstack.domain.retrieval.rollups import place_rollups
 from memstack.domain.retrieval.stage import Search
 from memstack.domain.retrieval.superseded import mark_superseded_turns
 from memstack.domain.retrieval.types import SearchHit, SearchRequest
-from memstack.models import MemoryRecord
 from memstack.ports.store import MemoryStore
 
 
@@ -71,12 +70,12 @@ def expand_history(
     """
     out: list[SearchHit] = []
     seen: set[str] = set()
-    for hit in hits:
+    # Every hit's chain walked at once (a read per step, not one per hit; the hits are the
+    # user's own records); a hit met in an earlier hit's chain is then skipped, as before.
+    chains = versions.histories(store, req.tenant, req.user_id, [h.record for h in hits])
+    for hit, chain in zip(hits, chains, strict=True):
         if hit.record.id in seen:
             continue
-        chain: list[MemoryRecord] = versions.history(
-            store, req.tenant, req.user_id, hit.record.id, hit.record
-        )
         seen.update(r.id for r in chain)
         if chain[-1].deleted:
             continue  # a deleted memory: none of its versions is ever a result
