@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 from memstack.domain.ingest import is_turn_id, stm_memory_id
 from memstack.domain.retrieval import units
@@ -242,3 +243,26 @@ def test_an_updated_memory_answers_before_a_neighbour_of_its_old_turn(service: M
         SearchRequest(tenant=T, user_id=U, query="where does Sam live with Kenji", reference_time=REF)
     ).hits
     assert hits[0].record.id == current.id
+
+
+def test_a_lone_turns_unit_fusion_is_its_own_fusion_to_the_bit() -> None:
+    # What stage 4 relies on when every candidate is a raw turn in a unit of its own: it takes the
+    # turns' own fusion for their units' instead of fusing the units again.
+    rng = np.random.default_rng(7)
+    turns = [stm_memory_id(T, U, f"t{i}") for i in range(60)]
+    memory_ids = [f"{i:032x}" for i in range(10)]
+    weights = units.FieldWeights(
+        turns={"vector": 0.37, "bm25": 0.61, "bm25_prf": 0.23}, memories={"vector": 0.3, "bm25": 0.1}
+    )
+    for _ in range(20):
+        rankings = {
+            name: ranking(*rng.permutation(turns + memory_ids)[: rng.integers(1, 70)].tolist())
+            for name in ("vector", "bm25", "bm25_prf")
+        }
+        ranks = units.field_ranks(rankings)
+        own, _ = units.record_rrf(ranks, weights, k=60)
+        rows = np.flatnonzero(ranks.is_turn)
+        fused = units.unit_rrf_of_rows(
+            np.arange(len(rows)), rows, np.ones(len(rows), dtype=bool), ranks, weights, k=60
+        )
+        assert fused.tobytes() == own[rows].tobytes()

@@ -7,10 +7,12 @@ second from the cache), after any writes from this process or another.
 
 from __future__ import annotations
 
+import sqlite3
 import tempfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.store import EmbeddedMemoryStore
@@ -106,3 +108,41 @@ def test_changing_a_returned_record_changes_nothing_kept(tmp_path: Path) -> None
         assert store.list("t1", "u1", MemoryFilters(), 5)[0][0].metadata == {"tags": ["a"]}
     finally:
         store.close()
+
+
+def test_a_write_between_the_head_and_the_rows_read_keeps_stale_rows_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cache miss reads the rows and the head they were read at in one statement; a write from
+    # another process after the search looked at the head sends it to the transaction instead.
+    from memstack.adapters.embedded import store as store_module
+
+    path = tmp_path / "m.sqlite3"
+    store, writer = EmbeddedMemoryStore(Database(path)), EmbeddedMemoryStore(Database(path))
+    try:
+        rng = np.random.default_rng(3)
+        records = [_record(rng, "t1", "u1", i) for i in range(3)]
+        store.put(records)
+        ids = [r.id for r in records]
+        view = pinned(store, "t1", "u1")
+        head = store_module.user_head
+        calls: list[tuple[int, int] | None] = []
+
+        def head_then_write(conn: sqlite3.Connection, tenant: str, user_id: str) -> tuple[int, int] | None:
+            found = head(conn, tenant, user_id)
+            if not calls:
+                writer.mark("t1", "u1", [ids[0]], seen=True)  # lands after the head was read
+            calls.append(found)
+            return found
+
+        monkeypatch.setattr(store_module, "user_head", head_then_write)
+        got = view.get_many("t1", "u1", ids)
+        assert got[ids[0]].metadata["seen"] is True
+        assert len(calls) == 2  # the head again, in the transaction
+        monkeypatch.undo()
+        # What the cache kept is the rows as they are now: served again, equal to SQL.
+        again = pinned(store, "t1", "u1").get_many("t1", "u1", ids)
+        assert {i: r.model_dump() for i, r in again.items()} == _sql(store, "t1", "u1", ids)
+    finally:
+        store.close()
+        writer.close()

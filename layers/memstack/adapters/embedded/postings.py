@@ -44,6 +44,8 @@ K1, B = 1.2, 0.75
 _PREFIX = fts.owner_prefix(1)
 #: words remembered per user before the memo starts over (a memo miss costs one SQLite call)
 _STEMS_KEPT = 200_000
+#: queries whose phrases are remembered per user (a word's term number never changes)
+_QUERIES_KEPT = 64
 
 Terms = tuple[int, ...]
 #: what separates rows' texts in one pass of the word pattern (never part of a word)
@@ -91,6 +93,8 @@ class Stems:
         #: the words of ``_memo`` that are exactly one token (nearly all), as that token's number,
         #: and the break between rows' texts as -1 (``TextIndex.append`` maps every token at once)
         self._single: dict[str, int] = {_BREAK: -1}
+        #: the phrases of the queries asked lately (a search asks twice: BM25, then its term counts)
+        self._queries: dict[str, list[int]] = {}
         self._lock = threading.Lock()
 
     def of(self, words: Collection[str]) -> dict[str, Terms]:
@@ -123,9 +127,16 @@ class Stems:
         A word FTS5 would split in two (a character SQLite's tokenizer does not count as
         a letter) counts as its tokens, each its own phrase, not as an adjacent pair.
         """
+        known = self._queries.get(query)
+        if known is not None:
+            return list(known)
         words = list(dict.fromkeys(t for word in query_terms(query) for t in fts.words(word)))
         memo = self.of(words)
-        return [term for w in words for term in memo[w]]
+        phrases = [term for w in words for term in memo[w]]
+        if len(self._queries) >= _QUERIES_KEPT:
+            self._queries = {}
+        self._queries[query] = phrases
+        return list(phrases)
 
 
 @dataclass(frozen=True)

@@ -619,11 +619,17 @@ class _PinnedUser(EmbeddedMemoryStore):
         head = user_head(conn, tenant, user_id)
         if head is None:
             return {}  # erased (or never written): no record of the user exists
-        if head[0] == cache.uid:
-            held = cache.get(head[1], ids)
-            if len(held) == len(ids) or held.keys() >= set(ids):
-                return {i: held[i] for i in ids}
-        # One snapshot for the generation and the rows: what enters the cache is the rows at it.
+        held = cache.get(head[1], ids) if head[0] == cache.uid else {}
+        if len(held) == len(ids) or held.keys() >= set(ids):
+            return {i: held[i] for i in ids}
+        missing = [i for i in ids if i not in held]
+        # Usually one statement reads the rows and the head they were read at (one snapshot).
+        found = self._rows_at_head(conn, tenant, user_id, missing)
+        if found is not None and found[0] == head:
+            read = found[1]
+            cache.put(head[0], head[1], read.values())
+            return {i: r for i in ids if (r := held.get(i) or read.get(i)) is not None}
+        # A write since the head above, or no row found: the rows and the head in one transaction.
         conn.execute("BEGIN")
         try:
             head = user_head(conn, tenant, user_id)
@@ -637,6 +643,24 @@ class _PinnedUser(EmbeddedMemoryStore):
             conn.execute("COMMIT")
         cache.put(uid, generation, read.values())
         return {i: r for i in ids if (r := held.get(i) or read.get(i)) is not None}
+
+    def _rows_at_head(
+        self, conn: sqlite3.Connection, tenant: str, user_id: str, ids: builtins.list[str]
+    ) -> tuple[tuple[int, int], dict[str, MemoryRecord]] | None:
+        """(the user's head, the records of ``ids``) read by one statement, so at one snapshot;
+        ``None`` when no row is found (no head comes with none) or there are too many ids for one."""
+        if len(ids) > _CHUNK:
+            return None
+        marks = ",".join("?" * len(ids))
+        head_sql = "SELECT {} FROM store_users WHERE tenant = ? AND user_id = ?"
+        rows = conn.execute(
+            f"SELECT {COLUMNS}, ({head_sql.format('uid')}), ({head_sql.format('generation')}) FROM memories "
+            f"WHERE id IN ({marks}) AND +tenant = ? AND +user_id = ?",
+            (tenant, user_id, tenant, user_id, *ids, tenant, user_id),
+        ).fetchall()
+        if not rows or rows[0][-2] is None:
+            return None
+        return (int(rows[0][-2]), int(rows[0][-1])), {row["id"]: to_record(row) for row in rows}
 
     def successor(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
         """As the store's; a row current in the search's view has none as of that view (no SQL).

@@ -69,6 +69,8 @@ class Fusion:
         # Each column whole, as arrays, in the order explain shows them (NaN: not in that ranking);
         # only the hits returned read theirs out (``Pool.hits``).
         for name, (rank_name, raw_name) in RANKINGS.items():
+            if not len(fusion.ranks.at[name]):  # a ranking that found nothing (or did not run) sets none
+                continue
             places = np.where(ranked, fusion.ranks.places[name][rows], 0)
             found = places > 0
             pool.column(rank_name)[found] = places[found]
@@ -225,7 +227,12 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
         unit, has_turn, pairs_unit, pairs_at = _memory_units(
             search, pool, memories, ranks, rows, has_turn, kept
         )
-    fused = units.unit_rrf_of_rows(pairs_unit, pairs_at, has_turn, ranks, cfg.field_weights, cfg.rrf_k)
+    if not memories and held.all() and has_turn.all():
+        # Every candidate a raw turn in a unit of its own: a unit's fusion is its turn's own (the
+        # same terms, in the same order; the columns it is not in add 0.0).
+        fused = own.copy()
+    else:
+        fused = units.unit_rrf_of_rows(pairs_unit, pairs_at, has_turn, ranks, cfg.field_weights, cfg.rrf_k)
     # A unit's best member at the unit's value, its other members by their own evidence.
     value = units.member_values_of_rows(unit, own, fused)
     if search.vector_prf and cfg.vector_prf_after > 0:
