@@ -151,3 +151,41 @@ def test_a_starved_hnsw_scan_falls_back_to_an_exact_scan(
         starved.close()
     hnsw_rows, exact_ran = _plan(admin, store, query, MemoryFilters())
     assert hnsw_rows == K and not exact_ran
+
+
+def _rescored_here(
+    store: PostgresMemoryStore, query: np.ndarray, full: np.ndarray
+) -> list[tuple[str, float]]:
+    """What stage 2 made of ``vector_search`` and ``embeddings`` before the store ranked them itself."""
+    hits = store.vector_search("t1", "u1", query, K, MemoryFilters(tier=Tier.LTM))
+    vectors = store.embeddings("t1", "u1", [h.id for h in hits])
+    scores = np.asarray([vectors[h.id] for h in hits], dtype=np.float32) @ full
+    order = np.argsort(-scores, kind="stable")
+    return [(hits[i].id, float(scores[i])) for i in order]
+
+
+def test_rescoring_on_the_server_ranks_as_stage_two_did_on_every_path(
+    loaded: Any, postgres_server: Any
+) -> None:
+    store, _, _ = loaded
+    rng = np.random.default_rng(3)
+    full = rng.normal(size=FULL_DIM).astype(np.float32)
+    query = coarse_prefix(full, COARSE_DIM)
+    # The index scan scores the rows it returns; the exact scan of a small user, and the one a
+    # starved index scan falls back to, have theirs scored after their LIMIT.
+    paths = [(0, SESSION_SETTINGS), (10_000, SESSION_SETTINGS), (0, HNSW_UNDER_PRESSURE)]
+    for exact_below, settings in paths:
+        probe = PostgresMemoryStore(
+            PsycopgExecutor(postgres_server.dsn, max_size=1, session_settings=settings),
+            schema=store.schema,
+            coarse_dim=COARSE_DIM,
+            exact_below=exact_below,
+            migrate_on_start=False,
+        )
+        try:
+            rescored = probe.rescored_candidates("t1", "u1", query, full, K, MemoryFilters(tier=Tier.LTM))
+            expected = _rescored_here(probe, query, full)
+        finally:
+            probe.close()
+        assert [h.id for h in rescored] == [i for i, _ in expected], (exact_below, settings)
+        np.testing.assert_allclose([h.score for h in rescored], [s for _, s in expected], atol=1e-5)

@@ -146,18 +146,23 @@ def _ids_only() -> str:
     return "SELECT id, 1 - dist AS score FROM found ORDER BY dist, id LIMIT :k"
 
 
+#: the dot product stage 2 ranks by (``<#>`` is pgvector's negative inner product)
+FULL_SCORE = "-(m.embedding_full <#> CAST(:q_full AS vector))"
+
+
 def _rescored(schema: str) -> str:
-    # Each hit's full vector by its primary key, ranked here against the full query vector: the
-    # rows' 1.5 kB vectors never leave the server (shipping 400 of them to rank in Python was
-    # most of the statement's time). A plain join let the planner hash the user's every row
-    # instead; the LIMIT keeps the lateral subquery from being flattened back into that join.
-    # ``<#>`` is the negative inner product: the score is the dot product stage 2 ranks by.
-    return f"""SELECT f.id, v.score
-FROM (SELECT id, dist FROM found ORDER BY dist, id LIMIT :k) f
-CROSS JOIN LATERAL (
-    SELECT -(m.embedding_full <#> CAST(:q_full AS vector)) AS score FROM {schema}.memories m
-    WHERE {OWNER} AND m.id = f.id AND m.embedding_full IS NOT NULL LIMIT 1) v
-ORDER BY v.score DESC, f.dist, f.id"""
+    # Ranked here against the full query vector: the rows' 1.5 kB full vectors never leave the
+    # server (shipping 400 of them to rank in Python was most of the statement's time). The
+    # index scan scored its rows as it read them (``ann``); the exact scan's ``k`` rows are
+    # scored after its LIMIT, each by its primary key (a plain join let the planner hash the
+    # user's every row instead; the LIMIT keeps the lateral subquery from being flattened).
+    return f"""SELECT f.id, coalesce(f.score, v.score) AS score
+FROM (SELECT id, dist, score FROM found ORDER BY dist, id LIMIT :k) f
+LEFT JOIN LATERAL (
+    SELECT {FULL_SCORE} AS score FROM {schema}.memories m
+    WHERE f.score IS NULL AND {OWNER} AND m.id = f.id LIMIT 1) v ON true
+WHERE coalesce(f.score, v.score) IS NOT NULL
+ORDER BY 2 DESC, f.dist, f.id"""
 
 
 def vector_sql(
@@ -176,22 +181,29 @@ def vector_sql(
     """
     where, params = filter_sql(filters, search=True)
     candidates = f"{OWNER} AND m.embedding_coarse IS NOT NULL{where}"
+    # Rescoring: the index scan scores each row it returns (its heap row is read anyway); the
+    # exact scan leaves it to ``_rescored``, which scores only the ``k`` rows kept.
+    scored, score, unscored = (
+        ("", "", "")
+        if query_full is None
+        else (f", {FULL_SCORE} AS score", ", score", ", NULL::float8 AS score")
+    )
     sql = f"""
 WITH size AS MATERIALIZED (
     SELECT count(*) AS n FROM (
         SELECT 1 FROM {schema}.memories m WHERE {OWNER} LIMIT :exact_below) s
 ),
 ann AS MATERIALIZED (
-    SELECT m.id, m.embedding_coarse <=> CAST(:q AS vector) AS dist
+    SELECT m.id, m.embedding_coarse <=> CAST(:q AS vector) AS dist{scored}
     FROM {schema}.memories m
     WHERE {candidates} AND (SELECT n FROM size) >= :exact_below
     ORDER BY m.embedding_coarse <=> CAST(:q AS vector)
     LIMIT :k
 ),
 found AS (
-    SELECT id, dist FROM ann WHERE (SELECT count(*) FROM ann) >= :k
+    SELECT id, dist{score} FROM ann WHERE (SELECT count(*) FROM ann) >= :k
     UNION ALL
-    (SELECT id, dist FROM (
+    (SELECT id, dist{unscored} FROM (
         -- OFFSET 0 keeps the planner from turning this back into an index scan.
         SELECT m.id, m.embedding_coarse <=> CAST(:q AS vector) AS dist
         FROM {schema}.memories m WHERE {candidates} OFFSET 0) e
