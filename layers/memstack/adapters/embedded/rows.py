@@ -64,32 +64,65 @@ def insert_values(r: MemoryRecord, row_gen: int) -> tuple[Any, ...]:
     )
 
 
-def to_record(row: sqlite3.Row) -> MemoryRecord:
-    """The record of a row selected with ``COLUMNS`` (without its vectors)."""
+def to_record(row: sqlite3.Row | tuple[Any, ...], start: int = 0) -> MemoryRecord:
+    """The record of a row whose columns ``start`` onwards are ``COLUMNS`` (without its vectors)."""
+    # By position, not by name (a ``sqlite3.Row`` looks each name up among all its columns), and
+    # the usual empty JSON containers without the parser: ~9 instead of ~13 us a record.
+    (
+        id_,
+        tenant,
+        user_id,
+        session_id,
+        scope,
+        tier,
+        kind,
+        category,
+        content,
+        search_text,
+        speaker,
+        event_time,
+        created_at,
+        is_current,
+        superseded_at,
+        deleted,
+        replaces_id,
+        version,
+        source_ids,
+        metadata,
+        conflicts_with,
+    ) = tuple(row)[start : start + _N_COLUMNS]
     # Validation (pydantic-core) is faster here than model_construct, which runs in Python.
     return MemoryRecord(
-        id=row["id"],
-        tenant=row["tenant"],
-        user_id=row["user_id"],
-        session_id=row["session_id"],
-        scope=row["scope"],
-        tier=row["tier"],
-        kind=row["kind"],
-        category=row["category"],
-        content=row["content"],
-        search_text=row["search_text"],
-        speaker=row["speaker"],
-        event_time=_dt(row["event_time"]),
-        created_at=_dt(row["created_at"]),
-        is_current=bool(row["is_current"]),
-        superseded_at=_dt(row["superseded_at"]),
-        deleted=bool(row["deleted"]),
-        replaces_id=row["replaces_id"],
-        version=int(row["version"]),
-        source_ids=json.loads(row["source_ids"]),
-        metadata=json.loads(row["metadata"]),
-        conflicts_with=json.loads(row["conflicts_with"]),
+        id=id_,
+        tenant=tenant,
+        user_id=user_id,
+        session_id=session_id,
+        scope=scope,
+        tier=tier,
+        kind=kind,
+        category=category,
+        content=content,
+        search_text=search_text,
+        speaker=speaker,
+        event_time=_dt(event_time),
+        created_at=_dt(created_at),
+        is_current=bool(is_current),
+        superseded_at=_dt(superseded_at),
+        deleted=bool(deleted),
+        replaces_id=replaces_id,
+        version=int(version),
+        source_ids=_json_list(source_ids),
+        metadata={} if metadata == "{}" else json.loads(metadata),
+        conflicts_with=_json_list(conflicts_with),
     )
+
+
+#: how many columns ``COLUMNS`` names
+_N_COLUMNS = COLUMNS.count(",") + 1
+
+
+def _json_list(text: str) -> list[Any]:
+    return [] if text == "[]" else json.loads(text)
 
 
 def filter_sql(filters: MemoryFilters, *, search: bool, uid: int | None = None) -> tuple[str, list[Any]]:

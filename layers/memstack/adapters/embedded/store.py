@@ -377,7 +377,7 @@ class EmbeddedMemoryStore:
         if len(rows) > limit and page:
             last = page[-1]
             next_cursor = encode_position(last["list_position"], last["rid"])
-        return [to_record(r) for r in page], next_cursor
+        return [to_record(r, start=2) for r in page], next_cursor  # after rid and list_position
 
     # ------------------------------------------------------------------ search
     def index(self, tenant: str, user_id: str) -> IndexView:
