@@ -17,7 +17,14 @@ from memstack.domain import versions
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import BadRequest, Conflict
 from memstack.models import Category, Kind, MemoryFilters, MemoryRecord, Scope, Tier
-from memstack.ports.store import HybridCandidates, ReadView, RescoredCandidates, SourcesInOneRead, pinned
+from memstack.ports.store import (
+    HybridCandidates,
+    ReadView,
+    RecordsWithVectors,
+    RescoredCandidates,
+    SourcesInOneRead,
+    pinned,
+)
 
 from .conftest import COARSE_DIM, FULL_DIM
 
@@ -574,6 +581,25 @@ def test_rescored_candidates_rank_the_search_hits_by_their_full_vectors(store: A
     assert len(rescored) < len(hits)  # the row without a full vector was a coarse hit, and is gone
     np.testing.assert_allclose([h.score for h in rescored], scores[order], atol=1e-6)
     assert store.rescored_candidates("t2", "u1", coarse, full_query, 25, MemoryFilters()) == []
+
+
+def test_records_with_vectors_equal_get_many_and_embeddings(store: Any) -> None:
+    if not isinstance(store, RecordsWithVectors):
+        pytest.skip("this backend reads records and vectors separately")
+    records = put_docs(store)
+    no_vector = rec("a memory without a vector")
+    store.put([no_vector.model_copy(update={"embedding_full": None})])
+    ids = [records[2].id, "missing", records[0].id, no_vector.id, records[1].id]
+    wanted = [records[0].id, no_vector.id, "missing"]  # records[1] and [2]: vectors the caller has
+
+    got, vectors = store.records_with_vectors("t1", "u1", ids, wanted)
+
+    assert got == store.get_many("t1", "u1", ids)
+    expected = store.embeddings("t1", "u1", wanted)
+    assert set(vectors) == set(expected) == {records[0].id}
+    np.testing.assert_array_equal(vectors[records[0].id], expected[records[0].id])
+    assert store.records_with_vectors("t2", "u1", ids, wanted) == ({}, {})
+    assert store.records_with_vectors("t1", "u1", [], []) == ({}, {})
 
 
 def test_sources_in_one_read_equal_one_read_each(store: Any) -> None:

@@ -341,6 +341,22 @@ class SuccessorsInOneRead(Protocol):
 
 
 @runtime_checkable
+class RecordsWithVectors(Protocol):
+    """Optional extra of a store: ``get_many`` and ``embeddings`` in one read.
+
+    Stage 4 reads its pool's records and the full vectors stage 2 did not give
+    (``memstack.domain.retrieval.pool``); PostgreSQL returns both from one
+    statement, one round trip (one HTTPS call over the Data API) fewer.
+    """
+
+    def records_with_vectors(
+        self, tenant: str, user_id: str, ids: builtins.list[str], vectors_of: builtins.list[str]
+    ) -> tuple[dict[str, MemoryRecord], dict[str, np.ndarray]]:
+        """(``get_many(ids)``, ``embeddings`` of the ids of ``vectors_of`` among them)."""
+        ...
+
+
+@runtime_checkable
 class SourcesInOneRead(Protocol):
     """Optional extra of a store: ``find_by_source`` for several message ids in one read.
 

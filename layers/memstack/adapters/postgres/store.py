@@ -195,6 +195,34 @@ class PostgresMemoryStore:
         )
         return {r.id: r for r in found}
 
+    def records_with_vectors(
+        self, tenant: str, user_id: str, ids: builtins.list[str], vectors_of: builtins.list[str]
+    ) -> tuple[dict[str, MemoryRecord], dict[str, np.ndarray]]:
+        """``get_many`` and ``embeddings`` in one statement (``ports.store.RecordsWithVectors``)."""
+        if self.executor.max_result_bytes is not None:
+            # A result limit (the Data API's 1 MB) would have to hold the records and the vectors:
+            # two reads instead, each of which keeps within it.
+            records = self.get_many(tenant, user_id, ids)
+            return records, self.embeddings(tenant, user_id, [i for i in vectors_of if i in records])
+        if not ids:
+            return {}, {}
+        rows = self.executor.query(
+            f"""SELECT {RECORD_COLUMNS},
+                  CASE WHEN m.id IN (SELECT jsonb_array_elements_text(CAST(:vectors_of AS jsonb)))
+                       THEN vector_send(m.embedding_full) END AS embedding
+                FROM {self.schema}.memories m
+                WHERE {OWNER} AND m.id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))""",
+            {
+                "tenant": tenant,
+                "user_id": user_id,
+                "ids": json_text(ids),
+                "vectors_of": json_text(vectors_of),
+            },
+        )
+        records = {r["id"]: record_from_row(r) for r in rows}
+        vectors = {r["id"]: v for r in rows if (v := vector_from_binary(r["embedding"])) is not None}
+        return records, vectors
+
     def successor(self, tenant: str, user_id: str, memory_id: str) -> MemoryRecord | None:
         found = self._records(
             " AND m.replaces_id = :id", {"tenant": tenant, "user_id": user_id, "id": memory_id}, " LIMIT 1"

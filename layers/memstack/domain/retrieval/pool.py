@@ -24,6 +24,7 @@ from memstack.ports.store import (
     Candidates,
     Derived,
     MemoryStore,
+    RecordsWithVectors,
     SourcesInOneRead,
     implements,
 )
@@ -45,6 +46,11 @@ def read_candidates(
     """
     if implements(store, CandidateReader):
         return cast(CandidateReader, store).candidates(tenant, user_id, ids, rows), {}
+    if implements(store, RecordsWithVectors):  # one read for both (postgres)
+        records, read = cast(RecordsWithVectors, store).records_with_vectors(
+            tenant, user_id, ids, [i for i in ids if i not in known]
+        )
+        return Candidates.from_records(ids, records, {**known, **read}), records
     records = store.get_many(tenant, user_id, ids)
     missing = [i for i in ids if i in records and i not in known]
     vectors = {**known, **store.embeddings(tenant, user_id, missing)} if missing else known
