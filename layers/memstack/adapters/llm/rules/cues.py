@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memstack.adapters.llm.rules.grammar import alternation
+from memstack.adapters.llm.rules.grammar import alternation, is_finite
+from memstack.adapters.llm.rules.grammar import tags as grammar_tags
 
 _I = r"(?:I|we)"
 _IM = r"(?:I'm|I am|we're|we are)"
@@ -36,7 +37,8 @@ REQUEST = re.compile(
     # feedback on ...", "I want to know how to ..." (not a goal: "I want to learn the guitar").
     r"^(?:I|we)(?:'m|'re|\s+am|\s+are)?(?:\s+(?:really|just|also))?(?:\s+(?:looking for|need|want|would like|"
     r"would love|could use)|'d like|'d love)\s+(?:some\s+|any\s+|your\s+)?(?:advice|help|tips|feedback|"
-    r"suggestions|ideas|recommendations|guidance|input|pointers)\b|"
+    r"suggestions|ideas|recommendations|guidance|input|pointers|thoughts|"
+    r"(?:a\s+)?(?:second\s+|quick\s+|fresh\s+)?(?:opinion|sanity check|pair of eyes))\b|"
     r"^(?:I|we)\s+(?:(?:really|just|also)\s+)?(?:want|need|would like|'d like)\s+to\s+(?:know|understand|"
     r"find out|figure out)\s+(?:how|what|why|whether|if|which|where|when|who)\b|"
     r"^(?:please\s+|(?:can|could|would|will) you\s+(?:please\s+)?)?(?:tell|translate|summari[sz]e|write|give|"
@@ -198,6 +200,29 @@ def retraction(sentence: str) -> Retraction | None:
     return None
 
 
+# What leads into the clause after it and says nothing alone: "Having lived in Seoul for six years, I
+# speak Korean", "After the layoffs at Bolt, I went freelance", "Growing up in Oslo, I skied a lot".
+_FIRST_PERSON_WORD = re.compile(r"\b(?:I|I'm|I've|me|my|we|we're|our)\b", re.IGNORECASE)
+_SUBORDINATE = re.compile(
+    r"^(?:having|being|after|before|since|while|when|once|although|though|despite)\b", re.I
+)
+
+
+def _leads_in(piece: str) -> bool:
+    words = piece.split()
+    first = words[0].lower().strip(",")
+    if _SUBORDINATE.match(piece):
+        return True
+    # "Growing up in Oslo, I ...", not a gerund that is a subject: "Networking plays a big role, and I ...".
+    subject = len(words) > 1 and is_finite(words[1].strip(",.;"))
+    return (
+        first.endswith("ing")
+        and "VERB" in grammar_tags(first)
+        and not subject
+        and not _FIRST_PERSON_WORD.search(piece)
+    )
+
+
 def clauses(sentence: str) -> list[str]:
     """A sentence cut where a new first-person clause starts ("I quit X, and now I work as Y")."""
     pieces = re.split(
@@ -215,7 +240,9 @@ def clauses(sentence: str) -> list[str]:
         part = piece.strip()
         if not part:
             continue
-        if out and len(out[-1].split()) < 3:
+        if out and (
+            len(out[-1].split()) < 3 or (len(out) == 1 and cut.lstrip().startswith(",") and _leads_in(out[0]))
+        ):
             # "Leo and I broke up", "my wife and I run ...": one clause; a short opening ("However, I'm
             # not sure", "Right now, I'm ...") joins back with the words that were cut, not with "and".
             out[-1] = f"{out[-1]}{cut}{part}"

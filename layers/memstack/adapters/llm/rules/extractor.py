@@ -37,6 +37,7 @@ from memstack.adapters.llm.rules import answers, cues, pasted
 from memstack.adapters.llm.rules.clauses import clause, drop_announcements
 from memstack.adapters.llm.rules.corrections import correction
 from memstack.adapters.llm.rules.decisions import retract
+from memstack.adapters.llm.rules.mentions import resolve_opening
 from memstack.adapters.llm.rules.rewrite import is_first_person, resolve_pronoun, subject_name
 from memstack.adapters.llm.rules.sentences import split_sentences, strip_lead, without_question
 from memstack.adapters.llm.rules.targets import about_speaker
@@ -105,7 +106,8 @@ class RuleExtractor:
         for sentence in split_sentences(pasted.prose(message.content)):
             if question and not previous and (answer := answers.complete(question, sentence)):
                 sentence = answer  # "Where are you based?" - "Just outside Utrecht."
-            _sentence(resolve_pronoun(sentence, strip_lead(previous)) if previous else sentence, turn)
+            turn.mentioned = None
+            _sentence(_resolved(sentence, previous, turn), turn)
             turn.before.insert(0, sentence)
             turn.own_before.insert(0, sentence)
             previous = sentence
@@ -122,6 +124,30 @@ class RuleExtractor:
         if to_assistant or subject_name(message.speaker) == "The user":
             return "the assistant"
         return None
+
+
+def _resolved(sentence: str, previous: str, turn: Turn) -> str:
+    """The sentence with an opening pronoun read as what it means: the thing or person of the
+    sentence before ("I adopted a greyhound. She's called Pepper."), else the last person the
+    speaker named, this message or their last turns ("... She starts at Edinburgh in September.")."""
+    speakers = (turn.subject, turn.listener or "")
+    stripped = strip_lead(sentence)
+    lead = sentence[: len(sentence) - len(stripped)]
+    # A person named in the sentence before, then a thing of the speaker's there, then anyone before.
+    if (
+        previous
+        and (person := resolve_opening(stripped, [strip_lead(previous)], speakers, people_only=True))
+        != stripped
+    ):
+        resolved = person
+    elif previous and (thing := resolve_pronoun(sentence, strip_lead(previous))) != sentence:
+        return thing
+    else:
+        resolved = resolve_opening(stripped, turn.own_before, speakers)
+    if resolved == stripped:
+        return sentence
+    turn.mentioned = resolved[: len(resolved) - len(stripped.split(" ", 1)[-1])].split("'")[0].strip()
+    return lead + resolved
 
 
 def _sentence(raw: str, turn: Turn) -> None:
@@ -146,7 +172,9 @@ def _sentence(raw: str, turn: Turn) -> None:
         return
     before = len(turn.decisions)
     turn.clauses_before = []
-    for part in cues.clauses(sentence):
+    parts = cues.clauses(sentence)
+    turn.whole_sentence = len(parts) == 1
+    for part in parts:
         clause(part, raw, turn)
         turn.clauses_before.insert(0, part)
     drop_announcements(turn, before)

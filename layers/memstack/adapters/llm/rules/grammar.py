@@ -64,6 +64,15 @@ def is_past(word: str) -> bool:
     return low in lemminflect.getInflection(lemma(low), tag="VBD")
 
 
+def is_finite(word: str) -> bool:
+    """A verb form that makes a clause of its own: a past ("lived"), a third-person present ("plays"),
+    an auxiliary or modal ("is", "can")."""
+    low = word.lower()
+    if low in MODALS or low in ("am", "is", "are", "was", "were", "has", "have", "had", "does", "do", "did"):
+        return True
+    return is_past(low) or (is_verb(low) and low in lemminflect.getInflection(lemma(low), tag="VBZ"))
+
+
 def is_base(word: str) -> bool:
     """The bare verb ("work", "go"), which a first-person subject takes in the present."""
     low = word.lower()

@@ -44,7 +44,7 @@ _PERSON = re.compile(
 _NAME = r"(?P<{}>[A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b"
 _BARE_NAME = re.compile(
     r"\b(?:with|called|named|met|meet|meeting|told|tell|asked|invited|texted|messaged|hugged|helped|phoned|"
-    r"call|calling|dating|married|marry)\s+"
+    r"call|calling|dating|married|marry|(?<![\w'])(?:[Mm]e|I) and)\s+"
     + _NAME.format("object")
     + r"|(?:^|(?<=[.!?;,]\s))"
     + _NAME.format("subject")
@@ -52,6 +52,14 @@ _BARE_NAME = re.compile(
     r"turned|starts|started|came|comes|moved|used)\b)|['’]s\s)"
 )
 _NOT_A_PERSON = frozenset(("I", "I'm", "I've", "I'll", "I'd", "The", "My", "Our", "We", "It", "This", "That"))
+# "We manage our infra with Terraform", "built it with React": "with" after a verb of making or running
+# something names the tool it is done with, not a person it is done with.
+_TOOL_VERBS = word_set(
+    "manage build deploy run host write code test configure provision automate monitor develop implement "
+    "migrate compile script generate train integrate parse handle render process store track orchestrate "
+    "serve replace rewrite refactor package ship debug profile benchmark analyse analyze plot query "
+    "schedule containerise containerize bundle lint format install wire"
+)
 _HER_OBJECT = re.compile(
     r"^\s*(?:[,.;:!?]|$|(?:to|at|in|on|for|with|from|into|out|up|back|home|there|over|around|and|or|a|an|the|"
     r"some|this|that|every|again|too|along|off|down|once|twice|about|before|after|when|because|so|yesterday|"
@@ -115,7 +123,7 @@ def _person(pronoun: str, earlier: Iterable[str], exclude: frozenset[str]) -> st
             (m.start(group), m.end(group), None, m.group(group))
             for m in _BARE_NAME.finditer(text)
             for group in ("object", "subject")
-            if m.group(group) and not any(a <= m.start(group) < b for a, b in taken)
+            if m.group(group) and not any(a <= m.start(group) < b for a, b in taken) and not _tool(text, m)
         ]
         found = [c for c in words_of + names if c[3] not in exclude and c[3].split()[-1] not in _NOT_A_PERSON]
         same = [c for c in found if c[2] == wanted]
@@ -125,8 +133,30 @@ def _person(pronoun: str, earlier: Iterable[str], exclude: frozenset[str]) -> st
     return None
 
 
+def _tool(text: str, m: re.Match[str]) -> bool:
+    """ "with Terraform" after a verb of making or running something in its clause: a tool."""
+    if not m.group(0).lower().startswith("with"):
+        return False
+    before = re.split(r"[,.;!?]", text[: m.start()])[-1].split()[-5:]
+    return any(grammar.lemma(w.lower()) in _TOOL_VERBS for w in before)
+
+
+def person(pronoun: str, earlier: Iterable[str], exclude: frozenset[str]) -> str | None:
+    """The person "her" / "him" (``pronoun``) is in ``earlier`` (newest first), see ``_person``."""
+    return _person(pronoun, earlier, exclude)
+
+
 def _named(m: re.Match[str]) -> str:
     return f"my {m.group('who')}" + (f" {m.group('name')}" if m.group("name") else "")
+
+
+def _names_its_own(before: str, wanted: str) -> bool:
+    """The clause before the pronoun names whom it may mean: a person word of its gender or of none
+    ("my mum loves her garden"), a name, or "he"/"she"; not "my uncle" for "her"."""
+    people = list(_PERSON.finditer(before))
+    if _NAMES_ITS_OWN.search(_PERSON.sub(" ", before)):
+        return True  # a name of its own, not the name of a person word ("my uncle Emre")
+    return any(_gender(m.group("who")) in (wanted, None) for m in people)
 
 
 def _places(text: str) -> list[tuple[str, str]]:
@@ -139,10 +169,17 @@ def _places(text: str) -> list[tuple[str, str]]:
     ]
 
 
+# Words that place somewhere within or beside a place already named ("mostly around Niseko").
+_WITHIN = word_set("around near outside")
+
+
 def _place(earlier: Iterable[str]) -> tuple[str, str] | None:
+    """The last place named in the newest text that names one; a spot named within or beside it
+    ("in Hokkaido, mostly around Niseko") only when no other is."""
     for text in earlier:
         if found := _places(text):
-            return found[-1]
+            main = [f for f in found if f[0].lower() not in _WITHIN]
+            return (main or found)[-1]
     return None
 
 
@@ -168,10 +205,12 @@ def resolve_references(clause: str, earlier: list[str], speakers: Iterable[str] 
 
     def person(m: re.Match[str]) -> str:
         pronoun = m.group("p").lower()
-        possessive = pronoun == "his" or (pronoun == "her" and not _HER_OBJECT.match(out[m.end() :]))
+        after = out[m.end() :]
+        adverb = (w := after.split()[:1]) and grammar.is_adverb(w[0].strip(",.;!?"))  # "checks on her daily"
+        possessive = pronoun == "his" or (pronoun == "her" and not _HER_OBJECT.match(after) and not adverb)
         if possessive and _TAKE.search(out[: m.start()]) and _GERUND.match(out[m.end() :]):
             possessive = False
-        if _PERSON.search(out[: m.start()]) or _NAMES_ITS_OWN.search(out[: m.start()]):
+        if _names_its_own(out[: m.start()], "f" if pronoun == "her" else "m"):
             return m.group(0)  # the clause names whom it means ("my mum loves her garden", "he hid his bone")
         who = _person("her" if pronoun == "her" else "him", earlier, exclude)
         if who is None:

@@ -220,7 +220,9 @@ def with_antecedent(text: str, known: str, subject: str) -> str:
 
 
 # A third-person pronoun that opens a sentence ("She's called Pepper").
-_PRONOUN_OPENING = re.compile(r"^(?P<pronoun>He|She|It)(?=(?:'s|'ll|'d)?\b)")
+_PRONOUN_OPENING = re.compile(r"^(?P<pronoun>He|She|It|Her|His|Its)(?=(?:'s|'ll|'d)?\b)")
+# "Her name is Biscuit": whose; the antecedent is looked up as for the subject pronoun.
+_POSSESSIVE_OF = {"Her": "She", "His": "He", "Its": "It"}
 _DETERMINED = re.compile(r"\b(?P<det>(?i:my|our|a|an))\s+(?P<words>[a-zA-Z][\w-]*(?:\s+[a-zA-Z][\w-]*){0,3})")
 _NAMED = re.compile(r"(?<=\s)(?P<name>[A-Z][a-z]+)\b")
 _NOT_IN_A_NOUN_PHRASE = word_set(
@@ -304,9 +306,14 @@ def resolve_pronoun(sentence: str, previous: str) -> str:
     m = _PRONOUN_OPENING.match(sentence)
     if m is None or not is_first_person(previous):
         return sentence
-    noun = _antecedent(m.group("pronoun"), previous)
+    pronoun = m.group("pronoun")
+    noun = _antecedent(_POSSESSIVE_OF.get(pronoun, pronoun), previous)
     if noun is None:
         return sentence
+    if pronoun in _POSSESSIVE_OF:
+        if sentence[m.end() :].startswith("'"):
+            return sentence  # "Her's", "Its'": no possessive to read
+        return noun + "'s" + sentence[m.end() :]
     rest = re.sub(
         r"^'s\b", " is", re.sub(r"^'ll\b", " will", re.sub(r"^'d\b", " would", sentence[m.end() :]))
     )

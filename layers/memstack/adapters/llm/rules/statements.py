@@ -146,7 +146,11 @@ def statement(clause: str, raw: str, turn: Turn) -> None:
             return  # about the other speaker
         if (setting := _setting(clause, turn)) is not None:
             said = rewrite(setting, turn)
-        elif not topical and not decisions.news_about_known(clause, said, turn):
+        elif (
+            not topical
+            and not (turn.mentioned and clause.startswith(turn.mentioned))
+            and not decisions.news_about_known(clause, said, turn)
+        ):
             return  # small talk without a topic
     if (ending := cues.retraction(clause)) and decisions.retract(
         ending.words, ending=ending.ending, turn=turn, said=said

@@ -49,8 +49,14 @@ class Turn:
     before: list[str] = field(default_factory=list)
     #: the same, of the speaker's own words only (this message's earlier sentences, their last turns)
     own_before: list[str] = field(default_factory=list)
+    #: the sentence is one clause: only a whole sentence may join the memory before it as what says
+    #: more about it ("To address this, I ..." leaves "To address this" behind, which says nothing)
+    whole_sentence: bool = True
     #: the sentence's clauses before this one, newest first: "It's Seattle, I'm stoked for my game there"
     clauses_before: list[str] = field(default_factory=list)
+    #: the person an opening "she"/"he" of this sentence was read as ("Sam" in "He kept the flat"):
+    #: what the speaker says of their people is kept like what they say of themselves
+    mentioned: str | None = None
     decisions: list[Decision] = field(default_factory=list)
     #: the decision the clause just before made, which an elaboration joins
     last: Decision | None = None
