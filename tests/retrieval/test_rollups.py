@@ -142,3 +142,37 @@ def test_the_rollup_kept_moves_no_specific_hits_fusion(service: MemoryService) -
     assert {r.id: after[r.id] for r in specific if r.id in before} == {
         r.id: before[r.id] for r in specific if r.id in before
     }
+
+
+def test_a_rollup_whose_sources_were_found_ranks_below_every_specific_hit(service: MemoryService) -> None:
+    # The summary found one of its turns (m1): that turn states it specifically, and the summary's
+    # other turns (m5, m6) would take the places of the hits below it. It ranks below all of them,
+    # not just right after its own turn.
+    put(
+        service,
+        record(service, "I made a clay bowl at the pottery class", "m1", tier=Tier.STM),
+        record(service, "The user chose a green glaze", "m2"),
+        record(service, "The user's sister lives in Lisbon", "m3"),  # ranked below the summary by its words
+    )
+    rollup = summary(service, "pottery class clay bowl glaze kiln pottery clay glaze", ["m1", "m5", "m6"])
+    put(service, rollup)
+    hits = search(service, QUERY, top_k=10).hits
+    ids = [h.record.id for h in hits]
+    assert len(hits) == 4 and ids[-1] == rollup.id, [h.record.content for h in hits]
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_a_rollup_whose_sources_were_not_found_keeps_its_place(service: MemoryService) -> None:
+    # Its turns are gone from the short-term store (or no ranking found them): it is the evidence left.
+    unrelated, _ = put(
+        service,
+        record(service, "The user's sister lives in Lisbon", "m8"),
+        record(service, "The user likes a green glaze", "m2"),
+    )
+    rollup = summary(service, "pottery class clay bowl glaze kiln pottery clay glaze", ["m5", "m6"])
+    put(service, rollup)
+    hits = search(service, QUERY, top_k=10).hits
+    ids = [h.record.id for h in hits]
+    assert ids.index(rollup.id) < ids.index(unrelated.id), [h.record.content for h in hits]
+    assert "rollup_from" not in hits[ids.index(rollup.id)].stages
