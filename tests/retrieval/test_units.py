@@ -242,7 +242,8 @@ def test_an_updated_memory_answers_before_a_neighbour_of_its_old_turn(service: M
     hits = service.search(
         SearchRequest(tenant=T, user_id=U, query="where does Sam live with Kenji", reference_time=REF)
     ).hits
-    assert hits[0].record.id == current.id
+    # The update's turn, or its memory when stage 6 merges the turn into it (dedup_merge_into "newest").
+    assert hits[0].record.id in (moved.id, current.id)
 
 
 def test_a_lone_turns_unit_fusion_is_its_own_fusion_to_the_bit() -> None:

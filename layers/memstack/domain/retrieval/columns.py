@@ -56,6 +56,8 @@ SCORE = "score"
 
 # stage 6
 MERGED_TURN_SCORE = "merged_turn_score"
+#: a memory citing several turns kept at a share of its newest turn's score: its score before
+MULTI_TURN_FROM = "multi_turn_from"
 
 # stage 7
 RERANK = "rerank"
