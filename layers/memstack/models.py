@@ -163,7 +163,19 @@ class MemoryRecord(BaseModel):
 #: Metadata keys the system writes itself: a caller may not set them, and an edit of a
 #: memory's metadata keeps them (the agent it came from, its key, extraction bookkeeping).
 SYSTEM_METADATA_KEYS = frozenset(
-    {"role", "consolidated", "edited", "key", "agent_id", "op_key", "expires_at", "chunk", "chunks"}
+    {
+        "role",
+        "consolidated",
+        "edited",
+        "key",
+        "agent_id",
+        "op_key",
+        "expires_at",
+        "chunk",
+        "chunks",
+        "passage",
+        "passages",
+    }
 )
 
 

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memstack.domain import conflicts, expiry, filter_expr, jobs, keyed, transfer, versions
+from memstack.domain.chunks import passage_id
 from memstack.domain.cursors import CursorSigner
 from memstack.domain.embedding_memo import forget_all
 from memstack.domain.erasure import Erased
@@ -308,7 +309,23 @@ class MemoryService:
         )
         self.store.supersede(tenant, user_id, old.id, tombstone)
         self._written(tenant, tombstone)
+        self._delete_passages(tenant, user_id, old, now)
         return tombstone
+
+    def _delete_passages(self, tenant: str, user_id: str, old: MemoryRecord, now: datetime | None) -> None:
+        """A deleted turn's passages (``domain/chunks.py``) go with it: none may find it again."""
+        ids = [passage_id(old.id, i) for i in range(1, int(old.metadata.get("passages", 1)))]
+        for passage in self.store.get_many(tenant, user_id, ids).values():
+            if passage.is_current and not passage.deleted:
+                gone = versions.new_version(
+                    passage,
+                    content=None,
+                    embedder=None,
+                    coarse_dim=self.settings.embedding.coarse_dim,
+                    deleted=True,
+                    now=now,
+                )
+                self.store.supersede(tenant, user_id, passage.id, gone)
 
     def _written(self, tenant: str, *records: MemoryRecord) -> None:
         """Tell the tenant's webhook (when it asks) about versions written here."""

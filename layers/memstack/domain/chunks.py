@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from memstack.domain.filter_expr import META, Cond, Not
+
 #: where a chunk may end, best first: a blank line, a line end, a sentence end, a space
 _BREAKS = (re.compile(r"\n\s*\n"), re.compile(r"\n"), re.compile(r"[.!?](?=\s)"), re.compile(r"\s"))
 
@@ -49,3 +51,38 @@ def split_chunks(text: str, limit: int) -> list[str]:
 def chunk_message_id(message_id: str, index: int) -> str:
     """The id chunk ``index`` of a message is indexed under (chunk 0 is the message's own)."""
     return message_id if index == 0 else f"{message_id}\x1fchunk{index}"
+
+
+# Passages: the rest of a long turn, findable by its embedding.
+#
+# The embedder reads only the start of what it embeds (MiniLM: 256 tokens, about
+# 1,000 characters of prose), so a record's vector says nothing of the rest of a
+# 3,700-character reply. A record longer than ``passage_chars`` therefore gets
+# one extra, vector-only record per further passage (cut at the same breaks):
+# no BM25 text, the record's own fields (session, scope, time, metadata) so every
+# filter treats it as the record, ``source_ids`` the turn's message, and an id
+# derived from the record's own, so the vector stage maps a passage hit back to
+# its record without a read (``passage_owner``) and a search returns the turn once,
+# at its best passage's cosine.
+
+#: between a record's id and its passage number: stm ids are "stm_" and hex, never a "~"
+_PASSAGE_MARK = "~p"
+
+
+def passage_id(record_id: str, index: int) -> str:
+    """The id passage ``index`` (from 1; 0 is the record's own vector) of a record is stored under."""
+    return f"{record_id}{_PASSAGE_MARK}{index}"
+
+
+def passage_owner(memory_id: str) -> str:
+    """The record a passage belongs to (the id itself for any other record)."""
+    at = memory_id.find(_PASSAGE_MARK)
+    return memory_id if at < 0 else memory_id[:at]
+
+
+def is_passage_id(memory_id: str) -> bool:
+    return _PASSAGE_MARK in memory_id
+
+
+#: a filter expression that keeps every record but passages (a listing of turns, not of their parts)
+NOT_PASSAGE = Not(Cond(f"{META}passage", "gte", 1))

@@ -36,13 +36,13 @@ from typing import Any
 import numpy as np
 from aws_lambda_powertools import Logger
 
-from memstack.domain.chunks import chunk_message_id, split_chunks
+from memstack.domain.chunks import chunk_message_id, passage_id, split_chunks
 from memstack.domain.erasure import Fence
-from memstack.domain.indexing import index_turns
+from memstack.domain.indexing import index_turns, turn_text
 from memstack.domain.sections import IngestConfig
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import Conflict, DependencyFailed
-from memstack.models import MemoryRecord, Message, Scope, Tier
+from memstack.models import MemoryRecord, Message, Role, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.queue import Job, JobQueue
 from memstack.ports.stm import ShortTermStore, StmEntry
@@ -95,6 +95,33 @@ def extraction_job(
         user_id=user_id,
         payload={"message_id": message_id, **({"metadata": metadata} if metadata else {})},
     )
+
+
+def with_passages(
+    record: MemoryRecord, part: Message, embed_text: str, config: IngestConfig
+) -> list[tuple[MemoryRecord, str]]:
+    """A turn's record and the text to embed for it, then its passages' (``domain/chunks.py``), if long.
+
+    ``part``: the message the record indexes (its chunk, for a long turn's chunk record).
+    """
+    limit = config.passage_chars
+    wanted = config.passage_roles == "all" or part.role == Role.ASSISTANT
+    if not limit or not wanted or len(record.content) <= limit:
+        return [(record, embed_text)]
+    pieces = split_chunks(record.content, limit)
+    own = record.model_copy(update={"metadata": {**record.metadata, "passages": len(pieces)}})
+    out = [(own, embed_text)]
+    for i, piece in enumerate(pieces[1:], start=1):
+        passage = record.model_copy(
+            update={
+                "id": passage_id(record.id, i),
+                "content": piece,
+                "search_text": "",  # found by its vector only: its words are the record's
+                "metadata": {**record.metadata, "passage": i},
+            }
+        )
+        out.append((passage, turn_text(part.model_copy(update={"content": piece}))))
+    return out
 
 
 #: how often an add stores again what concurrent failing duplicates keep taking back
@@ -289,7 +316,7 @@ class Ingestor:
                     source_ids=[m.id],
                     metadata={**(metadata or {}), **system},
                 )
-                out.append((record, text.embed_text))
+                out += with_passages(record, part, text.embed_text, self.config)
         return out
 
     def _index_turns(

@@ -10,6 +10,7 @@ the domain (``memstack bench coldstart``; ``tests/api/test_cold_import.py``).
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -87,6 +88,19 @@ class IngestConfig(Matryoshka):
         le=100_000,
         alias="index_chunk_chars",
         description="a turn longer than this is indexed in chunks of at most this many characters",
+    )
+    passage_chars: int = Field(
+        0,
+        ge=0,
+        le=100_000,
+        alias="index_passage_chars",
+        description="a turn (or chunk) longer than this also gets one vector-only record per further "
+        "passage of at most this many characters, so its whole text is embedded (0: off)",
+    )
+    passage_roles: Literal["assistant", "all"] = Field(
+        "assistant",
+        alias="index_passage_roles",
+        description="whose long turns get passages: the assistant's replies, or every turn",
     )
     indexing: IndexingConfig = Field(default_factory=IndexingConfig)
     #: the API's MEMSTACK_EARLIEST_TIME / LATEST_TIME (the factory sets it)

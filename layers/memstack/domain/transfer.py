@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from memstack.domain.chunks import is_passage_id, passage_owner
 from memstack.domain.embedder_record import NamedEmbedder
 from memstack.domain.ingest import stm_memory_id
 from memstack.domain.keyed import KEY_FIELD, keyed_id
@@ -339,6 +340,9 @@ def moved_id(record: MemoryRecord, tenant: str, user_id: str) -> str:
 
 def _moved(old_id: str, like: MemoryRecord, tenant: str, user_id: str) -> str:
     """The new owner's id for ``old_id``, a record with the sources and key of ``like``."""
+    if is_passage_id(old_id):  # a passage's id is its record's, moved, and its number
+        owner = passage_owner(old_id)
+        return _moved(owner, like, tenant, user_id) + old_id[len(owner) :]
     for source in like.source_ids[:1]:
         if old_id == stm_memory_id(like.tenant, like.user_id, source):
             return stm_memory_id(tenant, user_id, source)

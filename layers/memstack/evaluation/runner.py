@@ -190,7 +190,10 @@ class TurnBaselines:
 
 def ingest_fingerprint(settings: Settings, infer: bool, consolidate: bool) -> dict[str, Any]:
     """What decides the contents of an evaluation store (a kept store is reused only if it matches)."""
+    passages = settings.ingest.passage_chars
     return {
+        # only when on: a store built before passages existed is still reused while they are off
+        **({"passages": [passages, settings.ingest.passage_roles]} if passages else {}),
         "embedder": settings.embedder,
         "llm": settings.llm,
         "infer": infer,
@@ -231,7 +234,10 @@ def _stored_counts(service: MemoryService) -> dict[str, int]:
     while True:
         records, cursor = service.store.list(TENANT, USER, MemoryFilters(), 500, cursor)
         for r in records:
-            key = "stm" if r.tier == Tier.STM else f"ltm_{r.metadata.get('consolidation') or 'extracted'}"
+            if r.tier == Tier.STM:
+                key = "stm_passage" if "passage" in r.metadata else "stm"
+            else:
+                key = f"ltm_{r.metadata.get('consolidation') or 'extracted'}"
             counts[key] = counts.get(key, 0) + 1
         if not cursor:
             return counts

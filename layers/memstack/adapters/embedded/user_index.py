@@ -74,6 +74,10 @@ _COLUMNS = (
 _SEARCHES_KEPT = 32
 
 
+#: in a long turn's passage's id (domain/chunks.py): such a row is no BM25 document
+_PASSAGE = "~p"
+
+
 @dataclass(frozen=True)
 class Searchable:
     """The rows of a view one set of filters lets a search see."""
@@ -175,7 +179,10 @@ class IndexView:
 
     @functools.cached_property
     def _indexed(self) -> np.ndarray:
-        return self.columns.current & ~self.columns.deleted
+        # A long turn's passages (domain/chunks.py) hold no words of their own: no documents of BM25.
+        ids = self.ids
+        passage = np.fromiter((_PASSAGE in ids[i] for i in range(self.size)), dtype=bool, count=self.size)
+        return self.columns.current & ~self.columns.deleted & ~passage
 
     @functools.cached_property
     def _indexed_ltm(self) -> np.ndarray:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from memstack.domain.chunks import split_chunks
+from memstack.domain.chunks import NOT_PASSAGE, split_chunks
 from memstack.domain.erasure import Fence
 from memstack.domain.extraction.apply import apply_operations
 from memstack.domain.indexing import turn_text
@@ -57,7 +57,9 @@ def prepare_message(message: Message, received_at: datetime) -> tuple[Message, R
 
 #: what the system itself wrote into a turn's metadata (not the add's): api.schemas.RESERVED_METADATA_KEYS
 #: without agent_id, which the caller gave
-_SYSTEM_KEYS = frozenset({"role", "consolidated", "edited", "key", "op_key", "chunk", "chunks"})
+_SYSTEM_KEYS = frozenset(
+    {"role", "consolidated", "edited", "key", "op_key", "chunk", "chunks", "passage", "passages"}
+)
 
 
 class ExtractionJobHandler:
@@ -225,7 +227,8 @@ class ExtractionJobHandler:
         records, _ = self.store.list(
             tenant,
             user_id,
-            MemoryFilters(tier=Tier.STM, session_id=session_id, before=message.timestamp),
+            # A long reply's passages (vector-only copies of its parts) are no turns: never in the window.
+            MemoryFilters(tier=Tier.STM, session_id=session_id, before=message.timestamp, where=NOT_PASSAGE),
             self.config.context_turns * 3,
         )
         turns = [

@@ -40,6 +40,11 @@ class RetrievalConfig(Matryoshka, RrfWeights):
         le=10_000_000,
         description="memories per user below which stage 2 ranks every full vector (embedded store)",
     )
+    # A long turn's passages (MEMSTACK_INDEX_PASSAGE_CHARS, domain/chunks.py) give it their cosine
+    # less this margin: a turn is ranked by its own start unless a later passage matches clearly better.
+    passage_margin: float = Field(
+        0.0, ge=0.0, le=2.0, description="cosine a passage hit gives up against its turn's own vector"
+    )
     # stage 3: BM25
     bm25_candidates: int = Field(400, ge=1, le=10_000)
     # Off by default: +0.003 recall@10 / +0.007 @25 with extraction on LoCoMo, for a second BM25

@@ -13,13 +13,14 @@ from typing import cast
 
 import numpy as np
 
+from memstack.domain.chunks import is_passage_id, passage_owner
 from memstack.domain.retrieval import hybrid
 from memstack.domain.retrieval.config import RetrievalConfig
 from memstack.domain.retrieval.pool import full_vectors
 from memstack.domain.retrieval.stage import Search
 from memstack.domain.retrieval.types import SearchRequest
 from memstack.domain.vectors import coarse_prefix
-from memstack.models import MemoryFilters, ScoredId
+from memstack.models import MemoryFilters, Ranked, ScoredId
 from memstack.ports.store import ExactVectors, MemoryStore, RescoredCandidates, implements
 
 
@@ -60,13 +61,13 @@ def vector_search(
             req.tenant, req.user_id, query_vec, candidates, filters, below=config.exact_vector_below
         )
         if exact is not None:
-            return exact, {}
+            return collapse_passages(exact, config.passage_margin), {}
     coarse = coarse_prefix(query_vec, config.coarse_dim)
     if implements(store, RescoredCandidates):  # a remote store: ranked where the vectors are
         rescored = cast(RescoredCandidates, store).rescored_candidates(
             req.tenant, req.user_id, coarse, np.asarray(query_vec, dtype=np.float32), candidates, filters
         )
-        return rescored, {}
+        return collapse_passages(rescored, config.passage_margin), {}
     found: Sequence[ScoredId]
     if coarse_search is not None:
         found = coarse_search(coarse)
@@ -79,7 +80,30 @@ def vector_search(
         return [], full
     scores = matrix @ np.asarray(query_vec, dtype=np.float32)
     order = np.argsort(-scores, kind="stable")
-    return [
+    ranking = [
         ScoredId(id=ids[i], score=score)
         for i, score in zip(order.tolist(), scores[order].tolist(), strict=True)
-    ], full
+    ]
+    return collapse_passages(ranking, config.passage_margin), full
+
+
+def collapse_passages(ranking: Sequence[ScoredId], margin: float = 0.0) -> Sequence[ScoredId]:
+    """The ranking with each passage hit (``domain/chunks.py``) given to its record: one entry per
+    record, at its own cosine or its best passage's less ``margin``, whichever is higher, best
+    first; unchanged when it holds no passage."""
+    ids = ranking.ids if isinstance(ranking, Ranked) else [h.id for h in ranking]
+    if not any(map(is_passage_id, ids)):
+        return ranking
+    scores = ranking.scores if isinstance(ranking, Ranked) else np.array([h.score for h in ranking])
+    turn = ranking.turn if isinstance(ranking, Ranked) else None
+    if margin:
+        scores = scores - margin * np.fromiter(map(is_passage_id, ids), dtype=np.float64, count=len(ids))
+        order = np.argsort(-scores, kind="stable")
+        ids, scores = [ids[i] for i in order.tolist()], scores[order]
+        turn = turn[order] if turn is not None else None
+    owners = list(map(passage_owner, ids))
+    first = dict.fromkeys(owners)  # best first: the first place of each record is its best
+    keep = [i for i, owner in enumerate(owners) if first.pop(owner, 0) is None]
+    at = np.asarray(keep, dtype=np.int64)
+    # The store's rows are those of the passages, not of their records: left out.
+    return Ranked([owners[i] for i in keep], scores[at], turn[at] if turn is not None else None)
