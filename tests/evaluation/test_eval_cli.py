@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from memstack.evaluation.locomo import load_locomo
-from memstack.evaluation.runner import evaluate
+from memstack.evaluation.runner import evaluate, ingest_code_digest
 from memstack.settings import Settings
 
 BIN = Path(sys.executable).with_name("memstack")
@@ -93,6 +93,13 @@ def test_raw_ingest_plot_and_kept_stores(tmp_path: Path) -> None:
     again = json.loads(run(args, tmp_path).stdout)
     assert again["recall"] == report["recall"] and again["stored"] == {"stm": 8}
     assert sentinel.exists()
+    # A store an older extractor kept (another code digest in its marker): rebuilt, not reused.
+    kept = json.loads(marker.read_text())
+    assert kept["code"] == ingest_code_digest()
+    marker.write_text(json.dumps({**kept, "code": "an older extractor"}))
+    assert run(args, tmp_path).returncode == 0
+    assert not sentinel.exists() and json.loads(marker.read_text())["code"] == ingest_code_digest()
+    sentinel.write_text("kept")
     # Other ingest settings: the store is rebuilt.
     proc = run([*args[:-2], "--store-dir", str(stores)], tmp_path, MEMSTACK_INDEX_CONTEXT_TURNS="0")
     assert proc.returncode == 0, proc.stderr
@@ -130,3 +137,19 @@ def test_each_question_is_answered_from_its_own_conversation(settings: Settings)
     # The greyhound turn is the only one that mentions a greyhound.
     assert report.recall["5"]["single-hop"] == 1.0
     assert (report.recall["5"]["all"] or 0.0) >= 0.9
+
+
+def test_ingest_code_digest_follows_the_extractor_not_the_ranking(tmp_path: Path) -> None:
+    """Kept stores are keyed by the ingest code: an extractor rule changes the digest, a ranking
+    stage does not (a ranking experiment reuses the stores it was built on)."""
+    rules = tmp_path / "adapters" / "llm" / "rules"
+    stages = tmp_path / "domain" / "retrieval" / "stages"
+    for folder in (rules, stages):
+        folder.mkdir(parents=True)
+    (rules / "clauses.py").write_text("JOIN = True\n")
+    (stages / "dedup.py").write_text("PLACES = 5\n")
+    first = ingest_code_digest(tmp_path)
+    (stages / "dedup.py").write_text("PLACES = 8\n")
+    assert ingest_code_digest(tmp_path) == first
+    (rules / "clauses.py").write_text("JOIN = False\n")
+    assert ingest_code_digest(tmp_path) != first

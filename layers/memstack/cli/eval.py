@@ -298,7 +298,8 @@ def _benchmark_command(
         store_dir: Annotated[
             Path | None,
             typer.Option(
-                "--store-dir", help="keep each conversation's store here, reused when ingest matches"
+                "--store-dir",
+                help="keep each conversation's store here, reused when its ingest settings and code match",
             ),
         ] = None,
     ) -> None:

@@ -26,6 +26,7 @@ the answerable questions' is the abstention AUROC (``separation``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import statistics
@@ -40,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+import memstack
 from memstack.domain.bm25 import Bm25Index
 from memstack.domain.indexing import turn_text
 from memstack.domain.retrieval.types import SearchRequest
@@ -188,10 +190,44 @@ class TurnBaselines:
         return [[self.ids[i]] for i in order.tolist()], (float(scores[order[0]]) if len(order) else 0.0)
 
 
+#: the code that decides what an ingested store holds (relative to the memstack package): the
+#: extractor and its rules, the embedders, ingest and indexing, consolidation, the embedded store. A change to
+#: any of them makes a kept store stale; a ranking change (domain/retrieval) keeps it.
+_INGEST_CODE = (
+    "domain/extraction",
+    "adapters/llm",
+    "adapters/embedders",
+    "domain/consolidation",
+    "domain/time",
+    "domain/ingest.py",
+    "domain/indexing.py",
+    "domain/chunks.py",
+    "domain/categories.py",
+    "domain/text.py",
+    "adapters/embedded",
+)
+
+
+def ingest_code_digest(root: Path | None = None) -> str:
+    """A digest of the ingest code's source files (``_INGEST_CODE`` under ``root``, by default the
+    installed package), so that a store kept by ``--store-dir`` is not silently reused after the
+    extractor changed."""
+    root = root or Path(memstack.__file__).parent
+    digest = hashlib.blake2b(digest_size=12)
+    for entry in _INGEST_CODE:
+        path = root / entry
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path] if path.exists() else []
+        for file in files:
+            digest.update(file.relative_to(root).as_posix().encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
 def ingest_fingerprint(settings: Settings, infer: bool, consolidate: bool) -> dict[str, Any]:
     """What decides the contents of an evaluation store (a kept store is reused only if it matches)."""
     passages = settings.ingest.passage_chars
     return {
+        "code": ingest_code_digest(),
         # only when on: a store built before passages existed is still reused while they are off
         **({"passages": [passages, settings.ingest.passage_roles]} if passages else {}),
         "embedder": settings.embedder,
