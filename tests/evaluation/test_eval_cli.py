@@ -153,3 +153,11 @@ def test_ingest_code_digest_follows_the_extractor_not_the_ranking(tmp_path: Path
     assert ingest_code_digest(tmp_path) == first
     (rules / "clauses.py").write_text("JOIN = False\n")
     assert ingest_code_digest(tmp_path) != first
+    # Consolidation's code counts only for a store built with it.
+    consolidation = tmp_path / "domain" / "consolidation"
+    consolidation.mkdir(parents=True)
+    (consolidation / "job.py").write_text("GROUP = 20\n")
+    second, with_consolidation = ingest_code_digest(tmp_path), ingest_code_digest(tmp_path, consolidate=True)
+    (consolidation / "job.py").write_text("GROUP = 10\n")
+    assert ingest_code_digest(tmp_path) == second
+    assert ingest_code_digest(tmp_path, consolidate=True) != with_consolidation

@@ -191,13 +191,13 @@ class TurnBaselines:
 
 
 #: the code that decides what an ingested store holds (relative to the memstack package): the
-#: extractor and its rules, the embedders, ingest and indexing, consolidation, the embedded store. A change to
-#: any of them makes a kept store stale; a ranking change (domain/retrieval) keeps it.
+#: extractor and its rules, the embedders, ingest and indexing, the embedded store (and consolidation's,
+#: for a store built with it). A change to any of them makes a kept store stale; a ranking change
+#: (domain/retrieval) keeps it.
 _INGEST_CODE = (
     "domain/extraction",
     "adapters/llm",
     "adapters/embedders",
-    "domain/consolidation",
     "domain/time",
     "domain/ingest.py",
     "domain/indexing.py",
@@ -208,13 +208,17 @@ _INGEST_CODE = (
 )
 
 
-def ingest_code_digest(root: Path | None = None) -> str:
+#: consolidation's code, part of the digest of a store built with it
+_CONSOLIDATION_CODE = ("domain/consolidation",)
+
+
+def ingest_code_digest(root: Path | None = None, *, consolidate: bool = False) -> str:
     """A digest of the ingest code's source files (``_INGEST_CODE`` under ``root``, by default the
     installed package), so that a store kept by ``--store-dir`` is not silently reused after the
     extractor changed."""
     root = root or Path(memstack.__file__).parent
     digest = hashlib.blake2b(digest_size=12)
-    for entry in _INGEST_CODE:
+    for entry in (*_INGEST_CODE, *(_CONSOLIDATION_CODE if consolidate else ())):
         path = root / entry
         files = sorted(path.rglob("*.py")) if path.is_dir() else [path] if path.exists() else []
         for file in files:
@@ -227,7 +231,7 @@ def ingest_fingerprint(settings: Settings, infer: bool, consolidate: bool) -> di
     """What decides the contents of an evaluation store (a kept store is reused only if it matches)."""
     passages = settings.ingest.passage_chars
     return {
-        "code": ingest_code_digest(),
+        "code": ingest_code_digest(consolidate=consolidate),
         # only when on: a store built before passages existed is still reused while they are off
         **({"passages": [passages, settings.ingest.passage_roles]} if passages else {}),
         "embedder": settings.embedder,
