@@ -299,14 +299,7 @@ class MemoryService:
 
     def delete(self, tenant: str, user_id: str, memory_id: str, now: datetime | None = None) -> MemoryRecord:
         old = versions.current_or_404(self.store, tenant, user_id, memory_id)
-        tombstone = versions.new_version(
-            old,
-            content=None,
-            embedder=None,
-            coarse_dim=self.settings.embedding.coarse_dim,
-            deleted=True,
-            now=now,
-        )
+        tombstone = self._tombstone(old, now)
         self.store.supersede(tenant, user_id, old.id, tombstone)
         self._written(tenant, tombstone)
         self._delete_passages(tenant, user_id, old, now)
@@ -317,15 +310,18 @@ class MemoryService:
         ids = [passage_id(old.id, i) for i in range(1, int(old.metadata.get("passages", 1)))]
         for passage in self.store.get_many(tenant, user_id, ids).values():
             if passage.is_current and not passage.deleted:
-                gone = versions.new_version(
-                    passage,
-                    content=None,
-                    embedder=None,
-                    coarse_dim=self.settings.embedding.coarse_dim,
-                    deleted=True,
-                    now=now,
-                )
-                self.store.supersede(tenant, user_id, passage.id, gone)
+                self.store.supersede(tenant, user_id, passage.id, self._tombstone(passage, now))
+
+    def _tombstone(self, old: MemoryRecord, now: datetime | None) -> MemoryRecord:
+        """The deleted version that supersedes ``old``: no content, no vector."""
+        return versions.new_version(
+            old,
+            content=None,
+            embedder=None,
+            coarse_dim=self.settings.embedding.coarse_dim,
+            deleted=True,
+            now=now,
+        )
 
     def _written(self, tenant: str, *records: MemoryRecord) -> None:
         """Tell the tenant's webhook (when it asks) about versions written here."""
