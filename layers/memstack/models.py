@@ -32,6 +32,8 @@ def utcnow() -> datetime:
 SUMMARY = "summary"
 SYNTHESIS = "synthesis"
 ROLLUPS: tuple[str, ...] = (SUMMARY, SYNTHESIS)
+#: ... and of a profile: one memory per person and category, meant to answer "what are Mel's hobbies"
+PROFILE = "profile"
 
 
 def new_id() -> str:

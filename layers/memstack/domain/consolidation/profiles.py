@@ -30,12 +30,11 @@ from memstack.domain.categories import CATEGORY_LABELS
 from memstack.domain.ingest import stm_memory_id
 from memstack.domain.sections import ProfileConfig
 from memstack.errors import Conflict
-from memstack.models import Kind, MemoryFilters, MemoryRecord, Scope, Tier
+from memstack.models import PROFILE, Kind, MemoryFilters, MemoryRecord, Scope, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp
 from memstack.ports.store import Fence, MemoryStore
 
-PROFILE = "profile"
 ApplyOperations = Callable[..., list[MemoryRecord]]
 
 

@@ -99,14 +99,15 @@ class RetrievalConfig(Matryoshka, RrfWeights):
     # "sole": a turn merges only into a memory citing that turn alone. Merged into an update (a memory
     # citing older turns too), the memory took the turn's place and put the older turns ahead of the
     # one that earned it; now the turn keeps its place and the update ranks at most
-    # DEDUP_MULTI_TURN_PLACES below it. BEAM @5 0.404 -> 0.417 with @10 / @25 and LoCoMo kept
-    # (docs/retrieval.md, "Session 7").
+    # DEDUP_MULTI_TURN_PLACES below it. 8 places, chosen on both datasets' fresh stores: BEAM @10
+    # 0.496 -> 0.503 with top-10 slots citing no new turn under 0.2 (5 places: 0.254), LoCoMo at or
+    # above at every depth (docs/retrieval.md, "Session 7").
     dedup_merge_into: Literal["newest", "sole"] = Field(
         "sole",
         description="a turn merges into its best memory always (newest), or only if it cites the turn alone",
     )
     dedup_multi_turn_places: int = Field(
-        5,
+        8,
         ge=0,
         le=1000,
         description="most places below its turn that its best memory, citing older turns too, ranks (0: own)",

@@ -8,6 +8,7 @@ from memstack.domain.retrieval import columns as col
 from memstack.domain.retrieval.pool import Pool
 from memstack.domain.retrieval.stage import Search
 from memstack.domain.scoring import near_duplicates
+from memstack.models import PROFILE
 
 
 class Dedup:
@@ -24,6 +25,9 @@ class Dedup:
         apart: list[tuple[int, int]] = []
         if cfg.dedup_by_source:
             merged, apart = merge_turns_into_memories(pool, sole=cfg.dedup_merge_into == "sole")
+            if apart:
+                merged |= merge_turns_into_profiles(search, apart)
+                apart = [(turn, memory) for turn, memory in apart if turn not in merged]
             if merged:
                 pool.order = [j for j in pool.order if j not in merged]
         pool.ranked(self.name)
@@ -81,16 +85,39 @@ def merge_turns_into_memories(pool: Pool, sole: bool = True) -> tuple[set[int], 
             apart.append((j, memory))
             continue
         merged.add(j)
-        if pool.score[j] > pool.score[memory]:
-            pool.put(col.MERGED_TURN_SCORE, memory, pool.score[j])
-            pool.rescore(memory, pool.score[j])
-            # The memory's score is now the turn's (its unit's value when the turn was the unit's
-            # best member): explain, and the calibration fitted on it, read the values it came from.
-            for name in (col.RRF, col.RRF_SCALED):
-                value = pool.get(name, j, math.nan)
-                if not math.isnan(value):
-                    pool.put(name, memory, value)
+        _merge(pool, j, memory)
     return merged, apart
+
+
+def _merge(pool: Pool, turn: int, memory: int) -> None:
+    """The memory takes the turn's place: the better of the two scores."""
+    if pool.score[turn] > pool.score[memory]:
+        pool.put(col.MERGED_TURN_SCORE, memory, pool.score[turn])
+        pool.rescore(memory, pool.score[turn])
+        # The memory's score is now the turn's (its unit's value when the turn was the unit's
+        # best member): explain, and the calibration fitted on it, read the values it came from.
+        for name in (col.RRF, col.RRF_SCALED):
+            value = pool.get(name, turn, math.nan)
+            if not math.isnan(value):
+                pool.put(name, memory, value)
+
+
+def merge_turns_into_profiles(search: Search, apart: list[tuple[int, int]]) -> set[int]:
+    """Of the (turn, memory) pairs kept apart, those whose memory is a profile: merged after all.
+
+    A profile cites several turns, but it is not an update that would list older
+    turns ahead of the one that earned the place: it is the answer to "what are
+    Mel's hobbies" (profiles are off by default). Only these few memories' records are read.
+    """
+    pool, req = search.pool, search.req
+    records = pool.records(search.store, req.tenant, req.user_id, {memory for _, memory in apart})
+    merged: set[int] = set()
+    for turn, memory in apart:
+        record = records.get(memory)
+        if record is not None and record.metadata.get("consolidation") == PROFILE:
+            merged.add(turn)
+            _merge(pool, turn, memory)
+    return merged
 
 
 def place_below_turns(pool: Pool, apart: list[tuple[int, int]], places: int) -> None:
