@@ -57,13 +57,14 @@ def plot_recall(report: dict[str, Any], path: Path, categories: list[str], bench
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("share of evidence turns found")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper right", ncol=len(retrievers), fontsize=8)
+    # Below the panels: at the top right the legend ran over the title.
+    fig.legend(handles, labels, loc="lower center", ncol=len(retrievers), fontsize=8, frameon=False)
     config = report.get("config", {})
     mode = "raw turns" if not config.get("infer") else "extraction on"
     if config.get("consolidate"):
         mode += ", consolidation"
     fig.suptitle(f"{benchmark}, {report.get('questions', 0)} questions ({config.get('embedder')}, {mode})")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
