@@ -122,28 +122,6 @@ def test_a_summary_never_swallows_a_turn_it_cites(service: MemoryService) -> Non
     assert turn.id in [h.record.id for h in hits]
 
 
-def test_the_rollup_kept_moves_no_specific_hits_fusion(service: MemoryService) -> None:
-    # The rollup says the query's words best, so it ranks first among the memories in BM25 and in
-    # the vector ranking; ranked record by record it would push each memory one rank down and lower
-    # its fused value (on BEAM that moved evidence out of the first 5 with no rollup in the first 10).
-    specific = put(
-        service,
-        record(service, "I made a clay bowl at the pottery class", "m1", tier=Tier.STM),
-        record(service, "The user made a clay bowl at the pottery class", "m1"),
-        record(service, "The user chose a green glaze for the bowl", "m2"),
-        record(service, "The user's pottery teacher fires the kiln on Fridays", "m3"),
-    )
-    before = {h.record.id: h.stages["rrf"] for h in search(service, QUERY, top_k=10).hits}
-    rollup = summary(service, "pottery class clay bowl glaze kiln pottery clay glaze", ["m1", "m2", "m3"])
-    put(service, rollup)
-    hits = search(service, QUERY, top_k=10).hits
-    assert rollup.id in [h.record.id for h in hits]
-    after = {h.record.id: h.stages["rrf"] for h in hits}
-    assert {r.id: after[r.id] for r in specific if r.id in before} == {
-        r.id: before[r.id] for r in specific if r.id in before
-    }
-
-
 def test_a_rollup_whose_sources_were_found_ranks_below_every_specific_hit(service: MemoryService) -> None:
     # The summary found one of its turns (m1): that turn states it specifically, and the summary's
     # other turns (m5, m6) would take the places of the hits below it. It ranks below all of them,

@@ -267,20 +267,3 @@ def test_a_lone_turns_unit_fusion_is_its_own_fusion_to_the_bit() -> None:
             np.arange(len(rows)), rows, np.ones(len(rows), dtype=bool), ranks, weights, k=60
         )
         assert fused.tobytes() == own[rows].tobytes()
-
-
-def test_a_rank_shared_with_the_rollup_kept_takes_no_ones_place() -> None:
-    # Consolidation's rollup kept in the rankings (R, a memory) ranks first among the memories:
-    # the memory below it keeps the rank it has without R, and no turn's rank moves.
-    rollup, memory_b = "1" * 32, "2" * 32
-    ranks = units.field_ranks(
-        {"bm25": ranking(rollup, TURN_A, MEMORY_A, memory_b), "vector": ranking(TURN_B)}
-    )
-    shared = units.sharing_rank(ranks, ranks.row[rollup])
-    alone = units.field_ranks({"bm25": ranking(TURN_A, MEMORY_A, memory_b), "vector": ranking(TURN_B)})
-    assert shared[("bm25", units.MEMORIES)] == {rollup: 1, MEMORY_A: 1, memory_b: 2}
-    assert shared[("bm25", units.TURNS)] == alone[("bm25", units.TURNS)] == {TURN_A: 1}
-    for memory in (MEMORY_A, memory_b):
-        assert shared[("bm25", units.MEMORIES)][memory] == alone[("bm25", units.MEMORIES)][memory]
-    assert shared[("vector", units.TURNS)] == {TURN_B: 1}  # a ranking without it is unchanged
-    assert ranks[("bm25", units.MEMORIES)][MEMORY_A] == 2  # what it was without sharing

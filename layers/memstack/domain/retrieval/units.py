@@ -30,7 +30,7 @@ one shared score.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter
 from typing import cast
@@ -156,27 +156,6 @@ def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
         if bool((~turn if first == TURNS else turn).any()):
             columns.append((name, other))
     return FieldRanks(ids, is_turn, ranks, places, scores, tuple(columns), at_of, store_rows, row)
-
-
-def sharing_rank(ranks: FieldRanks, row: int) -> FieldRanks:
-    """These ranks with ``row`` taking nobody's rank: in every ranking, each candidate of its field
-    ranked below it keeps the rank it would have without it (the next one shares its rank).
-
-    For consolidation's one rollup kept in the rankings (``stages/fusion.py``): it restates turns
-    that are candidates themselves, so it ranks by its own words but takes no rank from a specific
-    candidate (issue 21 item 8: on BEAM, with no rollup in the first 10, the rank it took from every
-    memory below it still moved evidence out of the first 5).
-    """
-    field = ranks.is_turn == ranks.is_turn[row]
-    shifted: dict[str, np.ndarray] = {}
-    for name, rank in ranks.ranks.items():
-        own = rank[row]
-        if own == 0:
-            shifted[name] = rank
-            continue
-        below = field & (rank > own)
-        shifted[name] = rank - below
-    return replace(ranks, ranks=shifted)
 
 
 def _ids(ranking: Sequence[ScoredId]) -> list[str]:

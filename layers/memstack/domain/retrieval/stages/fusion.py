@@ -166,9 +166,8 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
     turns in general terms and match many queries a little: in the rankings they
     would take the places of the evidence they were built from. So the pool is
     picked again without them: only the best of them (by its own fusion) keeps
-    its ranks, shared with the memory ranked next (``units.sharing_rank``: it
-    moves no specific candidate down), as a unit of its own weighed as a
-    memory's second view of its turns; the others join the pool with no fusion
+    its ranks, as a unit of its own weighed as a memory's second view of its
+    turns; the others join the pool with no fusion
     value (below the evidence, still there when nothing else is), and stage 8
     (``rollups``) places them among the hits.
     """
@@ -179,8 +178,6 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
     aside: list[str] = []  # the further rollups, best first
     for _ in range(_POOL_PASSES):
         ranks = units.field_ranks(rankings)
-        if kept is not None and kept in ranks.row:
-            ranks = units.sharing_rank(ranks, ranks.row[kept])
         own_of, met = units.record_rrf(ranks, cfg.field_weights, cfg.rrf_k)
         # Best first; a tie keeps the order the fusion met the candidates in.
         best = met[np.argsort(-own_of[met], kind="stable")][:size]
@@ -198,8 +195,6 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
         found = [i for i in rollups if i not in known]
         if kept is None and found:
             kept, found = found[0], found[1:]  # the pool lists the best first
-            if not found:
-                continue  # once more, the rollup kept sharing its ranks (``units.sharing_rank``)
         if not found:
             break
         aside += found
