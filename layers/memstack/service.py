@@ -308,6 +308,8 @@ class MemoryService:
     def _delete_passages(self, tenant: str, user_id: str, old: MemoryRecord, now: datetime | None) -> None:
         """A deleted turn's passages (``domain/chunks.py``) go with it: none may find it again."""
         ids = [passage_id(old.id, i) for i in range(1, int(old.metadata.get("passages", 1)))]
+        if not ids:
+            return  # no passages (nearly every record): no read
         for passage in self.store.get_many(tenant, user_id, ids).values():
             if passage.is_current and not passage.deleted:
                 self.store.supersede(tenant, user_id, passage.id, self._tombstone(passage, now))
