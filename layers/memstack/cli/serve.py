@@ -9,6 +9,7 @@ worker (extraction, consolidation jobs) and, every
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import signal
 import socket
@@ -66,23 +67,34 @@ def background_jobs(service: MemoryService) -> Iterator[None]:
             stop_worker()
 
 
+MCP_EXTRA_HINT = "pip install 'memstack[integrations]'"
+
+
+def mcp_installed() -> bool:
+    """Whether ``/mcp`` can be served: the MCP SDK and a2wsgi come with the ``integrations`` extra."""
+    return all(importlib.util.find_spec(name) is not None for name in ("mcp", "a2wsgi"))
+
+
 def mount_mcp_if_available(api: WsgiApi, settings: Settings, host: str) -> Callable[[], None]:
     """``/mcp`` on the server when the MCP SDK is installed; returns how to stop it."""
-    try:
-        from memstack.integrations.mcp_http import mount_mcp
-    except ImportError:
-        logger.info("mcp_unavailable", extra={"event": "mcp_unavailable", "hint": "pip install mcp a2wsgi"})
+    if not mcp_installed():
+        logger.info("mcp_unavailable", extra={"event": "mcp_unavailable", "hint": MCP_EXTRA_HINT})
         return lambda: None
+    from memstack.integrations.mcp_http import mount_mcp
+
     return mount_mcp(api, settings, host).close
 
 
-def _announce(base: str, settings: Settings, workers: int) -> None:
+def print_banner(base: str, settings: Settings, workers: int, *, mcp_served: bool) -> None:
     keys = settings.api_key_map()
     hint = " (dev key: dev-key)" if "dev-key" in keys else f" ({len(keys)} API keys configured)"
     processes = f"  {workers} worker processes" if workers > 1 else ""
+    # Only an endpoint that is served is announced: without the extra, /mcp is a 404.
+    mcp = f"MCP: {base}/mcp" if mcp_served else f"MCP: off ({MCP_EXTRA_HINT})"
     console.print(
-        f"memstack API on {base}  browser: {base}/ui  docs: {base}/docs  MCP: {base}/mcp{hint}{processes}",
+        f"memstack API on {base}  browser: {base}/ui  docs: {base}/docs  {mcp}{hint}{processes}",
         highlight=False,
+        markup=False,  # "[integrations]" is text, not a style
     )
 
 
@@ -140,7 +152,8 @@ def _run(
         server, api = make_server(service, settings, host=host, port=port, threads=threads, sock=sock)
         close_mcp = mount_mcp_if_available(api, settings, host)
         if announce:
-            _announce(f"http://{server.effective_host}:{server.effective_port}", settings, 1)
+            base = f"http://{server.effective_host}:{server.effective_port}"
+            print_banner(base, settings, 1, mcp_served=mcp_installed())
         try:
             server.run()  # returns after Ctrl-C (waitress stops its workers itself)
         finally:
@@ -188,7 +201,7 @@ def _run_processes(settings: Settings, *, host: str, port: int, threads: int, wo
                 os._exit(code)
         children.append(pid)
     sock.close()  # the children accept on it; this process only waits for them
-    _announce(base, settings, workers)
+    print_banner(base, settings, workers, mcp_served=mcp_installed())
 
     def stop(signum: int, _frame: object) -> None:
         # SIGTERM to each process: its own handler stops it (an inherited, ignored SIGINT cannot).
