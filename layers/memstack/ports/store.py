@@ -18,11 +18,11 @@ every backend runs.
 from __future__ import annotations
 
 import builtins
-import typing
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol, cast, runtime_checkable
+from typing import Generic, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -420,19 +420,31 @@ def implements(obj: object, port: type) -> bool:
 def _lacks(cls: type, port: type) -> tuple[tuple[str, ...], bool]:
     """(the port's members ``cls`` does not define, whether its instances look attributes up only in
     the class and their own ``__dict__``). No members: it implements the port; ``_UNKNOWN``: the
-    class alone cannot say which (a port with data members, or members Python does not list)."""
+    class alone cannot say which (a port with data members, or members ``public_members`` leaves out)."""
     plain = not hasattr(cls, "__getattr__") and cls.__getattribute__ is object.__getattribute__
     try:
         if issubclass(cls, port):
             return (), plain
     except TypeError:  # a port with data members: only an instance can say
         pass
-    members = getattr(port, "__protocol_attrs__", None)  # Python 3.12+
-    if members is None:
-        get_attrs = getattr(typing, "_get_protocol_attrs", None)  # Python 3.11
-        members = get_attrs(port) if get_attrs is not None else None
-    lacks = tuple(sorted(name for name in members or () if not hasattr(cls, name)))
+    lacks = tuple(sorted(name for name in public_members(port) if not hasattr(cls, name)))
     return lacks or _UNKNOWN, plain
+
+
+def public_members(port: type) -> frozenset[str]:
+    """The names without a leading underscore that ``port`` and the ports it extends declare (methods,
+    annotated attributes): read from their own ``__dict__`` and annotations, no private ``typing`` API.
+
+    Every such name is a member ``isinstance`` asks for; members it leaves out (a dunder such as
+    ``__len__``, a ``_private`` method) are never used to answer no, so ``implements`` still asks
+    ``isinstance`` about them. A port extends only ports, ``Generic`` and ``object``."""
+    return frozenset(
+        name
+        for base in port.__mro__
+        if base not in (object, Generic, Protocol)
+        for name in (*vars(base), *inspect.get_annotations(base))
+        if not name.startswith("_")
+    )
 
 
 #: ``_lacks``' answer when only ``isinstance`` can say
