@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from memstack.cli import serve
 from memstack.settings import Settings
 
