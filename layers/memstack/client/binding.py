@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
@@ -27,9 +28,7 @@ def sync_method(builder: Callable[P, ApiCall[T]]) -> Callable[Concatenate[SyncT,
     def method(self: SyncT, *args: P.args, **kwargs: P.kwargs) -> T:
         return self.call(builder(*args, **kwargs))
 
-    method.__name__ = builder.__name__
-    method.__doc__ = builder.__doc__
-    return method
+    return _named_like(method, builder)
 
 
 def async_method(
@@ -38,6 +37,18 @@ def async_method(
     async def method(self: AsyncT, *args: P.args, **kwargs: P.kwargs) -> T:
         return await self.call(builder(*args, **kwargs))
 
+    return _named_like(method, builder)
+
+
+def _named_like(method: Callable[..., Any], builder: Callable[..., Any]) -> Any:
+    """The builder's name, docstring and parameters on the method, for help(), IDEs and notebooks.
+
+    Without ``__signature__`` the runtime sees ``(self, *args, **kwargs)``. ``functools.wraps``
+    would not do: through ``__wrapped__`` a bound method would lose the builder's first parameter.
+    """
     method.__name__ = builder.__name__
     method.__doc__ = builder.__doc__
+    signature = inspect.signature(builder)
+    own = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__signature__ = signature.replace(parameters=[own, *signature.parameters.values()])  # type: ignore[attr-defined]
     return method
