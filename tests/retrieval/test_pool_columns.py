@@ -17,6 +17,7 @@ def _pool(n: int) -> Pool:
         when=np.zeros(n),
         consolidated=flags,
         rollup=flags,
+        profile=flags,
         n_sources=np.zeros(n, dtype=np.int32),
         last_source=[None] * n,
         vectors=np.zeros((n, 2), dtype=np.float32),

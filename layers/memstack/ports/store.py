@@ -27,6 +27,7 @@ from typing import Generic, Protocol, cast, runtime_checkable
 import numpy as np
 
 from memstack.models import (
+    PROFILE,
     ROLLUPS,
     ListOrder,
     MemoryFilters,
@@ -470,6 +471,8 @@ class Candidates:
     consolidated: np.ndarray  # bool: metadata["consolidated"] is set (and truthy)
     #: bool: a consolidation summary or synthesis (metadata["consolidation"] is one of ``ROLLUPS``)
     rollup: np.ndarray
+    #: bool: a profile (metadata["consolidation"] is ``PROFILE``): one memory per person and category
+    profile: np.ndarray
     n_sources: np.ndarray  # int32: len(source_ids)
     last_source: list[str | None]  # source_ids[-1] (None without sources)
     vectors: np.ndarray  # float32 (n, full dim): zeros where has_vector is False
@@ -503,6 +506,7 @@ class Candidates:
             when=np.array([_epoch(r) for r in rows], dtype=np.float64),
             consolidated=np.array([bool(r.metadata.get("consolidated")) for r in rows], dtype=bool),
             rollup=np.array([r.metadata.get("consolidation") in ROLLUPS for r in rows], dtype=bool),
+            profile=np.array([r.metadata.get("consolidation") == PROFILE for r in rows], dtype=bool),
             n_sources=np.array([len(r.source_ids) for r in rows], dtype=np.int32),
             last_source=[r.source_ids[-1] if r.source_ids else None for r in rows],
             vectors=matrix,

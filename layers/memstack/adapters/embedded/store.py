@@ -497,6 +497,7 @@ class EmbeddedMemoryStore:
             when=cols.when[at],
             consolidated=view.consolidated[at],
             rollup=view.rollup[at],
+            profile=view.profile[at],
             n_sources=view.n_sources[at],
             last_source=list(map(view.last_source.__getitem__, at.tolist())),
             vectors=view.full[at],

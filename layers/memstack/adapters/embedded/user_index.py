@@ -36,7 +36,7 @@ from memstack.adapters.embedded.postings import TextIndex
 from memstack.adapters.embedded.record_cache import RecordCache
 from memstack.adapters.filter_columns import TIERS, FilterColumns, RowsWhere, RowsWithTerms
 from memstack.domain.ingest import is_turn_id
-from memstack.models import ROLLUPS, MemoryFilters, Tier
+from memstack.models import PROFILE, ROLLUPS, MemoryFilters, Tier
 
 # The columns of a row the index keeps (deleted rows are left out when first read), and
 # what the stages after fusion read of a candidate (``ports.store.Candidates``): SQLite's
@@ -114,6 +114,8 @@ class IndexView:
     consolidated: np.ndarray
     #: per row: a consolidation summary or synthesis (``models.ROLLUPS``; copied when a row changes)
     rollup: np.ndarray
+    #: per row: a profile (``models.PROFILE``; copied when a row changes)
+    profile: np.ndarray
     #: per row: how many source ids, and the last one (a row's sources never change)
     n_sources: np.ndarray
     last_source: list[str | None]  # shared and append-only, like ``ids``
@@ -241,6 +243,7 @@ def empty_view(uid: int = 0, generation: int = 0) -> IndexView:
         row_of={},
         consolidated=np.zeros(0, dtype=bool),
         rollup=np.zeros(0, dtype=bool),
+        profile=np.zeros(0, dtype=bool),
         n_sources=np.zeros(0, dtype=np.int32),
         last_source=[],
         turn=np.zeros(0, dtype=bool),
@@ -373,6 +376,7 @@ class UserIndex:
         self._turn = np.zeros(capacity, dtype=bool)
         self._consolidated = np.zeros(capacity, dtype=bool)
         self._rollup = np.zeros(capacity, dtype=bool)
+        self._profile = np.zeros(capacity, dtype=bool)
         self._coarse = _Vectors(_COARSE, capacity)
         self._full = _Vectors(_FULL, capacity, by_dimension=True)
         self._columns = _grown(_columns([], self.sessions), capacity)
@@ -444,6 +448,7 @@ class UserIndex:
             )
             self._consolidated = self._consolidated.copy()
             self._rollup = self._rollup.copy()
+            self._profile = self._profile.copy()
             self._write_rows_at(pos[known], changed)
         if added:
             self._reserve(self.size + len(added))
@@ -465,6 +470,7 @@ class UserIndex:
         self._turn = _grow(self._turn, capacity)
         self._consolidated = _grow(self._consolidated, capacity)
         self._rollup = _grow(self._rollup, capacity)
+        self._profile = _grow(self._profile, capacity)
         self._coarse.grow(capacity)
         self._full.grow(capacity)
         self._text.grow(capacity)
@@ -491,6 +497,7 @@ class UserIndex:
             getattr(self._columns, name)[positions] = getattr(values, name)
         self._consolidated[positions] = [_truthy(r[_CONSOLIDATED], r[_CONSOLIDATED_TYPE]) for r in rows]
         self._rollup[positions] = [r[_CONSOLIDATION] in ROLLUPS for r in rows]
+        self._profile[positions] = [r[_CONSOLIDATION] == PROFILE for r in rows]
 
     def _make_view(self) -> IndexView:
         n = self.size
@@ -512,6 +519,7 @@ class UserIndex:
             row_of=self.row_of,
             consolidated=self._consolidated[:n],
             rollup=self._rollup[:n],
+            profile=self._profile[:n],
             n_sources=self._n_sources[:n],
             last_source=self.last_source,
             turn=self._turn[:n],

@@ -8,7 +8,6 @@ from memstack.domain.retrieval import columns as col
 from memstack.domain.retrieval.pool import Pool
 from memstack.domain.retrieval.stage import Search
 from memstack.domain.scoring import near_duplicates
-from memstack.models import PROFILE
 
 
 class Dedup:
@@ -26,7 +25,7 @@ class Dedup:
         if cfg.dedup_by_source:
             merged, apart = merge_turns_into_memories(pool, sole=cfg.dedup_merge_into == "sole")
             if apart:
-                merged |= merge_turns_into_profiles(search, apart)
+                merged |= merge_turns_into_profiles(pool, apart)
                 apart = [(turn, memory) for turn, memory in apart if turn not in merged]
             if merged:
                 pool.order = [j for j in pool.order if j not in merged]
@@ -102,19 +101,18 @@ def _merge(pool: Pool, turn: int, memory: int) -> None:
                 pool.put(name, memory, value)
 
 
-def merge_turns_into_profiles(search: Search, apart: list[tuple[int, int]]) -> set[int]:
+def merge_turns_into_profiles(pool: Pool, apart: list[tuple[int, int]]) -> set[int]:
     """Of the (turn, memory) pairs kept apart, those whose memory is a profile: merged after all.
 
     A profile cites several turns, but it is not an update that would list older
     turns ahead of the one that earned the place: it is the answer to "what are
-    Mel's hobbies" (profiles are off by default). Only these few memories' records are read.
+    Mel's hobbies" (profiles are off by default). The candidates say which are
+    profiles (``Candidates.profile``): no record is read.
     """
-    pool, req = search.pool, search.req
-    records = pool.records(search.store, req.tenant, req.user_id, {memory for _, memory in apart})
+    profile = pool.facts.profile
     merged: set[int] = set()
     for turn, memory in apart:
-        record = records.get(memory)
-        if record is not None and record.metadata.get("consolidation") == PROFILE:
+        if profile[memory]:
             merged.add(turn)
             _merge(pool, turn, memory)
     return merged
