@@ -87,10 +87,14 @@ TIER ?= small
 LAYER_STAMP := build/layer/python/memstack/__init__.py
 CDK := node_modules/.bin/cdk
 
-.PHONY: layer synth
+.PHONY: layer layer-check synth
 
 layer: install
 	$(BIN)/python scripts/build_layer.py
+
+# The same layer for this machine, every handler imported from it alone (scripts/check_layer.py).
+layer-check: install
+	$(BIN)/python scripts/check_layer.py --build
 
 $(LAYER_STAMP): requirements-layer.txt pyproject.toml $(shell find layers/memstack -name '*.py' 2>/dev/null)
 	$(MAKE) layer

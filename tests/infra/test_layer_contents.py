@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -19,18 +20,28 @@ from scripts.build_layer import (
     CLI_ONLY_MEMSTACK,
     DATE_LANGUAGES_KEPT,
     DATE_TRANSLATIONS,
+    DIST_INFO_KEPT,
     NEVER_IMPORTED,
+    NEVER_REACHED,
     STEMMERS_KEPT,
     keep_date_languages,
     keep_stemmers,
     layer_requirements,
+    slim_dist_info,
+    strip_never_reached,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 HANDLERS = sorted(p.parent.name for p in (ROOT / "lambdas").glob("*/handler.py"))
 
+#: ``NEVER_REACHED``'s modules and packages, as import names (its ``**/*.pxd`` are no modules)
+NEVER_REACHED_MODULES = {
+    path.removesuffix(".*").removesuffix(".py").replace("/", ".")
+    for path in NEVER_REACHED
+    if not path.startswith("**")
+}
 # What the layer leaves out, as import names: importing any of them raises, as in Lambda.
-LEFT_OUT = {*CLI_ONLY, *CLI_ONLY_MEMSTACK, "grpc", "google.protobuf", "opensearch"}
+LEFT_OUT = {*CLI_ONLY, *CLI_ONLY_MEMSTACK, *NEVER_REACHED_MODULES, "grpc", "google.protobuf", "opensearch"}
 _BLOCK = """
 import sys
 class Block:
@@ -148,3 +159,40 @@ def test_the_layer_keeps_only_the_english_stemmer_and_memstack_stems_the_same(tm
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout.splitlines()[-1]) == [stem(w) for w in words]
+
+
+def test_the_never_reached_modules_are_named_as_imports() -> None:
+    assert {"numpy.f2py", "numpy._core._simd", "pydantic.v1", "pydantic.mypy", "dateparser_scripts"} <= (
+        NEVER_REACHED_MODULES
+    )
+    assert all(name.replace(".", "").replace("_", "").isalnum() for name in NEVER_REACHED_MODULES)
+
+
+def test_the_layer_drops_what_nothing_reaches_and_keeps_its_neighbours(tmp_path: Path) -> None:
+    kept = ["numpy/_core/_multiarray_umath.cpython-312-aarch64-linux-gnu.so", "numpy/linalg/__init__.py"]
+    kept += ["pydantic/main.py", "pydantic/version.py", "numpy/__init__.py"]
+    dropped = ["numpy/_core/_simd.cpython-312-aarch64-linux-gnu.so", "numpy/_core/_umath_tests.pyi"]
+    dropped += ["numpy/f2py/__init__.py", "pydantic/v1/main.py", "pydantic/mypy.py", "numpy/__init__.pxd"]
+    dropped += ["dateparser_scripts/get_cldr_data.py", "numpy/random/c_distributions.pxd"]
+    for name in kept + dropped:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    strip_never_reached(tmp_path)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == sorted(kept)
+
+
+def test_a_dist_info_keeps_what_importlib_metadata_reads_and_its_licences(tmp_path: Path) -> None:
+    info = tmp_path / "demo_pkg-1.2.3.dist-info"
+    kept = ["METADATA", "entry_points.txt", "licenses/LICENSE.txt", "LICENSE"]
+    for name in [*kept, "RECORD", "WHEEL", "INSTALLER", "REQUESTED", "top_level.txt"]:
+        (info / name).parent.mkdir(parents=True, exist_ok=True)
+        (info / name).write_text("")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.2.3\n")
+    (info / "entry_points.txt").write_text("[demo.plugins]\nfirst = demo_pkg:first\n")
+    slim_dist_info(tmp_path)
+    assert sorted(str(p.relative_to(info)) for p in info.rglob("*") if p.is_file()) == sorted(kept)
+    assert "METADATA" in DIST_INFO_KEPT
+    # What the layer's packages ask of importlib.metadata still answers (pydantic: version, entry points).
+    found = list(importlib.metadata.distributions(path=[str(tmp_path)]))
+    assert [d.version for d in found] == ["1.2.3"]
+    assert [ep.name for d in found for ep in d.entry_points if ep.group == "demo.plugins"] == ["first"]
