@@ -93,6 +93,21 @@ def test_an_erased_user_is_never_served_from_the_cache(tmp_path: Path) -> None:
         store.close()
 
 
+def test_a_small_user_has_every_record_read_with_its_index(tmp_path: Path) -> None:
+    store = EmbeddedMemoryStore(Database(tmp_path / "m.sqlite3"))
+    try:
+        rng = np.random.default_rng(4)
+        records = [_record(rng, "t1", "u1", i) for i in range(5)]
+        store.put(records)
+        view = store.index("t1", "u1")
+        assert len(view.records) == 5  # before any search read one
+        ids = [r.id for r in records]
+        cached = view.records.get(view.generation, ids)
+        assert {i: r.model_dump() for i, r in cached.items()} == _sql(store, "t1", "u1", ids)
+    finally:
+        store.close()
+
+
 def test_changing_a_returned_record_changes_nothing_kept(tmp_path: Path) -> None:
     store = EmbeddedMemoryStore(Database(tmp_path / "m.sqlite3"))
     try:
@@ -116,7 +131,10 @@ def test_a_write_between_the_head_and_the_rows_read_keeps_stale_rows_out(
     # A cache miss reads the rows and the head they were read at in one statement; a write from
     # another process after the search looked at the head sends it to the transaction instead.
     from memstack.adapters.embedded import store as store_module
+    from memstack.adapters.embedded import user_index
 
+    # a miss, as for a user too big to have its records read with its index
+    monkeypatch.setattr(user_index, "WARM_BELOW", 0)
     path = tmp_path / "m.sqlite3"
     store, writer = EmbeddedMemoryStore(Database(path)), EmbeddedMemoryStore(Database(path))
     try:

@@ -29,6 +29,11 @@ from memstack.models import MemoryRecord
 
 #: records kept per user (about 2 KB each); past it the cache starts over
 RECORDS_KEPT = 4096
+#: a user with at most this many live rows has every record read into the cache with the index
+#: (``UserIndex.load``): ~10 us a record once, where each search's first read of a hit costs a
+#: SQL statement and ~10 us a record (~0.1 ms of a 1 ms search at 1,000 memories). Half the
+#: cache, so the records later writes add are kept beside them before it starts over.
+WARM_BELOW = RECORDS_KEPT // 2
 
 
 class RecordCache:

@@ -33,7 +33,8 @@ import numpy as np
 
 from memstack.adapters.embedded import fts
 from memstack.adapters.embedded.postings import TextIndex
-from memstack.adapters.embedded.record_cache import RecordCache
+from memstack.adapters.embedded.record_cache import WARM_BELOW, RecordCache
+from memstack.adapters.embedded.rows import COLUMNS, to_record
 from memstack.adapters.filter_columns import TIERS, FilterColumns, RowsWhere, RowsWithTerms
 from memstack.domain.ingest import is_turn_id
 from memstack.models import PROFILE, ROLLUPS, MemoryFilters, Tier
@@ -388,7 +389,8 @@ class UserIndex:
     # -------------------------------------------------------------- reading
     @classmethod
     def load(cls, conn: sqlite3.Connection, tenant: str, user_id: str) -> UserIndex | None:
-        """Every live row of the user, read in one transaction with the generation it is at."""
+        """Every live row of the user, read in one transaction with the generation it is at; for a
+        small user (``record_cache.WARM_BELOW``) its records too, into the record cache."""
         conn.execute("BEGIN")
         try:
             head = user_head(conn, tenant, user_id)
@@ -400,9 +402,23 @@ class UserIndex:
                 "ORDER BY rid",
                 (tenant, user_id),
             )
+            records = (
+                [
+                    to_record(r)
+                    for r in _read(
+                        conn,
+                        f"SELECT {COLUMNS} FROM memories WHERE tenant = ? AND user_id = ? AND deleted = 0",
+                        (tenant, user_id),
+                    )
+                ]
+                if len(rows) <= WARM_BELOW
+                else []
+            )
         finally:
             conn.execute("COMMIT")
-        return cls(*head, rows)
+        index = cls(*head, rows)
+        index._records.put(index.uid, index.generation, records)  # read at the index's generation
+        return index
 
     def refresh(self, conn: sqlite3.Connection, tenant: str, user_id: str) -> bool:
         """Read the rows changed since ``generation`` and apply them; False when a full load is needed."""
