@@ -13,7 +13,7 @@ from typing import cast
 
 import numpy as np
 
-from memstack.domain.chunks import is_passage_id, passage_owner
+from memstack.domain.chunks import any_passage_id, is_passage_id, passage_owner
 from memstack.domain.retrieval import hybrid
 from memstack.domain.retrieval.config import RetrievalConfig
 from memstack.domain.retrieval.pool import full_vectors
@@ -92,7 +92,7 @@ def collapse_passages(ranking: Sequence[ScoredId], margin: float = 0.0) -> Seque
     record, at its own cosine or its best passage's less ``margin``, whichever is higher, best
     first; unchanged when it holds no passage."""
     ids = ranking.ids if isinstance(ranking, Ranked) else [h.id for h in ranking]
-    if not any(map(is_passage_id, ids)):
+    if not any_passage_id(ids):
         return ranking
     scores = ranking.scores if isinstance(ranking, Ranked) else np.array([h.score for h in ranking])
     turn = ranking.turn if isinstance(ranking, Ranked) else None
