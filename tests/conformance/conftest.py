@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -176,12 +176,16 @@ BACKENDS = {
 }
 
 
-@pytest.fixture(
-    params=[
-        pytest.param(name, marks=pytest.mark.live) if name.startswith("opensearch") else name
-        for name in BACKENDS
-    ]
-)
+#: the backends that need a cluster at OPENSEARCH_URL (marked ``live``)
+LIVE = ("opensearch", "opensearch-serverless")
+
+
+def backend_params(names: Iterable[str]) -> list[Any]:
+    """A store fixture's params: each backend's name, those in ``LIVE`` marked ``live``."""
+    return [pytest.param(name, marks=pytest.mark.live) if name in LIVE else name for name in names]
+
+
+@pytest.fixture(params=backend_params(BACKENDS))
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     yield from open_backend(BACKENDS, request, tmp_path)
 

@@ -64,3 +64,7 @@ def opensearch_serverless_wire(tmp_path: Path, wire: Wire | None = None) -> Iter
         )
         yield StmFirst(store, stm)
         store.close()
+
+
+#: both flavours on the recorded wire, by the names the conformance fixtures give them
+WIRED = {"opensearch-wire": opensearch_wire, "opensearch-serverless-wire": opensearch_serverless_wire}

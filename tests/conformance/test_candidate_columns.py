@@ -18,22 +18,14 @@ from memstack.domain.retrieval.pool import read_candidates
 from memstack.models import PROFILE, SUMMARY, SYNTHESIS, Tier
 from memstack.ports.store import Candidates, pinned
 
-from .conftest import BACKENDS, open_backend
-from .opensearch_wire_stores import opensearch_serverless_wire, opensearch_wire
+from .conftest import BACKENDS, backend_params, open_backend
+from .opensearch_wire_stores import WIRED
 from .test_store_conformance import rec
 
-STORES = {
-    **BACKENDS,
-    "opensearch-wire": opensearch_wire,
-    "opensearch-serverless-wire": opensearch_serverless_wire,
-}
-#: the cases that need a cluster at OPENSEARCH_URL (conftest.py)
-LIVE_ONLY = ("opensearch", "opensearch-serverless")
+STORES = {**BACKENDS, **WIRED}
 
 
-@pytest.fixture(
-    params=[pytest.param(name, marks=pytest.mark.live) if name in LIVE_ONLY else name for name in STORES]
-)
+@pytest.fixture(params=backend_params(STORES))
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     yield from open_backend(STORES, request, tmp_path)
 

@@ -24,29 +24,19 @@ import pytest
 from memstack.domain import versions
 from memstack.domain.erasure import Erased, Fence
 
-from .conftest import BACKENDS, COARSE_DIM, open_backend
-from .opensearch_wire_stores import opensearch_serverless_wire, opensearch_wire
+from .conftest import BACKENDS, COARSE_DIM, backend_params, open_backend
+from .opensearch_wire_stores import WIRED
 from .test_store_conformance import EMB, rec
 
-#: the cases that need a cluster at OPENSEARCH_URL (conftest.py)
-LIVE_ONLY = ("opensearch",)
 #: conftest's live serverless store has no erasure log (the contract's other cases need none), and a
 #: collection's fence is that log: its erase cases are the wire case's, which is wired as the service is
 FENCED = {
     **{name: open_ for name, open_ in BACKENDS.items() if name != "opensearch-serverless"},
-    "opensearch-wire": opensearch_wire,
-    "opensearch-serverless-wire": opensearch_serverless_wire,
+    **WIRED,
 }
 
 
-@pytest.fixture(
-    params=[
-        pytest.param(name, marks=pytest.mark.live)
-        if name in ("opensearch", "opensearch-serverless")
-        else name
-        for name in FENCED
-    ]
-)
+@pytest.fixture(params=backend_params(FENCED))
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     """Every backend of conftest.py, and both OpenSearch flavours on the recorded wire."""
     yield from open_backend(FENCED, request, tmp_path)
