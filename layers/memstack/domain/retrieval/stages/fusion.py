@@ -66,12 +66,14 @@ class Fusion:
         # -1: a rollup set aside (``_pool``), in no ranking the fusion read
         rows = fusion.rows
         ranked = rows >= 0
+        every_ranked = bool(ranked.all())  # usually: no rollup set aside
         # Each column whole, as arrays, in the order explain shows them (NaN: not in that ranking);
         # only the hits returned read theirs out (``Pool.hits``).
         for name, (rank_name, raw_name) in RANKINGS.items():
             if not len(fusion.ranks.at[name]):  # a ranking that found nothing (or did not run) sets none
                 continue
-            places = np.where(ranked, fusion.ranks.places[name][rows], 0)
+            at_rows = fusion.ranks.places[name][rows]
+            places = at_rows if every_ranked else np.where(ranked, at_rows, 0)
             found = places > 0
             pool.column(rank_name)[found] = places[found]
             if raw_name is not None:
@@ -102,7 +104,11 @@ class Fusion:
         pool.column(col.RRF)[:] = rrf
         pool.column(col.UNIT_RRF)[:] = fusion.fused[fusion.unit]
         pool.column(col.RECORD_RRF)[:] = fusion.own
-        pool.column(col.UNIT_SIZE)[:] = np.bincount(fusion.unit, minlength=len(fusion.fused))[fusion.unit]
+        # as many units as candidates: each unit one candidate (a unit is made for a member)
+        one_each = len(fusion.fused) == n
+        pool.column(col.UNIT_SIZE)[:] = (
+            1.0 if one_each else np.bincount(fusion.unit, minlength=len(fusion.fused))[fusion.unit]
+        )
         scaled = rrf / top if top > 0 else np.zeros(n)
         pool.column(col.RRF_SCALED)[:] = scaled
         # What the query found at all: the same for each of its results.
