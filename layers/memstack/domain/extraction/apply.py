@@ -26,10 +26,11 @@ import numpy as np
 
 from memstack.domain import versions
 from memstack.domain.embedding_memo import EmbeddingMemo
+from memstack.domain.extraction.specific import specific_rankings
 from memstack.domain.ingest import turn_record_ids
 from memstack.domain.vectors import coarse_prefix
 from memstack.errors import Conflict
-from memstack.models import MemoryFilters, MemoryRecord, Scope, Tier
+from memstack.models import MemoryFilters, MemoryRecord, Scope, ScoredId, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp
 from memstack.ports.store import Fence, MemoryStore
@@ -91,13 +92,23 @@ class _Applier:
     def _duplicate(self, content: str, vector: np.ndarray) -> MemoryRecord | None:
         """A current LTM memory visible here that says the same thing."""
         filters = MemoryFilters(tier=Tier.LTM, session_id=self.session_id)
-        hits = self.store.vector_search(
-            self.tenant, self.user_id, coarse_prefix(vector, self.coarse_dim), _DUPLICATE_CANDIDATES, filters
-        )
-        if not hits:
+        coarse = coarse_prefix(vector, self.coarse_dim)
+
+        def fetch(depth: int) -> dict[str, list[ScoredId]]:
+            found = self.store.vector_search(self.tenant, self.user_id, coarse, depth, filters)
+            return {"vector": list(found)}
+
+        def read(ids: list[str]) -> dict[str, MemoryRecord]:
+            return self.store.get_many(self.tenant, self.user_id, ids)
+
+        if self.metadata.get("consolidation"):  # consolidation's own writes: anything may say it already
+            rankings = fetch(_DUPLICATE_CANDIDATES)
+            records = read([h.id for h in rankings["vector"]]) if rankings["vector"] else {}
+        else:  # extraction's: only a specific memory makes it a duplicate (specific.py)
+            rankings, records = specific_rankings(fetch, read, _DUPLICATE_CANDIDATES)
+        ids = [h.id for h in rankings["vector"]]
+        if not ids:
             return None
-        ids = [h.id for h in hits]
-        records = self.store.get_many(self.tenant, self.user_id, ids)
         full = self.store.embeddings(self.tenant, self.user_id, ids)
         wanted = normalise_text(content)
         for memory_id in ids:

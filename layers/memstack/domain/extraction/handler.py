@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from memstack.domain.chunks import NOT_PASSAGE, split_chunks
 from memstack.domain.erasure import Fence
 from memstack.domain.extraction.apply import apply_operations
+from memstack.domain.extraction.specific import specific_rankings
 from memstack.domain.indexing import turn_text
 from memstack.domain.ingest import stm_memory_id
 from memstack.domain.scoring import weighted_rrf
@@ -31,7 +32,7 @@ from memstack.domain.tenant.config import TenantConfig
 from memstack.domain.tenant.guidance import guidance_of
 from memstack.domain.time.bounds import TimeBounds
 from memstack.domain.vectors import coarse_prefix
-from memstack.models import MemoryFilters, MemoryRecord, Message, Role, Scope, Tier
+from memstack.models import MemoryFilters, MemoryRecord, Message, Role, Scope, ScoredId, Tier
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp, Extractor
 from memstack.ports.queue import Job
@@ -205,17 +206,20 @@ class ExtractionJobHandler:
             vector = self.store.embeddings(tenant, user_id, [turn_id]).get(turn_id)
         if vector is None:
             vector = self.embedder.embed([turn_text(message)])[0]
-        by_vector = self.store.vector_search(
-            tenant, user_id, coarse_prefix(vector, cfg.coarse_dim), cfg.neighbours, filters
+        coarse = coarse_prefix(vector, cfg.coarse_dim)
+
+        def fetch(depth: int) -> dict[str, list[ScoredId]]:
+            return {
+                "vector": list(self.store.vector_search(tenant, user_id, coarse, depth, filters)),
+                "bm25": list(self.store.bm25_search(tenant, user_id, message.content, depth, filters)),
+            }
+
+        # Specific memories only: consolidation's records are not what a turn updates (specific.py).
+        rankings, records = specific_rankings(
+            fetch, lambda ids: self.store.get_many(tenant, user_id, ids), cfg.neighbours
         )
-        by_words = self.store.bm25_search(tenant, user_id, message.content, cfg.neighbours, filters)
-        fused = weighted_rrf(
-            {"vector": by_vector, "bm25": by_words},
-            {"vector": cfg.weight_vector, "bm25": cfg.weight_bm25},
-            cfg.rrf_k,
-        )
+        fused = weighted_rrf(rankings, {"vector": cfg.weight_vector, "bm25": cfg.weight_bm25}, cfg.rrf_k)
         ranked = [i for i, _ in sorted(fused.items(), key=lambda kv: kv[1], reverse=True)][: cfg.neighbours]
-        records = self.store.get_many(tenant, user_id, ranked)
         return [
             records[i] for i in ranked if i in records and records[i].is_current and not records[i].deleted
         ]
