@@ -81,7 +81,16 @@ def test_profile_lists_a_persons_items_across_sessions_and_stays_current(service
     assert mel.id in {p.id for p in profiles(service, current=False)}
 
 
-def test_profiles_are_found_by_search(service: MemoryService) -> None:
+def search(service: MemoryService, query: str, top_k: int) -> list[MemoryRecord]:
+    from memstack.domain.retrieval.types import SearchRequest
+
+    hits = service.search(SearchRequest(tenant=T, user_id=U, query=query, top_k=top_k)).hits
+    return [h.record for h in hits]
+
+
+def test_a_profile_is_found_right_after_the_memories_it_lists(service: MemoryService) -> None:
+    # Like a summary (stage 8): never above what it was built from when the search found that,
+    # else its other cited turns would take the evidence's places.
     say(
         service,
         [
@@ -91,12 +100,31 @@ def test_profiles_are_found_by_search(service: MemoryService) -> None:
         DAY1,
     )
     service.consolidate(T, U, now=DAY1 + timedelta(days=1))
-    from memstack.domain.retrieval.types import SearchRequest
+    found = search(service, "hobbies and activities", 10)  # its label: by its own evidence it ranks first
+    at = [i for i, r in enumerate(found) if r.metadata.get("consolidation") == PROFILE]
+    assert len(at) == 1 and at[0] > 0
+    above = found[: at[0]]
+    assert {s for r in above for s in r.source_ids} == {"a1", "a2"}  # it brings no turn of its own
 
-    hits = service.search(
-        SearchRequest(tenant=T, user_id=U, query="Mel hobbies and activities", top_k=3)
-    ).hits
-    assert hits and hits[0].record.metadata.get("consolidation") == PROFILE
+
+def test_a_profile_is_the_answer_when_what_it_lists_is_gone(service: MemoryService) -> None:
+    say(
+        service,
+        [
+            ("a1", "Mel", "I went swimming with the kids."),
+            ("a2", "Mel", "I tried pottery for the first time."),
+            ("b1", "Cara", "I love my job."),
+        ],
+        DAY1,
+    )
+    service.consolidate(T, U, now=DAY1 + timedelta(days=1))
+    (profile,) = profiles(service)
+    # What it lists is gone (expired, say), not Cara's: it is then the best evidence there is.
+    for record in service.store.list(T, U, MemoryFilters(), 500, None)[0]:
+        if record.id != profile.id and {"a1", "a2"} & set(record.source_ids):
+            service.delete(T, U, record.id)
+    found = search(service, "Mel hobbies and activities", 3)
+    assert found[0].id == profile.id and len(found) > 1
 
 
 def test_one_item_is_not_a_profile_and_the_switch_turns_them_off(service: MemoryService) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 from memstack.domain.retrieval.config import RetrievalConfig
 from memstack.domain.retrieval.pipeline import Retriever
 from memstack.domain.retrieval.pool import Pool
-from memstack.domain.retrieval.stages.dedup import merge_turns_into_profiles
+from memstack.domain.retrieval.stages.dedup import merge_turns_into_memories
 from memstack.domain.retrieval.types import SearchRequest
 from memstack.models import Tier
 from memstack.ports.store import Candidates
@@ -142,12 +142,13 @@ def test_a_memory_citing_older_turns_too_ranks_a_few_places_below_its_newest_tur
     assert near.index(osaka_turn.id) == own.index(osaka_turn.id)  # which keeps its place
 
 
-def test_a_turn_kept_apart_merges_into_a_profile_by_the_candidates_column_alone() -> None:
-    # Rows: 0 and 2 raw turns; 1 a profile and 3 an update, each citing several turns.
+def test_a_turn_merges_into_its_own_memory_not_a_profile_listing_it() -> None:
+    # Rows: 0 and 2 raw turns; 1 a profile whose newest item came from turn 0 (it scores best),
+    # 3 the memory made from turn 0 alone; nothing but a profile was made from turn 2.
     n = 4
     stm = np.array([True, False, True, False])
     facts = Candidates(
-        ids=["turn-a", "profile", "turn-b", "update"],
+        ids=["turn-a", "profile", "turn-b", "memory-a"],
         stm=stm,
         current=np.ones(n, dtype=bool),
         deleted=np.zeros(n, dtype=bool),
@@ -155,13 +156,14 @@ def test_a_turn_kept_apart_merges_into_a_profile_by_the_candidates_column_alone(
         consolidated=np.zeros(n, dtype=bool),
         rollup=np.zeros(n, dtype=bool),
         profile=np.array([False, True, False, False]),
-        n_sources=np.array([1, 3, 1, 2], dtype=np.int32),
-        last_source=["m1", "m1", "m2", "m2"],
+        n_sources=np.array([1, 3, 1, 1], dtype=np.int32),
+        last_source=["m1", "m1", "m2", "m1"],
         vectors=np.zeros((n, 2), dtype=np.float32),
         has_vector=np.zeros(n, dtype=bool),
     )
-    pool = Pool(facts, {})  # no records and no store: the column alone decides
-    pool.score = [0.9, 0.2, 0.8, 0.1]
+    pool = Pool(facts, {})  # no records and no store: the columns alone decide
+    pool.score = [0.9, 0.95, 0.8, 0.1]
 
-    assert merge_turns_into_profiles(pool, [(0, 1), (2, 3)]) == {0}
-    assert pool.score[1] == 0.9 and pool.score[3] == 0.1  # the profile took its turn's place
+    merged, apart = merge_turns_into_memories(pool)
+    assert merged == {0} and apart == []  # turn-b keeps its place: a profile is not its memory
+    assert pool.score[3] == 0.9 and pool.score[1] == 0.95  # memory-a took its turn's place

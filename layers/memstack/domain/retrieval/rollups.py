@@ -22,11 +22,19 @@ among the first ``window`` candidates:
   evidence (session 7; until then it always stayed right after its sources).
   Scores stay in rank order either way.
 
-Profiles (one memory per person and category, off by default) are left where
-they rank: a profile is meant to be the answer to "what are Mel's hobbies".
+Profiles (one memory per person and category, off by default) are placed the
+same way, in a pass of their own (``marks``): a profile lists up to 12
+memories and cites every turn they came from, so where it ranked it took
+those turns' places too. Left where they ranked (until session 8), they took
+LoCoMo dev with consolidation from 0.711 / 0.806 / 0.884 (@5 / @10 / @25, the
+same store without its profiles) to 0.623 / 0.739 / 0.868: 453 of 997
+questions had one in their first 10 results, holding 2.9 of the first 10 turn
+places on average.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from memstack.domain.retrieval import columns as col
 from memstack.domain.retrieval.pool import Pool
@@ -34,14 +42,20 @@ from memstack.domain.retrieval.types import SearchRequest
 from memstack.ports.store import MemoryStore
 
 
-def place_rollups(store: MemoryStore, req: SearchRequest, pool: Pool, *, window: int) -> int:
-    """Reorder ``pool.order`` as the module says; returns how many rollups it ranked lower."""
+def place_rollups(
+    store: MemoryStore, req: SearchRequest, pool: Pool, *, window: int, marks: np.ndarray | None = None
+) -> int:
+    """Reorder ``pool.order`` as the module says; returns how many rollups it ranked lower.
+
+    ``marks``: which candidates to place (a bool column of ``pool.facts``; the rollups by default).
+    """
+    marks = pool.facts.rollup if marks is None else marks
     head, tail = pool.order[:window], pool.order[window:]
     ltm = [j for j in head if not pool.stm[j]]
     if not ltm:
         return 0
     # The candidates say which are rollups (``Candidates.rollup``): records are read only when some are.
-    marked = [j for j in ltm if pool.facts.rollup[j]]
+    marked = [j for j in ltm if marks[j]]
     if not marked:
         return 0
     records = pool.records(store, req.tenant, req.user_id, marked)

@@ -24,9 +24,6 @@ class Dedup:
         apart: list[tuple[int, int]] = []
         if cfg.dedup_by_source:
             merged, apart = merge_turns_into_memories(pool, sole=cfg.dedup_merge_into == "sole")
-            if apart:
-                merged |= merge_turns_into_profiles(pool, apart)
-                apart = [(turn, memory) for turn, memory in apart if turn not in merged]
             if merged:
                 pool.order = [j for j in pool.order if j not in merged]
         pool.ranked(self.name)
@@ -44,7 +41,10 @@ def merge_turns_into_memories(pool: Pool, sole: bool = True) -> tuple[set[int], 
     categorised, dated) and takes the better of the two scores, so merging
     never pushes the fact down the list. Provenance is unchanged: the memory's
     ``source_ids`` name the turn. A consolidation summary or synthesis restates
-    many turns in general terms, not one turn's fact: it never takes a turn's place.
+    many turns in general terms, and a profile lists a person's memories of one
+    category: neither is one turn's fact, so neither takes a turn's place (a turn
+    merged into a profile went wherever stage 8 puts the profile, below its
+    sources: LoCoMo dev lost evidence so).
 
     ``sole``: only when that memory cites the turn alone. A memory citing older
     turns too (an update: "lives in Osaka", from the Tokyo turn and the Osaka
@@ -53,7 +53,7 @@ def merge_turns_into_memories(pool: Pool, sole: bool = True) -> tuple[set[int], 
     the (turn, memory) rows kept apart so are returned too (``place_below_turns``).
     """
     sources = pool.facts.last_source
-    rollup = pool.facts.rollup.tolist()
+    restates = (pool.facts.rollup | pool.facts.profile).tolist()
     memory_of: dict[str | None, int] = {}
     for j in pool.order:
         if (
@@ -61,7 +61,7 @@ def merge_turns_into_memories(pool: Pool, sole: bool = True) -> tuple[set[int], 
             and pool.current[j]
             and not pool.deleted[j]
             and pool.n_sources[j]
-            and not rollup[j]
+            and not restates[j]
         ):
             # Only the newest source: an updated memory ("lives in Osaka", from the
             # Tokyo turn and the Osaka turn) replaces what the Osaka turn said, while
@@ -99,23 +99,6 @@ def _merge(pool: Pool, turn: int, memory: int) -> None:
             value = pool.get(name, turn, math.nan)
             if not math.isnan(value):
                 pool.put(name, memory, value)
-
-
-def merge_turns_into_profiles(pool: Pool, apart: list[tuple[int, int]]) -> set[int]:
-    """Of the (turn, memory) pairs kept apart, those whose memory is a profile: merged after all.
-
-    A profile cites several turns, but it is not an update that would list older
-    turns ahead of the one that earned the place: it is the answer to "what are
-    Mel's hobbies" (profiles are off by default). The candidates say which are
-    profiles (``Candidates.profile``): no record is read.
-    """
-    profile = pool.facts.profile
-    merged: set[int] = set()
-    for turn, memory in apart:
-        if profile[memory]:
-            merged.add(turn)
-            _merge(pool, turn, memory)
-    return merged
 
 
 def place_below_turns(pool: Pool, apart: list[tuple[int, int]], places: int) -> None:

@@ -215,9 +215,10 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
     if aside:  # a rollup set aside by the last pass is still in its ranks: it too has none
         out = set(aside)
         own[[j for j, i in enumerate(pool.ids) if i in out]] = 0.0
-    # A turn is its own unit, and so is a rollup: joined to a turn it cites, it would take that
-    # turn's evidence. A memory joins its newest source's turn.
-    memories = np.flatnonzero(~(facts.stm | facts.rollup)).tolist()
+    # A turn is its own unit, and so is a rollup or a profile: joined to a turn it cites, it would
+    # take that turn's evidence (a profile's ranks, joined to its newest item's turn, lifted that
+    # turn for any question about the person). A memory joins its newest source's turn.
+    memories = np.flatnonzero(~(facts.stm | facts.rollup | facts.profile)).tolist()
     # The rollup kept restates turns: its ranks count with a memory's weights (a second view of
     # evidence), never with a turn's, as if it were all the evidence there is.
     has_turn = np.zeros(n, dtype=bool)  # per candidate's own unit: its turn is a candidate

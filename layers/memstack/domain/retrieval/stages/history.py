@@ -41,6 +41,8 @@ class History:
                 ratio=cfg.newest_first_ratio,
             )
         rollups = place_rollups(search.store, req, pool, window=2 * req.top_k)
+        # Profiles apart: one may stay where it ranked beside the one summary or synthesis that may.
+        rollups += place_rollups(search.store, req, pool, window=2 * req.top_k, marks=pool.facts.profile)
         rows = pool.order
         if req.min_score is not None:
             rows = [j for j in rows if pool.score[j] >= req.min_score]
