@@ -177,6 +177,7 @@ SYSTEM_METADATA_KEYS = frozenset(
         "chunks",
         "passage",
         "passages",
+        "adjacent",
     }
 )
 

@@ -151,7 +151,13 @@ def test_memory_weights_of_zero_leave_turns_only(service: MemoryService) -> None
     memory = record(service, "Sam bought a flat", "a")
     put(service, turn, memory)
     config = RetrievalConfig(weight_vector_memory=0.0, weight_bm25_memory=0.0)
-    assert config.field_weights.memories == {"vector": 0.0, "bm25": 0.0, "bm25_prf": 0.0, "vector_prf": 0.0}
+    assert config.field_weights.memories == {
+        "vector": 0.0,
+        "bm25": 0.0,
+        "bm25_prf": 0.0,
+        "vector_prf": 0.0,
+        "neighbours": 0.0,  # a memory is never a neighbour turn
+    }
     ranks = units.field_ranks({"bm25": ranking(MEMORY_A, TURN_A)})
     fused = units.unit_rrf({TURN_A: [MEMORY_A, TURN_A]}, {TURN_A}, ranks, config.field_weights, k=5)
     assert fused[TURN_A] == pytest.approx(0.7 / 6)

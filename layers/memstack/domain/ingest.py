@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from aws_lambda_powertools import Logger
 
+from memstack.domain.adjacent import ADJACENT, adjacent_ids
 from memstack.domain.chunks import chunk_message_id, passage_id, split_chunks
 from memstack.domain.erasure import Fence
 from memstack.domain.indexing import index_turns, turn_text
@@ -293,12 +294,17 @@ class Ingestor:
             for m, p in zip(stamped, pieces, strict=True)
         ]
         indexed = index_turns(heads, self.config.indexing)
+        message_ids = [m.id for m in stamped]
         out = []
-        for m, chunks, head in zip(stamped, pieces, indexed, strict=True):
+        for at, (m, chunks, head) in enumerate(zip(stamped, pieces, indexed, strict=True)):
+            # the turns around it in this add, for search's neighbour turns (domain/adjacent.py)
+            around = adjacent_ids(message_ids, at)
             for i, chunk in enumerate(chunks):
                 part = m if len(chunks) == 1 else m.model_copy(update={"content": chunk})
                 text = head if i == 0 else index_turns([part], self.config.indexing)[0]
                 system: dict[str, Any] = {"role": str(m.role)}
+                if around:
+                    system[ADJACENT] = around
                 if len(chunks) > 1:
                     system.update(chunk=i, chunks=len(chunks))
                 record = MemoryRecord(

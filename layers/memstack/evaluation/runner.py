@@ -202,6 +202,7 @@ _INGEST_CODE = (
     "domain/ingest.py",
     "domain/indexing.py",
     "domain/chunks.py",
+    "domain/adjacent.py",
     "domain/categories.py",
     "domain/text.py",
     "adapters/embedded",

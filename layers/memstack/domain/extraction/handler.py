@@ -59,7 +59,7 @@ def prepare_message(message: Message, received_at: datetime) -> tuple[Message, R
 #: what the system itself wrote into a turn's metadata (not the add's): api.schemas.RESERVED_METADATA_KEYS
 #: without agent_id, which the caller gave
 _SYSTEM_KEYS = frozenset(
-    {"role", "consolidated", "edited", "key", "op_key", "chunk", "chunks", "passage", "passages"}
+    {"role", "consolidated", "edited", "key", "op_key", "chunk", "chunks", "passage", "passages", "adjacent"}
 )
 
 

@@ -20,6 +20,8 @@ BM25 = "bm25"
 BM25_PRF_RANK = "bm25_prf_rank"
 #: dense feedback's rank (a question that asks for several things: ``dense_feedback``)
 VECTOR_PRF_RANK = "vector_prf_rank"
+#: the neighbour turns' rank (a turn said just before or after one of the first hits: ``neighbours``)
+NEIGHBOUR_RANK = "neighbour_rank"
 
 # stage 4: the signals of the calibrated score, and the score it gives
 COSINE = "cosine"

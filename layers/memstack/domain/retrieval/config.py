@@ -64,6 +64,19 @@ class RetrievalConfig(Matryoshka, RrfWeights):
     vector_prf_scope: Literal["several", "all"] = Field(
         "several", description="questions dense feedback runs for: those asking for several things, or all"
     )
+    # stage 3, last: neighbour turns (stages/neighbours.py), the turns said just before and after the
+    # first 2 turns of the plain fusion, ranked by their own cosine and fused at 0.3: LoCoMo dev @10
+    # 0.809 -> 0.824 with no category lower, BEAM 11 @10 0.503 -> 0.508, @25 0.605 -> 0.606; chosen on
+    # both (docs/retrieval.md, "Session 8: neighbour turns").
+    weight_neighbours: float = Field(
+        0.3, ge=0.0, description="RRF weight of the neighbour turns' ranking (0: off)"
+    )
+    neighbour_head: int = Field(
+        2, ge=0, le=100, description="first turns of the plain fusion whose neighbours are candidates"
+    )
+    neighbour_span: int = Field(
+        2, ge=1, le=2, description="turns before and after each of them (at most what ingest records: 2)"
+    )
     # stage 4: weighted RRF (rrf_k, weight_vector, weight_bm25: RrfWeights)
     weight_prf: float = Field(0.3, ge=0.0, description="RRF weight of the BM25 feedback query's ranking")
     # A memory whose turn is a candidate too is a second view of it: its embedding adds much,
@@ -148,12 +161,19 @@ class RetrievalConfig(Matryoshka, RrfWeights):
             self.weight_vector_prf,
             self.weight_vector_memory,
             self.weight_bm25_memory,
+            self.weight_neighbours,
         )
 
 
 @functools.lru_cache(maxsize=16)
 def _field_weights(
-    vector: float, bm25: float, prf: float, vector_prf: float, vector_memory: float, bm25_memory: float
+    vector: float,
+    bm25: float,
+    prf: float,
+    vector_prf: float,
+    vector_memory: float,
+    bm25_memory: float,
+    neighbours: float,
 ) -> FieldWeights:
     """``RetrievalConfig.field_weights``, made once per set of weights (every search reads them)."""
     from memstack.domain.retrieval.units import FieldWeights  # the pipeline's: loaded by then
@@ -162,11 +182,19 @@ def _field_weights(
     # Dense feedback is a vector ranking: in the memory field it follows the vector stage's ratio.
     vector_ratio = vector_memory / vector if vector else 0.0
     return FieldWeights(
-        turns={"vector": vector, "bm25": bm25, "bm25_prf": prf, "vector_prf": vector_prf},
+        # Neighbour turns are turns only (a memory is never one).
+        turns={
+            "vector": vector,
+            "bm25": bm25,
+            "bm25_prf": prf,
+            "vector_prf": vector_prf,
+            "neighbours": neighbours,
+        },
         memories={
             "vector": vector_memory,
             "bm25": bm25_memory,
             "bm25_prf": memory_prf,
             "vector_prf": vector_prf * vector_ratio,
+            "neighbours": 0.0,
         },
     )

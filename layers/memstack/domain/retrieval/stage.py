@@ -75,6 +75,10 @@ class Search:
     prf: Sequence[ScoredId] = field(default_factory=list)
     #: dense feedback's ranking (``dense_feedback``; empty when it did not run)
     vector_prf: Sequence[ScoredId] = field(default_factory=list)
+    #: the turns around the first hits (``neighbours``; empty when it did not run)
+    neighbours: Sequence[ScoredId] = field(default_factory=list)
+    #: each neighbour turn's head turns: the first hits it was found next to
+    neighbour_heads: dict[str, list[str]] = field(default_factory=dict)
     # stages 4-8: the fused candidates, then the hits returned
     #: stage 4: the best cosine of a pooled raw turn (of any pooled record when no raw turn is
     #: pooled; None with an empty pool): the first signal of the search's ``evidence``

@@ -1,5 +1,6 @@
 """Stage 3: BM25 (always filtered by tenant and user), and optionally a second, RM3-style feedback query;
-then, for a question that asks for several things, dense feedback (``dense_feedback``)."""
+then, for a question that asks for several things, dense feedback (``dense_feedback``); last, the turns
+around the first hits (``neighbours``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import cast
 from memstack.domain.retrieval import hybrid
 from memstack.domain.retrieval.feedback import expanded_query, expansion_terms
 from memstack.domain.retrieval.stage import Search
-from memstack.domain.retrieval.stages import dense_feedback
+from memstack.domain.retrieval.stages import dense_feedback, neighbours
 from memstack.models import ScoredId
 from memstack.ports.store import RankedBm25, implements
 
@@ -29,6 +30,10 @@ class Bm25Search:
         if dense_feedback.runs_for(search):
             search.vector_prf = dense_feedback.feedback_ranking(search)
             status += f"; dense feedback: {len(search.vector_prf)} candidates"
+        if neighbours.runs_for(search):
+            search.neighbours = neighbours.neighbour_ranking(search)
+            if search.neighbours:  # none: turns ingested one per add, or memories only
+                status += f"; neighbour turns: {len(search.neighbours)} candidates"
         return status
 
 

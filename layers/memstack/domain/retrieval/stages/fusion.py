@@ -20,8 +20,9 @@ from memstack.domain.retrieval import units
 from memstack.domain.retrieval.calibration import coverage
 from memstack.domain.retrieval.pool import Pool, read_candidates
 from memstack.domain.retrieval.stage import Search
-from memstack.domain.retrieval.stages import dense_feedback
+from memstack.domain.retrieval.stages import dense_feedback, neighbours
 from memstack.domain.retrieval.stages.dense_feedback import VECTOR_PRF
+from memstack.domain.retrieval.stages.neighbours import NEIGHBOURS
 from memstack.domain.text import index_terms, query_index_terms
 from memstack.models import Ranked, ScoredId
 
@@ -37,6 +38,7 @@ RANKINGS = {
     "bm25": (col.BM25_RANK, col.BM25),
     "bm25_prf": (col.BM25_PRF_RANK, None),
     VECTOR_PRF: (col.VECTOR_PRF_RANK, None),
+    NEIGHBOURS: (col.NEIGHBOUR_RANK, None),
 }
 
 
@@ -53,12 +55,16 @@ class Fusion:
             "bm25": cfg.weight_bm25,
             "bm25_prf": cfg.weight_prf,
             VECTOR_PRF: cfg.weight_vector_prf,
+            NEIGHBOURS: cfg.weight_neighbours,
         }
         # First place in the vector and BM25 rankings (and the feedback ones, when they ran)
         # scales to 1. A query no word of which matches anything has no BM25 ranking:
         # its best result then scales to the vector weight alone, and scores low. Dense feedback
         # that only fills the places below the plain fusion's first ones (``vector_prf_after``)
-        # leaves them their plain values: it adds nothing to the scale either.
+        # leaves them their plain values: it adds nothing to the scale either. Nor do the
+        # neighbour turns (never the first hits, whose neighbours they are): counted in the scale,
+        # they lowered every score of a search that had some (BEAM's median top score 0.47 -> 0.23),
+        # and the calibration would no longer hold.
         dense = bool(search.vector_prf) and cfg.vector_prf_after == 0
         feedback = (*(("bm25_prf",) if search.prf else ()), *((VECTOR_PRF,) if dense else ()))
         ran = ("vector", "bm25", *feedback)  # a tuple: one summation order
@@ -258,6 +264,8 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
             cfg.vector_prf_after,
         )
         value = np.fromiter(map(below.__getitem__, ids), dtype=np.float64, count=n)
+    if search.neighbour_heads:  # a neighbour turn ranks below the hit it was found through
+        value = neighbours.below_their_heads(pool.ids, unit, fused, value, search.neighbour_heads)
     # Best value first, then best own fusion; a tie keeps the pool's order (lexsort is stable).
     pool.order = np.lexsort((-own, -value)).tolist()
     return pool, _Units(ranks, len(met), rows=rows, own=own, unit=unit, fused=fused, value=value)
@@ -333,12 +341,14 @@ def _by_id(ids: list[str], listed: list[int], values: np.ndarray) -> dict[str, f
 
 
 def _rankings(search: Search) -> dict[str, Sequence[ScoredId]]:
-    """Every ranking the fusion reads, by name: stages 2 and 3 (BM25, its feedback query, dense feedback)."""
+    """Every ranking the fusion reads, by name: stages 2 and 3 (BM25, its feedback query, dense feedback,
+    the neighbour turns)."""
     return {
         "vector": search.vector,
         "bm25": search.bm25,
         "bm25_prf": search.prf,
         VECTOR_PRF: search.vector_prf,
+        NEIGHBOURS: search.neighbours,
     }
 
 
