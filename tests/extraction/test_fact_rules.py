@@ -131,8 +131,8 @@ def test_we_is_the_couple_the_team_or_the_household_the_speaker_named() -> None:
     couple = _said("My husband and I are renovating an old farmhouse. We bought it in 2023.")
     # "bought it" points back to the farmhouse: one memory (test_a_clause_that_points_back_...).
     assert couple == [
-        "The user and their husband are renovating an old farmhouse; "
-        "the user and their husband bought it in 2023."
+        "The user and the user's husband are renovating an old farmhouse; "
+        "the user and the user's husband bought it in 2023."
     ]
     assert _said("At work we deploy everything with Argo CD.") == [
         "At work the user's team deploy everything with Argo CD."
@@ -145,7 +145,7 @@ def test_we_is_the_couple_the_team_or_the_household_the_speaker_named() -> None:
     assert team == ["The user's team still keep one Jenkins box for the legacy builds."]
     # What a household does is not the team's, whatever was said about work before.
     home = _chat_turns((Role.USER, "My team is fully remote."), (Role.USER, "We moved to Osaka."))
-    assert home == ["The user and others moved to Osaka."]
+    assert home == ["The user's household moved to Osaka."]  # no family claimed, no "others"
 
 
 @pytest.mark.parametrize(
@@ -201,7 +201,7 @@ def test_an_answer_with_its_own_subject_or_about_it_says_what_it_says() -> None:
 
 def test_her_him_and_there_are_the_person_and_place_named_before() -> None:
     said = _said("My sister Aiko visits from Vancouver in July. We want to take her to Nara.", speaker="Maya")
-    assert said[1] == "Maya and family want to take their sister Aiko to Nara."
+    assert said[1] == "Maya and family want to take Maya's sister Aiko to Nara."
     flying = _said("My brother moved to Auckland last year. I'm flying out there in December.")
     assert flying[1] == "The user is flying out to Auckland in December 2024."
     across_turns = _chat_turns(
@@ -230,13 +230,13 @@ def test_her_and_him_are_a_bare_name_or_the_person_of_their_gender() -> None:
     )
     # The person of the pronoun's gender before one with none; "-in-law" keeps its word.
     seeing = _said("My brother Idris and my cousin Sara live in Leeds. I'm seeing him on Sunday.")
-    assert seeing[-1].startswith("The user is seeing their brother Idris on")
+    assert seeing[-1].startswith("The user is seeing the user's brother Idris on")
     assert _said("My mother-in-law moved in downstairs. I drive her to the clinic.")[-1] == (
-        "The user drives their mother-in-law to the clinic."
+        "The user drives the user's mother-in-law to the clinic."
     )
     # "take her hiking" is whom, not whose; "at Lake Bled" is a place "there" can be.
     assert _said("My friend Noor is visiting. I want to take her hiking.")[-1] == (
-        "The user wants to take their friend Noor hiking."
+        "The user wants to take the user's friend Noor hiking."
     )
     assert _said("We spent a week at Lake Bled. I'd love to go back there.")[-1] == (
         "The user would love to go back to Lake Bled."
@@ -266,10 +266,10 @@ def test_an_elaboration_stays_with_what_it_elaborates() -> None:
 
 def test_them_is_the_speakers_people_when_they_are_the_last_plural_named() -> None:
     assert _said("My parents are visiting in May. I'm taking them to Sintra.")[-1] == (
-        "The user is taking their parents to Sintra."
+        "The user is taking the user's parents to Sintra."
     )
     assert _said("My in-laws moved to Porto, I visit them twice a year.")[-1] == (
-        "The user visits their in-laws twice a year."
+        "The user visits the user's in-laws twice a year."
     )
     # The last plural named is a thing: "them" is the tickets, and stays as it is.
     assert _said("My parents gave me two tickets. I'm using them on Friday.")[-1].startswith(
@@ -289,7 +289,7 @@ def test_other_wordings_of_an_elaboration_stay_with_what_they_elaborate() -> Non
         "The user stopped drinking coffee after lunch; it was wrecking the user's sleep."
     ]
     assert _said("I'm learning Korean. Mostly so I can talk to my in-laws.", "Lin") == [
-        "Lin is learning Korean; mostly so Lin can talk to their in-laws."
+        "Lin is learning Korean; mostly so Lin can talk to Lin's in-laws."
     ]
     assert _said("I'm allergic to cats. I found that out when I adopted one.")[0].startswith(
         "The user is allergic to cats; the user found that out"
@@ -304,20 +304,22 @@ def test_other_wordings_of_an_elaboration_stay_with_what_they_elaborate() -> Non
 
 def test_a_clause_that_points_back_joins_the_memory_it_points_to() -> None:
     assert _said("I run a ceramics studio. I set it up with my savings in 2020.", "Marta") == [
-        "Marta runs a ceramics studio; Marta set it up with their savings in 2020."
+        "Marta runs a ceramics studio; Marta set it up with Marta's savings in 2020."
     ]
     assert _said("I got a fox tattooed on my wrist, my sister drew the design for it.") == [
-        "The user got a fox tattooed on their wrist; the user's sister drew the design for it."
+        "The user got a fox tattooed on the user's wrist; the user's sister drew the design for it."
     ]
     assert _said("I chose Loki. My manager Priya signed off on it.") == [
         "The user chose Loki; the user's manager Priya signed off on it."
     ]
     # Words for the listener point back too, and make no memory: "keep it up!".
     assert _said("I finished my first marathon. Keep it up, you said!") == [
-        "The user finished their first marathon."
+        "The user finished the user's first marathon."
     ]
     # With nothing before it, a clause that points back is a memory of its own.
-    assert _said("I set it up with my savings in 2020.") == ["The user set it up with their savings in 2020."]
+    assert _said("I set it up with my savings in 2020.") == [
+        "The user set it up with the user's savings in 2020."
+    ]
 
 
 def test_a_technical_chat_keeps_what_the_user_works_with() -> None:

@@ -65,7 +65,7 @@ def test_there_is_the_place_not_the_spot_within_it() -> None:
         ("Eli", "Sounds great."),
         ("Noa", "I'd love to go back there with my kids."),
     )
-    assert said == ["Noa would love to go back to Sicily with their kids."]
+    assert said == ["Noa would love to go back to Sicily with Noa's kids."]
 
 
 def test_with_a_tool_after_a_verb_of_building_is_no_person() -> None:
@@ -110,7 +110,7 @@ def test_a_participle_that_leads_into_a_clause_stays_with_it() -> None:
     ]
     # A gerund that is the subject of its own verb is a clause of its own.
     assert _said("Networking plays a big role in sales, and I'm grateful for my mentors.", "Jo") == [
-        "Jo is grateful for their mentors."
+        "Jo is grateful for Jo's mentors."
     ]
 
 

@@ -163,7 +163,7 @@ def test_sample_conversation_becomes_categorised_memories_with_provenance(servic
     by_text = {r.content: r for r in records}
     assert len(records) >= 20
     assert all(r.category is not None and r.source_ids for r in records)
-    home = by_text["Maya lives in Osaka with their partner Kenji and their dog Mochi, a shiba inu."]
+    home = by_text["Maya lives in Osaka with Maya's partner Kenji and Maya's dog Mochi, a shiba inu."]
     assert (home.version, home.source_ids) == (2, ["m004", "m020"])
     assert by_text["Maya prefers short bullet-point answers, by the way, not long essays."].category == (
         "communication_style"

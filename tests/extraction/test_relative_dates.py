@@ -65,3 +65,37 @@ def test_text_without_dates_is_unchanged() -> None:
     result = resolve_relative_dates("I may go to the museum, I like art.", SAID)
     assert result.text == "I may go to the museum, I like art."
     assert result.event_time is None
+
+
+# Tuesday 14 October 2025.
+OCTOBER = datetime(2025, 10, 14, 9, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "rewritten"),
+    [
+        # Meant or hoped for: ahead.
+        ("We need to replace it in March.", "in March 2026"),
+        ("I hope to hand in my thesis in February.", "in February 2026"),
+        # A limit with no tense: ahead.
+        ("The lease ends by June.", "by June 2026"),
+        # No tense: the nearer of the two.
+        ("The office closes in March.", "in March 2026"),
+        ("Our anniversary is in August.", "in August 2025"),
+        # Told as done: behind.
+        ("I moved here in March.", "in March 2025"),
+        ("I have lived here since March.", "since March 2025"),
+    ],
+)
+def test_a_month_without_a_year_is_the_one_its_sentence_means(text: str, rewritten: str) -> None:
+    assert rewritten in resolve_relative_dates(text, OCTOBER).text
+
+
+def test_each_sentence_has_its_own_tense() -> None:
+    result = resolve_relative_dates("I moved to Ghent in April. We're repainting the hall in May.", OCTOBER)
+    assert result.text == "I moved to Ghent in April 2025. We're repainting the hall in May 2026."
+    assert result.event_time == datetime(2025, 4, 1, tzinfo=UTC)  # the first date said
+
+
+def test_a_plural_weekday_is_every_week_not_a_date() -> None:
+    assert resolve_relative_dates("I go climbing on Mondays.", OCTOBER).text == "I go climbing on Mondays."

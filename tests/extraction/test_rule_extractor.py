@@ -26,7 +26,7 @@ extractor = RuleExtractor()
 def test_first_person_fact_is_added_in_third_person_with_provenance() -> None:
     ops = extractor.extract(msg("I live in Tokyo with my partner Kenji."), [], [])
     assert [o.op for o in ops] == ["ADD"]
-    assert ops[0].content == "Maya lives in Tokyo with their partner Kenji."
+    assert ops[0].content == "Maya lives in Tokyo with Maya's partner Kenji."
     assert ops[0].kind == Kind.FACT
     assert ops[0].category == Category.PERSONAL_DETAILS
     assert ops[0].source_ids == ["m1"]

@@ -42,6 +42,43 @@ _FUTURE = re.compile(
 )
 
 
+# What is meant or hoped for is ahead too: "we need to replace it in March", "I hope to ship by June".
+_INTENT = re.compile(
+    r"\b(?:want|wants|need|needs|hope|hopes|have|has|aim|aims|intend|intends|expect|expects|mean|means|"
+    r"would like|'d like|would love|'d love|excited|looking forward|can't wait|cannot wait)\s+to\b"
+    r"|\b(?:should|must|might|ought to|about to)\b|(?-i:\bmay\b)|\blooking forward\b|\bdeadline\b",
+    re.IGNORECASE,
+)
+# What is told as done: a past verb ("moved", "ran", "was"), "ago". A participle after "is" / "be"
+# ("the office is closed in August") is no past.
+_IRREGULAR_PAST = (
+    "was were did had went got came took made said told left bought saw met began ran ate drank drove flew "
+    "wrote won lost sold sent spent built broke caught chose fell felt found forgot gave grew heard held "
+    "kept knew led lent meant paid rode rose sang sat slept spoke stood swam taught thought threw understood "
+    "woke wore became brought fought sought taught"
+)
+_PAST = re.compile(
+    r"\b(?:" + "|".join(sorted(set(_IRREGULAR_PAST.split()))) + r")\b|\bago\b"
+    r"|(?<!\bis )(?<!\bare )(?<!\bbe )(?<!\bbeen )(?<!\bget )(?<!'s )(?<!'re )(?<!'m )\b[a-z]{3,}ed\b",
+    re.IGNORECASE,
+)
+# "by June", "until March", "before April": a limit said without a tense is one still ahead.
+_LIMIT = frozenset(("by", "until", "till", "before"))
+# Where one sentence ends and the next begins: each has its own tense ("I moved here in March. We'll
+# repaint in May.").
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+
+
+def tense(sentence: str) -> bool | None:
+    """True when ``sentence`` speaks of what is ahead, False of what is done, None when it does
+    not say (a present tense: "the lease ends in March")."""
+    if _FUTURE.search(sentence) or _INTENT.search(sentence):
+        return True
+    if _PAST.search(sentence):
+        return False
+    return None
+
+
 @dataclass
 class Resolution:
     """The text with relative dates made absolute, and the first date found (the event time)."""
@@ -75,8 +112,9 @@ def is_future(text: str) -> bool:
 @dataclass
 class _Rule:
     pattern: re.Pattern[str]
-    # (match, reference, future) -> (date, phrase without preposition, preposition to use)
-    resolve: Callable[[re.Match[str], datetime, bool], tuple[datetime, str, str]]
+    # (match, reference, ahead) -> (date, phrase without preposition, preposition to use); ahead is
+    # ``tense`` of the phrase's sentence: True, False, or None when it does not say
+    resolve: Callable[[re.Match[str], datetime, bool | None], tuple[datetime, str, str]]
 
 
 def _on(d: datetime) -> tuple[datetime, str, str]:
@@ -101,7 +139,7 @@ def _weekday(ref: datetime, name: str, direction: int) -> datetime:
     return _day(ref) - timedelta(days=(-delta) % 7 or 7)
 
 
-def _ago(m: re.Match[str], ref: datetime, future: bool) -> tuple[datetime, str, str]:
+def _ago(m: re.Match[str], ref: datetime, future: bool | None) -> tuple[datetime, str, str]:
     n, unit = _count(m["n"]), m["unit"].lower()
     sign = 1 if m["dir"].lower() in ("in", "from now", "later") else -1
     if unit.startswith("day"):
@@ -114,7 +152,7 @@ def _ago(m: re.Match[str], ref: datetime, future: bool) -> tuple[datetime, str, 
     return d, str(d.year), "in"
 
 
-def _relative_unit(m: re.Match[str], ref: datetime, future: bool) -> tuple[datetime, str, str]:
+def _relative_unit(m: re.Match[str], ref: datetime, future: bool | None) -> tuple[datetime, str, str]:
     which, unit = m["which"].lower(), m["unit"].lower()
     step = {"last": -1, "past": -1, "this past": -1, "next": 1, "this": 0, "this coming": 1, "coming": 1}[
         which
@@ -145,7 +183,7 @@ def _relative_unit(m: re.Match[str], ref: datetime, future: bool) -> tuple[datet
     return d, f"{unit} {d.year}", "in"
 
 
-def _named_weekday(m: re.Match[str], ref: datetime, future: bool) -> tuple[datetime, str, str]:
+def _named_weekday(m: re.Match[str], ref: datetime, future: bool | None) -> tuple[datetime, str, str]:
     which = (m["which"] or "").lower()
     if which in ("last", "this past", "past"):
         return _on(_weekday(ref, m["wd"], -1))
@@ -154,9 +192,19 @@ def _named_weekday(m: re.Match[str], ref: datetime, future: bool) -> tuple[datet
     return _on(_weekday(ref, m["wd"], 1 if future else -1))
 
 
-def _named_month(m: re.Match[str], ref: datetime, future: bool) -> tuple[datetime, str, str]:
+def _named_month(m: re.Match[str], ref: datetime, future: bool | None) -> tuple[datetime, str, str]:
     month = MONTHS.index(m["mo"].lower()) + 1
     which = (m["which"] or "").lower()
+    prep = (m["prep"] or "").strip().lower()
+    if prep == "since":
+        future = False
+    elif future is None and prep in _LIMIT:
+        future = True
+    if future is None and not which and month != ref.month:
+        # No tense to go by: the nearer of the two ("the lease ends in March", said in October, is
+        # next March, five months on, not seven months back); half a year either way reads as past.
+        ahead = (month - ref.month) % 12
+        future = ahead < 6
     if which == "next":
         year = ref.year if month > ref.month else ref.year + 1
     elif which == "last":
@@ -170,7 +218,7 @@ def _named_month(m: re.Match[str], ref: datetime, future: bool) -> tuple[datetim
     return _month(_day(ref).replace(year=year, month=month, day=1))
 
 
-def _fixed(offset: int) -> Callable[[re.Match[str], datetime, bool], tuple[datetime, str, str]]:
+def _fixed(offset: int) -> Callable[[re.Match[str], datetime, bool | None], tuple[datetime, str, str]]:
     return lambda m, ref, future: _on(_day(ref) + timedelta(days=offset))
 
 
@@ -207,7 +255,8 @@ _RULES = [
         ),
         _named_weekday,
     ),
-    _Rule(re.compile(rf"(?P<prep>\bon\s+)(?P<which>)(?P<wd>{_WD})s?\b", re.I), _named_weekday),
+    # "on Monday"; not "on Mondays", which is every Monday
+    _Rule(re.compile(rf"(?P<prep>\bon\s+)(?P<which>)(?P<wd>{_WD})\b", re.I), _named_weekday),
     _Rule(
         re.compile(
             rf"(?P<prep>\b(?:in|since|until|by|for|during|early|late|mid)\s+)(?:(?P<which>next|last|this)\s+)?"
@@ -276,7 +325,7 @@ _YEARLESS = [
 def yearless_date(text: str, reference: datetime) -> datetime | None:
     """The first day-and-month the text names, in the year that puts it nearest the reference
     (the next one from the reference on, when the text speaks of the future)."""
-    ahead = is_future(text)
+    ahead = bool(tense(text))
     first: tuple[int, datetime] | None = None
     for pattern in _YEARLESS:
         for m in pattern.finditer(text):
@@ -300,27 +349,41 @@ def yearless_date(text: str, reference: datetime) -> datetime | None:
 def resolve_relative_dates(text: str, reference: datetime) -> Resolution:
     """Rewrite relative date phrases as absolute dates; the first one found is the event time."""
     ref = reference if reference.tzinfo is not None else reference.replace(tzinfo=UTC)
-    future = is_future(text)
-    found: list[tuple[int, datetime]] = []
+    found: list[tuple[int, int, datetime]] = []
     phrases: list[str] = []
+    parts = _SENTENCE_END.split(text)
+    seps = _SENTENCE_END.findall(text)
+    # Each sentence by its own tense: "I moved here in March. We'll repaint in May."
+    for i, part in enumerate(parts):
+        parts[i] = _resolve_sentence(part, ref, i, found, phrases)
+    text = "".join(p + (seps[i] if i < len(seps) else "") for i, p in enumerate(parts))
+    event_time = min(found, key=lambda f: f[:2])[2] if found else explicit_date(text, ref.tzinfo)
+    if event_time is None:
+        event_time = yearless_date(text, ref)
+    return Resolution(text=text, event_time=event_time, phrases=phrases)
+
+
+def _resolve_sentence(
+    text: str, ref: datetime, index: int, found: list[tuple[int, int, datetime]], phrases: list[str]
+) -> str:
+    """One sentence's relative dates made absolute; each date found is added to ``found`` as
+    (sentence index, position, date)."""
+    ahead = tense(text)
     for rule in _RULES:
 
         def replace(m: re.Match[str], rule: _Rule = rule) -> str:
             try:
-                when, phrase, default_prep = rule.resolve(m, ref, future)
+                when, phrase, default_prep = rule.resolve(m, ref, ahead)
             except (ValueError, OverflowError):
                 return m.group(0)  # "10000 years ago" names no representable date: keep the words
             prep = m.group("prep") or ""
             original = m.group(0)
             phrases.append(original.strip())
-            found.append((m.start(), when))
+            found.append((index, m.start(), when))
             lead = prep if prep.strip().lower() not in ("", "on", "in") else f"{default_prep} "
             if original[:1].isupper() and not prep:
                 lead = lead[:1].upper() + lead[1:]
             return f"{lead}{phrase}"
 
         text = rule.pattern.sub(replace, text)
-    event_time = min(found, key=lambda f: f[0])[1] if found else explicit_date(text, ref.tzinfo)
-    if event_time is None:
-        event_time = yearless_date(text, ref)
-    return Resolution(text=text, event_time=event_time, phrases=phrases)
+    return text

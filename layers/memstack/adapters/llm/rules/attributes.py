@@ -222,8 +222,11 @@ _PATTERNS = (
 
 
 def _subject(subject: str) -> str:
-    names = {re.escape(subject), "[Tt]he user"}
-    return r"\b(?:" + "|".join(sorted(names)) + r")(?:\s+and\s+(?:family|others))?"
+    """The subject as ``rules.we`` writes "we": "Maya and family", "Maya and Kenji", "Maya and
+    Maya's partner", "Maya's household" (``to_third_person`` writes the rest)."""
+    names = "|".join(sorted({re.escape(subject), "[Tt]he user"}))
+    others = rf"family|others|[A-Z][a-z]+\b(?!')|(?:{names})'s\s+[a-z]+"
+    return rf"\b(?:{names})(?:\s+and\s+(?:{others})|'s\s+household)?"
 
 
 def find_attributes(text: str, subject: str) -> list[AttributeValue]:

@@ -223,6 +223,12 @@ def _leads_in(piece: str) -> bool:
     )
 
 
+# "I'm type 1 diabetic, so I check my blood sugar often": what follows from the clause before stays
+# with it (the reason is what makes the rest worth knowing), when the two are short enough to be one.
+_SO = re.compile(r"^\s*,\s*so\s+$")
+_SO_MAX_CHARS = 160
+
+
 def clauses(sentence: str) -> list[str]:
     """A sentence cut where a new first-person clause starts ("I quit X, and now I work as Y")."""
     pieces = re.split(
@@ -241,7 +247,9 @@ def clauses(sentence: str) -> list[str]:
         if not part:
             continue
         if out and (
-            len(out[-1].split()) < 3 or (len(out) == 1 and cut.lstrip().startswith(",") and _leads_in(out[0]))
+            len(out[-1].split()) < 3
+            or (len(out) == 1 and cut.lstrip().startswith(",") and _leads_in(out[0]))
+            or (_SO.match(cut) and len(out[-1]) + len(part) <= _SO_MAX_CHARS)
         ):
             # "Leo and I broke up", "my wife and I run ...": one clause; a short opening ("However, I'm
             # not sure", "Right now, I'm ...") joins back with the words that were cut, not with "and".

@@ -91,9 +91,13 @@ def retract(what: str, *, ending: bool, turn: Turn, said: Said | None) -> bool:
 
 
 def _retract_antecedent(*, ending: bool, turn: Turn, said: Said | None) -> bool:
-    for earlier in turn.before:
-        if topic(earlier, turn.subject) and best_target(earlier, turn.neighbours, turn.subject):
-            return retract(earlier, ending=ending, turn=turn, said=said)
+    """ "I sold it": "it" is the thing the last sentence with a topic named, a few sentences back at
+    most; when that names no memory, nothing older is taken back in its place."""
+    for earlier in turn.recent(anyone=True):
+        if topic(earlier, turn.subject):
+            if best_target(earlier, turn.neighbours, turn.subject):
+                return retract(earlier, ending=ending, turn=turn, said=said)
+            return False
     return False
 
 

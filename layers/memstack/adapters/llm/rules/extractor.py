@@ -37,7 +37,7 @@ from memstack.adapters.llm.rules import answers, cues, pasted
 from memstack.adapters.llm.rules.clauses import clause, drop_announcements
 from memstack.adapters.llm.rules.corrections import correction
 from memstack.adapters.llm.rules.decisions import retract
-from memstack.adapters.llm.rules.mentions import resolve_opening
+from memstack.adapters.llm.rules.mentions import resolve_it, resolve_opening
 from memstack.adapters.llm.rules.rewrite import is_first_person, resolve_pronoun, subject_name
 from memstack.adapters.llm.rules.sentences import split_sentences, strip_lead, without_question
 from memstack.adapters.llm.rules.targets import about_speaker
@@ -143,9 +143,11 @@ def _resolved(sentence: str, previous: str, turn: Turn) -> str:
     elif previous and (thing := resolve_pronoun(sentence, strip_lead(previous))) != sentence:
         return thing
     else:
-        resolved = resolve_opening(stripped, turn.own_before, speakers)
+        resolved = resolve_opening(stripped, turn.recent(), speakers)
     if resolved == stripped:
-        return sentence
+        # "It" as the speaker's thing named a few sentences back; an "it" inside the sentence only
+        # when no memory was just made that the sentence could say more about (``clauses``).
+        return lead + resolve_it(stripped, turn.recent(), opening_only=turn.last is not None)
     turn.mentioned = resolved[: len(resolved) - len(stripped.split(" ", 1)[-1])].split("'")[0].strip()
     return lead + resolved
 

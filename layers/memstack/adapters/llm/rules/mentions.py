@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 from memstack.adapters.llm.rules import grammar, refs
 from memstack.adapters.llm.rules.rewrite import is_first_person
+from memstack.domain.text import STOPWORDS
 
 _OPENING = re.compile(
     r"^(?P<pronoun>he|she|they|her|his)(?P<contraction>'s|'ll|'d|'re|'ve)?(?=\s)", re.IGNORECASE
@@ -93,3 +94,97 @@ def _singular_verb(rest: str) -> str:
             words[i] = grammar.third_person(word)
         break
     return " ".join(words)
+
+
+# "It" and "it" as the thing the speaker last named: "I'm building a habit tracker app in Flutter."
+# ... "I want to get it on the Play Store before March." A thing is the speaker's when they say "my
+# X" or have, get, make or run "a X"; the newest sentence of theirs that names one, a few sentences
+# back at most (``turn.PRONOUN_REACH``), is what "it" means; a sentence that names none ("Took it
+# out on Sunday.") passes "it" on.
+_THING = re.compile(r"\b(?P<det>[Mm]y|[Oo]ur|an?)\s+(?P<words>(?:[^,.;:!?()\[\]]|\.(?=\S))+)")
+_OWNING = grammar.word_set(
+    "have get buy own adopt rescue find build maintain run manage start make write develop"
+)
+_THING_WORDS_MAX = 5
+_WHAT_IT_IS = re.compile(r"^\s+is\s+an?\s+(?P<words>(?:[^,.;:!?()\[\]]|\.(?=\S))+)")
+# After the verb, what makes "it" a thing moved, put or taken somewhere: "get it on", "moving it off".
+_IT_OBJECT = re.compile(
+    r"\b(?P<verb>[a-z]+)\s+it\b(?!')(?=\s+(?:off|on|onto|out|into|to|from|over|back|down|up|in|at|away)\b)"
+)
+# Verbs whose "it" is no thing: "made it to the final", "take it easy", "get it over with".
+_IT_IDIOMS = grammar.word_set("make take be do")
+# Not "It's a seq scan", "It's a mild sprain": "it" is then the situation, what it turned out to be.
+_OPENING_IT = re.compile(
+    r"^It(?P<verb>'s|\s+is|\s+was|\s+has|\s+runs|\s+sits|\s+lives)\b"
+    r"(?!\s+(?:(?:just|only|probably|definitely|basically|actually|clearly)\s+)?(?:a|an|the)\b)"
+)
+# "It's been tough", "It was amazing!": how something went, not a fact about a thing.
+_VERDICT_REST = re.compile(
+    r"^\s+(?:(?:so|really|very|super|pretty|totally|just|such|quite|too)\s+)*[\w-]+\s*[.!]*$"
+)
+_IT_VERB = {"'s": " is"}
+
+
+def _chunk(tokens: list[str]) -> str | None:
+    """The noun phrase ``tokens`` open with: nouns, adjectives, names and versions up to the first
+    other word ("habit tracker app" of "habit tracker app in Flutter")."""
+    out: list[str] = []
+    for i, token in enumerate(tokens[:_THING_WORDS_MAX]):
+        low = token.lower()
+        tags = grammar.tags(low)
+        # "a budgeting app", "running shoes": a gerund before the noun it describes
+        following = grammar.tags(tokens[i + 1].lower()) if i + 1 < len(tokens) else frozenset({"END"})
+        modifier = low.endswith("ing") and ("NOUN" in following or not following)
+        if low in STOPWORDS or not (tags & {"NOUN", "ADJ"} or not tags or token[:1].isdigit() or modifier):
+            break
+        out.append(token)
+    while out and grammar.tags(out[-1].lower()) == frozenset({"ADJ"}):
+        out.pop()
+    return " ".join(out) or None
+
+
+def _thing(sentence: str) -> str | None:
+    """The first thing of the speaker's ``sentence`` names ("my side project", "an Airflow 2.7
+    deployment" after "I maintain"), as "my ..."."""
+    for m in _THING.finditer(sentence):
+        if m.group("det").lower() in ("a", "an"):
+            before = sentence[: m.start()].split()
+            if not before or grammar.lemma(before[-1].lower().strip(",")) not in _OWNING:
+                continue
+        phrase = _chunk(m.group("words").split())
+        if phrase and phrase.split()[-1].lower() not in refs.PERSON_WORDS:
+            # "My side project is a Next.js 14 app": what it is names it better.
+            after = sentence[m.start("words") + len(phrase) :]
+            if (what := _WHAT_IT_IS.match(after)) and (named := _chunk(what.group("words").split())):
+                return "my " + named
+            return "my " + phrase
+    return None
+
+
+def last_thing(earlier: Iterable[str]) -> str | None:
+    """The thing "it" means: named in the newest of ``earlier`` (newest first) that names one."""
+    for text in earlier:
+        if found := _thing(text):
+            return found
+    return None
+
+
+def resolve_it(sentence: str, earlier: Iterable[str], *, opening_only: bool) -> str:
+    """``sentence`` with an opening "It is / It's / It has ..." (and, unless ``opening_only``, an
+    "it" moved somewhere: "moving it off Vercel") as the speaker's thing named ``earlier``."""
+    opening = _OPENING_IT.match(sentence)
+    if opening and _VERDICT_REST.match(sentence[opening.end() :]):
+        opening = None
+    moved = None if opening_only else _IT_OBJECT.search(sentence)
+    if moved and grammar.lemma(moved.group("verb")) in _IT_IDIOMS:
+        moved = None
+    if not opening and not moved:
+        return sentence
+    thing = last_thing(earlier)
+    if thing is None:
+        return sentence
+    if opening:
+        verb = opening.group("verb")
+        return "My" + thing[2:] + _IT_VERB.get(verb, verb) + sentence[opening.end() :]
+    assert moved is not None
+    return sentence[: moved.start()] + f"{moved.group('verb')} {thing}" + sentence[moved.end() :]

@@ -32,6 +32,8 @@ _ANY = (
     "buddy mate pal bestie classmate teammate sibling twin"
 )
 _GENDER = {**dict.fromkeys(_FEMALE.split(), "f"), **dict.fromkeys(_MALE.split(), "m")}
+#: the words that name a person of the speaker's ("sister", "teacher"): never what "it" means
+PERSON_WORDS = frozenset((*_FEMALE.split(), *_MALE.split(), *_ANY.split()))
 _PEOPLE = "|".join(sorted({*_FEMALE.split(), *_MALE.split(), *_ANY.split()}, key=len, reverse=True))
 # "my (little) sister (Aiko)", "our youngest daughter", "my mother-in-law": a person of the speaker's,
 # and their name.

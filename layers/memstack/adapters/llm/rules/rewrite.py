@@ -1,4 +1,4 @@
-"""First person to third person: "I live with my partner" -> "Maya lives with their partner".
+"""First person to third person: "I live with my partner" -> "Maya lives with Maya's partner".
 
 A memory is read later, out of its conversation, by an agent that is not the
 speaker, so it names who it is about. Verbs after "I" (and verbs coordinated
@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from memstack.adapters.llm.rules import grammar
 from memstack.adapters.llm.rules.grammar import word_set
+from memstack.adapters.llm.rules.refs import PERSON_WORDS
 from memstack.adapters.llm.rules.we import FAMILY, OTHERS
 from memstack.domain.time.calendar_words import MONTH_NAMES, WEEKDAY_NAMES
 
@@ -116,24 +117,28 @@ def to_third_person(
     if household is None:
         household = subject != "The user"
     we = we or (FAMILY if household else OTHERS)
-    group, group_mid = we.format(S=subject), we.format(S=mid)
+    group, group_mid = we.format(S=subject, M=mid), we.format(S=mid, M=mid)
 
     def name(m: re.Match[str]) -> str:
         # Sentence-initial "The user", elsewhere "the user"; a proper name stays as is.
         return subject if m.start() == 0 else mid
 
     def possessive(m: re.Match[str]) -> str:
+        # "Our" after the group it belongs to is that group's ("Maya's team moved their office");
+        # "my" is always the speaker's by name: "their" beside other people ("Maya and Kenji",
+        # "Maya's sister") could be anyone's, and read later it names no one.
         before = text[: m.start()]
-        if re.search(rf"\b{re.escape(mid)}\b|\b{re.escape(subject)}\b", before, re.I):
+        group_before = group != subject and (group in before or group_mid in before)
+        if m.group(0).lower() == "our" and group_before:
             return "their" if m.group(0)[0].islower() else "Their"
         return name(m) + "'s"
 
     if subject == "The user":
         # "my users" are the people who use what the user makes: not "the user's users".
         text = re.sub(r"\b(my|our)\s+(users?)\b", r"\1 end \2", text, flags=re.IGNORECASE)
-    # A compound subject keeps its plural verb: "my wife and I run" -> "Lena and their wife run".
+    # A compound subject keeps its plural verb: "my wife and I run" -> "Lena and Lena's wife run".
     text = re.sub(
-        r"\b[Mm]y ((?:[\w'-]+ ){0,2}?[\w'-]+) and I\b", lambda m: f"{name(m)} and their {m.group(1)}", text
+        r"\b[Mm]y ((?:[\w'-]+ ){0,2}?[\w'-]+) and I\b", lambda m: f"{name(m)} and {mid}'s {m.group(1)}", text
     )
     text = re.sub(
         r"\b([A-Z][\w'-]+) and I\b",
@@ -279,8 +284,8 @@ def _antecedent(pronoun: str, previous: str) -> str | None:
     found: list[tuple[int, str]] = []
     for d in _DETERMINED.finditer(previous):
         phrase = _noun_phrase(d.group("words").split())
-        if phrase is None:
-            continue
+        if phrase is None or (pronoun == "It" and phrase.split()[-1].lower() in PERSON_WORDS):
+            continue  # "My teacher is strict. It has ...": "it" is no person
         det = d.group("det").lower()
         before = previous[: d.start()].split()
         got = bool(before) and before[-1].lower() in _GETTING

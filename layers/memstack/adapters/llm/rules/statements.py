@@ -50,10 +50,18 @@ _MIN_TOPIC_SCORE = 2.0
 RESTATEMENT_OVERLAP = 0.7
 # "The cluster is EKS 1.29", "The blocker is django-oscar": a thing of the speaker's and what it is,
 # named (a capitalised word, a number, a version, a package name).
+# Said tersely, without the "the" ("Stack is Rails 7.", "DB is Postgres 15"): the same, when the word
+# is a common noun or an acronym ("Kafka is 3.6" names no thing of the speaker's).
 _THE_THING = re.compile(
-    r"^The\s+(?P<thing>[a-z][\w-]*)\b(?=\s+(?:is|are|was|were|has|have|runs|uses|calls|takes)\b)"
+    r"^(?:The\s+(?P<thing>[a-z][\w-]*)|(?P<bare>[A-Z][a-z]*[\w-]*|[A-Z]{2,5}))\b"
+    r"(?=\s+(?:is|are|was|were|has|have|runs|uses|calls|takes)\b)"
 )
 _NAMED_THING = re.compile(r"(?<=\s)(?:[A-Z][\w.+-]*|[\w.-]*\d[\w.-]*|[a-z]+[-_.][a-z]\w*)")
+# Opening words that are not a thing of the speaker's: "Everything is on Render", "Nothing runs".
+_NOT_A_THING = grammar.word_set(
+    "everything nothing something anything everyone nobody someone anyone this that it there here what "
+    "which who one none all both each either neither another other others"
+)
 # "We" and "us": who they are is read from the speaker's words (``rules.we``), this message's
 # and their last few turns'.
 _WE = re.compile(r"\b(?:we|we're|we've|we'll|us)\b", re.IGNORECASE)
@@ -93,7 +101,11 @@ def rewrite(clause: str, turn: Turn) -> Said:
     when = turn.message.timestamp
     resolved = resolve_relative_dates(clause, when) if when else None
     said = resolved.text if resolved else clause
-    we = we_from(said, turn.own_before) if _WE.search(said) else None
+    we = (
+        we_from(said, turn.own_before, _known(turn), to_assistant=not turn.household)
+        if _WE.search(said)
+        else None
+    )
     text = to_third_person(said, turn.subject, turn.listener, household=turn.household, we=we)
     text = text[0].upper() + text[1:]
     if text[-1] not in ".!?":
@@ -109,20 +121,33 @@ def rewrite(clause: str, turn: Turn) -> Said:
     return Said(clause, text, kind, category, event_time)
 
 
+def _known(turn: Turn) -> list[str]:
+    """What the speaker's memories say of them, back in their first person ("Maya's partner Kenji"
+    -> "my partner Kenji"): who "we" is when the last turns do not say."""
+    own = f"{turn.subject}'s" if turn.subject != "The user" else "the user's"
+    return [re.sub(re.escape(own), "my", n.content, flags=re.IGNORECASE) for n in turn.neighbours]
+
+
 def _setting(clause: str, turn: Turn) -> str | None:
     """ "The cluster is EKS 1.29 with about 30 nodes", told to an assistant: what the speaker works
-    with, said with "the" (the assistant has no cluster of its own): "My cluster is EKS 1.29 ..."."""
+    with, said with "the" (the assistant has no cluster of its own): "My cluster is EKS 1.29 ...";
+    said tersely, "Stack is Rails 7." is "My stack is Rails 7."."""
     if turn.listener != "the assistant" or not (m := _THE_THING.match(clause)):
         return None
-    if len(clause.split()) < 4 or not _NAMED_THING.search(clause, m.end()):
+    if not _NAMED_THING.search(clause, m.end()):
         return None
-    return "My" + clause[3:]
+    if m.group("thing"):
+        return "My" + clause[3:] if len(clause.split()) >= 4 else None
+    thing = m.group("bare")
+    if not (thing.isupper() or "NOUN" in grammar.tags(thing.lower())) or thing.lower() in _NOT_A_THING:
+        return None
+    return "My " + (thing if thing.isupper() else thing.lower()) + clause[m.end() :]
 
 
 def with_references(clause: str, turn: Turn) -> str:
     """ "take her to Nara": whom, where; the sentence's own earlier clauses first."""
     speakers = (turn.subject, turn.listener or "")
-    return resolve_references(clause, turn.clauses_before + turn.own_before, speakers)
+    return resolve_references(clause, turn.clauses_before + turn.recent(), speakers)
 
 
 def statement(clause: str, raw: str, turn: Turn) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memstack.adapters.llm.rules.sentences import split_sentences
 from memstack.domain.categories import Lexicon, lexicon_for
 from memstack.models import Kind, MemoryRecord, Message
 from memstack.ports.embedder import Embedder
@@ -20,6 +21,11 @@ from memstack.ports.llm import ExtractionOp, OpName
 # at the default embedder's cosine 0.6 (pairs that are not a change reached 0.53 in our checks), or 0.1
 # less when the keyword categories of both agree, two weak signals pointing the same way.
 LINK_SIMILARITY = 0.6
+
+# How far back "she", "him", "there" reach: the speaker's last few sentences, this message's and their
+# last turns'. A person or place named longer ago is no longer what the pronoun means ("My sister
+# lives in Porto." and four sentences about work later, "She ..." is someone else, or unclear).
+PRONOUN_REACH = 4
 
 # How specific a decision is: when two of one message touch the same memory, the lower number wins.
 ATTRIBUTE, CORRECTION, COMPLETION, CHANGE, ENDING, ADD = range(6)
@@ -63,6 +69,16 @@ class Turn:
     #: when words link a change to no memory, the memory closest in meaning, if this close
     embedder: Embedder | None = None
     link_similarity: float = LINK_SIMILARITY
+
+    def recent(self, *, anyone: bool = False) -> list[str]:
+        """The speaker's last ``PRONOUN_REACH`` sentences (``anyone``: said by anyone), newest first:
+        where a pronoun's person, place or thing is looked up."""
+        out: list[str] = []
+        for text in self.before if anyone else self.own_before:
+            out.extend(reversed(split_sentences(text)))
+            if len(out) >= PRONOUN_REACH:
+                break
+        return out[:PRONOUN_REACH]
 
     @property
     def sources(self) -> list[str]:

@@ -7,7 +7,8 @@ newest mention decides (this clause first, then the speaker's earlier sentences 
 turns). With nothing to go by, the caller's default holds: in a chat between two
 people the speaker's family, said to an assistant "and others" (claiming no family).
 
-Each answer is a template: ``{S}`` is where the subject's name goes ("Maya", "the user").
+Each answer is a template: ``{S}`` is where the subject's name goes ("Maya", "The user" opening a
+sentence), ``{M}`` where it goes inside one ("Maya", "the user").
 """
 
 from __future__ import annotations
@@ -42,20 +43,35 @@ _HOME = re.compile(
 TEAM = "{S}'s team"
 FAMILY = "{S} and family"
 OTHERS = "{S} and others"
+#: what a household does ("we moved"), said to an assistant with no one named: a household, no family claimed
+HOUSEHOLD = "{S}'s household"
+
+# "my partner Kenji", "my wife": who "we" at home is, when the speaker named them.
+_PARTNER = re.compile(
+    r"\b[Mm]y\s+(?P<who>wife|husband|partner|girlfriend|boyfriend|fiancée?|fiance|spouse)\b"
+    r"(?:,?\s+(?P<name>[A-Z][a-z]+)\b)?"
+)
 
 
 # What a household does together: "we moved to Osaka" is not the team, whatever was said at work before.
 _HOME_LIFE = re.compile(
     r"\b(?:liv\w*|lives?|moved?|moving|relocat\w*|house|flat|apartment|holiday|vacation|trip|hik\w*|walk\w*|"
-    r"dinner|cook\w*|wedding|married|honeymoon|weekend|kids|children|garden|dog|cat|pets?|adopt\w*)\b",
+    r"dinner|cook\w*|wedding|married|honeymoon|weekend|kids|children|garden|dog|cat|pets?|adopt\w*|"
+    r"fly|flying|flew|flights?|airport|travel\w*|visit\w*)\b",
     re.IGNORECASE,
 )
+
+
+def _partner(text: str) -> str | None:
+    if m := _PARTNER.search(text):
+        return "{S} and " + m.group("name") if m.group("name") else "{S} and {M}'s " + m.group("who")
+    return None
 
 
 def _said_in(text: str) -> str | None:
     if m := _PAIR.search(text):
         who = (m.group("a") or m.group("b")).lower()
-        return FAMILY if who == "family" else TEAM if who == "team" else "{S} and their " + who
+        return FAMILY if who == "family" else TEAM if who == "team" else "{S} and {M}'s " + who
     if _WORK.search(text):
         return TEAM
     if _HOME.search(text):
@@ -63,16 +79,30 @@ def _said_in(text: str) -> str | None:
     return None
 
 
-def we_from(clause: str, earlier: Iterable[str]) -> str | None:
+def we_from(
+    clause: str, earlier: Iterable[str], known: Iterable[str] = (), *, to_assistant: bool = False
+) -> str | None:
     """Who "we" is in ``clause``: what the clause says, else the newest of the ``earlier`` texts
-    (newest first) that says (not the team for what a household does): a template, or None."""
+    (newest first) that says (not the team for what a household does): a template, or None.
+
+    What a household does ("we moved", "we fly out in February") is, when nothing nearer says,
+    the speaker and the partner they named before (``known``: what the speaker said of themselves,
+    in their first person, longer ago); said ``to_assistant`` with no one named, their household."""
     if found := _said_in(clause):
         return found
     at_home = bool(_HOME_LIFE.search(clause))
     for text in earlier:
+        if at_home and (partner := _partner(text)):
+            return partner
         found = _said_in(text)
         if found == TEAM and at_home:
             continue
         if found:
             return found
+    if at_home:
+        for text in known:
+            if found := _partner(text):
+                return found
+        if to_assistant:
+            return HOUSEHOLD
     return None
