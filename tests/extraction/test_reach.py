@@ -149,3 +149,18 @@ def test_a_terse_setting_told_to_an_assistant_is_the_speakers() -> None:
         s.startswith("The user's Sarah")
         for s in _chat((Role.ASSISTANT, "Hi"), (Role.USER, "Sarah is from Berlin."))
     )
+
+
+def test_a_sentence_without_its_subject_says_more_about_the_memory_just_made() -> None:
+    assert _said("I've been doing yoga for three years. Started during lockdown when my back gave out.") == [
+        "The user has been doing yoga for three years; started during lockdown when the user's back gave out."
+    ]
+    assert _said("I switched to a standing desk. Helped a lot with my back pain.") == [
+        "The user switched to a standing desk; helped a lot with the user's back pain."
+    ]
+    # News of its own (a name) and a reaction stay apart; with nothing before it, it is the speaker's.
+    assert len(_said("I work as a nurse. Moved to Cardiff in March.")) == 2
+    assert _said("I went to the coast. Had a blast!")[0] == "The user went to the coast."
+    assert _said("Started during lockdown, when my back gave out.") == [
+        "The user started during lockdown, when the user's back gave out."
+    ]

@@ -16,7 +16,7 @@ from memstack.adapters.llm.rules.rewrite import is_first_person
 from memstack.adapters.llm.rules.sentences import strip_lead
 from memstack.adapters.llm.rules.statements import rewrite, statement, with_references
 from memstack.adapters.llm.rules.targets import topic
-from memstack.adapters.llm.rules.turn import Turn
+from memstack.adapters.llm.rules.turn import Decision, Turn
 from memstack.domain.text import STOPWORDS
 
 # What only says more about the clause before it: "(I) found out the hard way at a street food
@@ -30,7 +30,8 @@ _ELABORATION = re.compile(
     r"years?|early|quickly|back|recently|while|because)\b)"
     r"|^(?:that|this|it)(?:'s|\s+is|\s+was|\s+has been|\s+happened|\s+started|\s+began|\s+came)\b"
     r"|^(?:which|because|since then|ever since|especially|that's why|hence|so that|in order to|"
-    r"the reason being|thanks to|for (?:this|that|it)(?: reason)?|because of (?:this|that|it))\b"
+    r"the reason being|the reason (?:is|was)|thanks to|for (?:this|that|it)(?: reason)?|"
+    r"because of (?:this|that|it))\b"
     # What someone else did too: "My partner did too, actually.", "My sister is as well.", "So does my
     # wife.": nothing of its own without the clause it repeats.
     r"|^(?:my|our)\s+(?:[\w-]+\s+){1,3}?(?:did|does|do|is|was|are|were|has|have|had|will|can)"
@@ -160,6 +161,14 @@ def _names_something(text: str) -> bool:
     return False
 
 
+def _join_as_is(text: str, last: Decision, turn: Turn) -> None:
+    """``text`` after ``last``'s memory, rewritten without a subject put in: "helped a lot with the
+    user's back pain" (who or what helped is the memory before it)."""
+    said = rewrite(with_references(text, turn), turn).text
+    content = (last.op.content or "").rstrip(".!") + "; " + said[:1].lower() + said[1:]
+    last.op = last.op.model_copy(update={"content": content})
+
+
 def _join(elaboration: str, turn: Turn) -> None:
     """``elaboration`` (rewritten) after the memory the clause before it made."""
     assert turn.last is not None and turn.last.op.content
@@ -169,6 +178,33 @@ def _join(elaboration: str, turn: Turn) -> None:
         said = said[:1].lower() + said[1:]
     content = turn.last.op.content.rstrip(".!") + "; " + said
     turn.last.op = turn.last.op.model_copy(update={"content": content})
+
+
+# A sentence without its subject that only says more about the memory just made: "Started during
+# lockdown when my back gave out.", "Helped a lot with my back pain.", "Finished in 3:41.", "Has done
+# for thirty years.", "Named after the chocolate.": a past or auxiliary verb, then no thing of its
+# own (a preposition, an adverb, "it"), and no name ("Moved to Cardiff in March." is news of its own).
+_AUXILIARY = grammar.word_set("has have had was were didn't doesn't don't wasn't hasn't haven't")
+_NO_OBJECT = grammar.word_set(
+    "in on at for during after before since when while until with without by from to about into over "
+    "through around back up out off down a lot so too again already it that this them there all ever"
+)
+_NAME = re.compile(r"(?<=\s)[A-Z][a-z]")
+
+
+def _subjectless_more(text: str, turn: Turn) -> bool:
+    words = text.split()
+    at = 0
+    while at < len(words) - 1 and grammar.is_adverb(words[at].lower().strip(",")):
+        at += 1
+    if turn.last is None or not turn.whole_sentence or len(words) - at < 2 or _NAME.search(text):
+        return False
+    if text.rstrip().endswith(("!", "?")) or _VERDICT.search(text):
+        return False  # "Had a blast!", "Was so good.": a reaction, which makes a memory only longer
+    head, after = words[at].lower().strip(","), words[at + 1].lower().strip(",.")
+    if head in ("i", "we") or not (head in _AUXILIARY or grammar.is_past(head)):
+        return False
+    return after in _NO_OBJECT or head in _AUXILIARY or grammar.is_past(after)
 
 
 def clause(text: str, raw: str, turn: Turn) -> None:
@@ -190,7 +226,11 @@ def clause(text: str, raw: str, turn: Turn) -> None:
     )
     last = turn.last if turn.last is not None and turn.last.op.content else None
     room = last is not None and len(last.op.content or "") + len(elaboration) <= _JOINED_MAX_CHARS
-    if _ELABORATION.match(elaboration) or points_back or (room and _fragment(elaboration)):
+    explained = _ELABORATION.match(elaboration) or points_back or (room and _fragment(elaboration))
+    if not explained and room and last is not None and _subjectless_more(elaboration, turn):
+        _join_as_is(elaboration, last, turn)
+        return
+    if explained:
         if grammar.is_past(elaboration.split()[0]):
             elaboration = "I " + elaboration[:1].lower() + elaboration[1:]  # "Learned that the hard way"
         if last is not None:
