@@ -32,7 +32,16 @@ from memstack.domain.tenant.config import TenantConfig
 from memstack.domain.tenant.guidance import guidance_of
 from memstack.domain.time.bounds import TimeBounds
 from memstack.domain.vectors import coarse_prefix
-from memstack.models import MemoryFilters, MemoryRecord, Message, Role, Scope, ScoredId, Tier
+from memstack.models import (
+    SYSTEM_METADATA_KEYS,
+    MemoryFilters,
+    MemoryRecord,
+    Message,
+    Role,
+    Scope,
+    ScoredId,
+    Tier,
+)
 from memstack.ports.embedder import Embedder
 from memstack.ports.llm import ExtractionOp, Extractor
 from memstack.ports.queue import Job
@@ -56,11 +65,10 @@ def prepare_message(message: Message, received_at: datetime) -> tuple[Message, R
     return message.model_copy(update={"content": resolution.text, "timestamp": when}), resolution
 
 
-#: what the system itself wrote into a turn's metadata (not the add's): api.schemas.RESERVED_METADATA_KEYS
-#: without agent_id, which the caller gave
-_SYSTEM_KEYS = frozenset(
-    {"role", "consolidated", "edited", "key", "op_key", "chunk", "chunks", "passage", "passages", "adjacent"}
-)
+#: what the system itself wrote into a turn's metadata (not the add's): ``models.SYSTEM_METADATA_KEYS``
+#: but agent_id (the caller gave it) and expires_at (the add's expiry), which stay with the add's metadata;
+#: derived, so a new system key cannot be missed here (passage, passages and adjacent each had to be added)
+_SYSTEM_KEYS = SYSTEM_METADATA_KEYS - {"agent_id", "expires_at"}
 
 
 class ExtractionJobHandler:
