@@ -142,9 +142,9 @@ def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
         turn = is_turn[at]
         place = np.arange(1, len(at) + 1)
         # one field only (every entry a turn, or none): its ranks are its places
-        single = bool(turn[0]) if bool(turn.all()) or not bool(turn.any()) else None
+        one_field = bool(turn.all()) or not bool(turn.any())
         # the k-th turn (or memory) of the ranking has rank k in its field
-        within = place if single is not None else np.where(turn, np.cumsum(turn), np.cumsum(~turn))
+        within = place if one_field else np.where(turn, np.cumsum(turn), np.cumsum(~turn))
         ranks[name] = _per_row(len(ids), at, within)
         places[name] = _per_row(len(ids), at, place)
         scores[name] = np.zeros(len(ids))
@@ -156,7 +156,7 @@ def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
         first = TURNS if turn[0] else MEMORIES
         columns.append((name, first))
         other = MEMORIES if first == TURNS else TURNS
-        if single is None:  # both fields hold some
+        if not one_field:  # both fields hold some
             columns.append((name, other))
     return FieldRanks(ids, is_turn, ranks, places, scores, tuple(columns), at_of, store_rows, row)
 
