@@ -107,6 +107,19 @@ def test_an_opening_word_before_a_clause_is_not_a_person_the_user_did_it_with() 
     assert _said("Leo and I broke up.", speaker="Maya") == ["Leo and Maya broke up."]
 
 
+def test_a_short_first_person_clause_is_a_memory_of_its_own() -> None:
+    # Two facts joined by "and": each its own memory, so an update of one ("and tree nuts")
+    # replaces nothing of the other. A piece without a verb of its own still opens its clause.
+    assert _said("I'm vegetarian and I'm allergic to peanuts.") == [
+        "The user is vegetarian.",
+        "The user is allergic to peanuts.",
+    ]
+    assert _said("Leo and I broke up and I moved out.", speaker="Maya") == [
+        "Leo and Maya broke up.",
+        "Maya moved out.",
+    ]
+
+
 def test_you_said_to_an_assistant_is_the_assistant() -> None:
     [memory] = _said("I tried the index you suggested and the report query got much faster.")
     assert memory == "The user tried the index the assistant suggested and the report query got much faster."

@@ -227,6 +227,10 @@ def _leads_in(piece: str) -> bool:
 # with it (the reason is what makes the rest worth knowing), when the two are short enough to be one.
 _SO = re.compile(r"^\s*,\s*so\s+$")
 _SO_MAX_CHARS = 160
+# "I'm vegetarian and I'm allergic to peanuts": a short piece that is a first-person clause of its
+# own (its subject and a verb) says one thing and the next clause another; "Leo and I", "my wife
+# and I" have no verb of their own and join the clause they open.
+_OWN_CLAUSE = re.compile(r"^(?:I'm|I am|I've|I have)\s+\S", re.IGNORECASE)
 
 
 def clauses(sentence: str) -> list[str]:
@@ -247,7 +251,7 @@ def clauses(sentence: str) -> list[str]:
         if not part:
             continue
         if out and (
-            len(out[-1].split()) < 3
+            (len(out[-1].split()) < 3 and not _OWN_CLAUSE.match(out[-1]))
             or (len(out) == 1 and cut.lstrip().startswith(",") and _leads_in(out[0]))
             or (_SO.match(cut) and len(out[-1]) + len(part) <= _SO_MAX_CHARS)
         ):
