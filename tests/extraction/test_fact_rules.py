@@ -357,7 +357,7 @@ def test_a_technical_chat_keeps_what_the_user_works_with() -> None:
     ) == ["The user's service is on Spring Boot 3 on Java 21."]
     # "It's a ..." after "Our CI ...": the thing the speaker named, not a clause of the first.
     assert _said("Our CI takes 14 minutes. It's a pnpm monorepo on GitHub Actions.") == [
-        "The user's CI takes 14 minutes.",
+        "The user's team's CI takes 14 minutes.",
         "The user's CI is a pnpm monorepo on GitHub Actions.",
     ]
 

@@ -99,3 +99,60 @@ def test_each_sentence_has_its_own_tense() -> None:
 
 def test_a_plural_weekday_is_every_week_not_a_date() -> None:
     assert resolve_relative_dates("I go climbing on Mondays.", OCTOBER).text == "I go climbing on Mondays."
+
+
+# Sunday 20 April 2025.
+APRIL = datetime(2025, 4, 20, 10, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "rewritten", "event"),
+    [
+        # "later" counts from the date said before it, in its sentence or the one before.
+        (
+            "We got the keys on 3 March and moved in two weeks later.",
+            "moved in on 17 March 2025.",
+            datetime(2025, 3, 3, tzinfo=UTC),
+        ),
+        (
+            "I joined Zalando in January 2023. A year later I was promoted to team lead.",
+            "In 2024 I was promoted",
+            datetime(2023, 1, 1, tzinfo=UTC),
+        ),
+        (
+            "I hope to hand in my thesis in June, the viva would be a month later.",
+            "the viva would be in July 2025.",
+            datetime(2025, 6, 1, tzinfo=UTC),
+        ),
+    ],
+)
+def test_later_counts_from_the_date_it_follows(text: str, rewritten: str, event: datetime) -> None:
+    result = resolve_relative_dates(text, APRIL)
+    assert rewritten in result.text
+    assert result.event_time == event
+
+
+def test_later_with_no_date_before_it_is_left_as_said() -> None:
+    result = resolve_relative_dates("The movers came two weeks later.", APRIL)
+    assert result.text == "The movers came two weeks later."
+    assert result.event_time is None
+
+
+def test_the_event_time_is_the_first_date_said_whatever_its_form() -> None:
+    result = resolve_relative_dates("My surgery is on 10 June, and the follow-up is on 22 July 2025.", APRIL)
+    assert result.event_time == datetime(2025, 6, 10, tzinfo=UTC)
+    moved = resolve_relative_dates("I moved to Berlin in May 2024 and started at SAP on 1 June 2024.", APRIL)
+    assert moved.event_time == datetime(2024, 5, 1, tzinfo=UTC)
+
+
+def test_a_year_alone_is_the_event_time_of_a_text_without_a_finer_date() -> None:
+    assert resolve_relative_dates("In 2024 I was promoted.", APRIL).event_time == datetime(
+        2024, 1, 1, tzinfo=UTC
+    )
+    assert resolve_relative_dates("I have 2024 photos.", APRIL).event_time is None
+
+
+def test_the_end_or_start_of_a_month_is_that_month() -> None:
+    result = resolve_relative_dates("The lease ends at the end of June.", APRIL)
+    assert result.text == "The lease ends at the end of June 2025."
+    assert result.event_time == datetime(2025, 6, 1, tzinfo=UTC)

@@ -343,3 +343,13 @@ def test_a_gerund_answer_to_a_question_is_what_the_speaker_is_doing() -> None:
     # Not asked: nothing to complete it from.
     unasked = extractor.extract(msg("Mostly building pipelines in Python and Spark."), [], [])
     assert all(not (o.content or "").startswith("Maya is") for o in unasked)
+
+
+def test_an_amount_changed_to_another_updates_the_memory_that_held_the_old_one() -> None:
+    dose = memory("Maya takes 20mg of citalopram every morning.")
+    ops = extractor.extract(msg("My doctor lowered my citalopram to 10mg last week."), [], [dose])
+    assert [(o.op, o.target_id) for o in ops] == [("UPDATE", "mem1")]
+    assert "10mg" in (ops[0].content or "")
+    # Without a changed amount, nothing says the dose changed: a memory of its own.
+    other = extractor.extract(msg("My doctor lowered her voice."), [], [dose])
+    assert [o.op for o in other] != ["UPDATE"]

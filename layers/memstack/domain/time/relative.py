@@ -142,6 +142,12 @@ def _weekday(ref: datetime, name: str, direction: int) -> datetime:
 def _ago(m: re.Match[str], ref: datetime, future: bool | None) -> tuple[datetime, str, str]:
     n, unit = _count(m["n"]), m["unit"].lower()
     sign = 1 if m["dir"].lower() in ("in", "from now", "later") else -1
+    return _shifted(ref, sign * n, unit)
+
+
+def _shifted(ref: datetime, n: int, unit: str) -> tuple[datetime, str, str]:
+    """``ref`` moved by ``n`` days, weeks, months or years, said as finely as the unit is."""
+    sign, n = (1, n) if n >= 0 else (-1, -n)
     if unit.startswith("day"):
         return _on(_day(ref) + timedelta(days=sign * n))
     if unit.startswith("week"):
@@ -230,13 +236,17 @@ _RULES = [
     _Rule(re.compile(_PREP + r"\btomorrow\b", re.I), _fixed(1)),
     _Rule(
         re.compile(
-            _PREP + _NUM + r"\s+(?P<unit>days?|weeks?|months?|years?)\s+(?P<dir>ago|from now|later)\b", re.I
+            _PREP + _NUM + r"\s+(?P<unit>days?|weeks?|months?|years?)\s+(?P<dir>ago|from now)\b", re.I
         ),
         _ago,
     ),
     _Rule(
         re.compile(
-            r"(?P<prep>)\b(?P<dir>in)\s+" + _NUM + r"\s+(?P<unit>days?|weeks?|months?|years?)\b", re.I
+            # not "moved in two weeks later": "later" counts from a date of its own (``_resolve_later``)
+            r"(?P<prep>)\b(?P<dir>in)\s+"
+            + _NUM
+            + r"\s+(?P<unit>days?|weeks?|months?|years?)\b(?!\s+later\b)",
+            re.I,
         ),
         _ago,
     ),
@@ -259,7 +269,8 @@ _RULES = [
     _Rule(re.compile(rf"(?P<prep>\bon\s+)(?P<which>)(?P<wd>{_WD})\b", re.I), _named_weekday),
     _Rule(
         re.compile(
-            rf"(?P<prep>\b(?:in|since|until|by|for|during|early|late|mid)\s+)(?:(?P<which>next|last|this)\s+)?"
+            rf"(?P<prep>\b(?:in|since|until|by|for|during|early|late|mid|(?:the\s+)?(?:end|start|beginning|middle)\s+of)\s+)"
+            rf"(?:(?P<which>next|last|this)\s+)?"
             rf"(?P<mo>{_MO})\b(?!\s*\d)(?!,?\s+\d)",
             re.I,
         ),
@@ -293,6 +304,14 @@ def _month_number(name: str) -> int | None:
 
 
 def explicit_date(text: str, tz: tzinfo | None) -> datetime | None:
+    """The first calendar date with a year that ``text`` names (the earliest said, whatever its form)."""
+    found = _explicit_dates(text, tz)
+    return min(found)[1] if found else None
+
+
+def _explicit_dates(text: str, tz: tzinfo | None) -> list[tuple[int, datetime]]:
+    """Every calendar date with a year in ``text``, with where it starts (one per place)."""
+    out: dict[int, datetime] = {}
     for pattern in _EXPLICIT:
         for m in pattern.finditer(text):
             groups = m.groupdict()
@@ -302,11 +321,14 @@ def explicit_date(text: str, tz: tzinfo | None) -> datetime | None:
                 month = _month_number(groups["mo"]) if "mo" in groups else int(groups["m"])
             if month is None:
                 continue
+            # "3 March 2025" is also "March 2025": the fuller reading, found first, is kept
+            if any(start <= m.start() < start + 12 for start in out):
+                continue
             try:
-                return datetime(int(groups["y"]), month, int(groups["d"] or 1), tzinfo=tz)
+                out[m.start()] = datetime(int(groups["y"]), month, int(groups["d"] or 1), tzinfo=tz)
             except ValueError:
                 continue
-    return None
+    return sorted(out.items())
 
 
 # A day and month without a year: "April 5", "March 3rd", "5 April", "14 to 16 October" (a range:
@@ -325,12 +347,18 @@ _YEARLESS = [
 def yearless_date(text: str, reference: datetime) -> datetime | None:
     """The first day-and-month the text names, in the year that puts it nearest the reference
     (the next one from the reference on, when the text speaks of the future)."""
+    found = _yearless_dates(text, reference)
+    return found[0][1] if found else None
+
+
+def _yearless_dates(text: str, reference: datetime) -> list[tuple[int, datetime]]:
+    """Every day-and-month ``text`` names, with where it starts, in text order (``yearless_date``)."""
     ahead = bool(tense(text))
-    first: tuple[int, datetime] | None = None
+    out: dict[int, datetime] = {}
     for pattern in _YEARLESS:
         for m in pattern.finditer(text):
             month = _month_number(m.group("mo"))
-            if month is None or (first is not None and m.start() >= first[0]):
+            if month is None or m.start() in out:
                 continue
             try:
                 options = [
@@ -341,9 +369,49 @@ def yearless_date(text: str, reference: datetime) -> datetime | None:
                 continue  # "February 30"
             if ahead:
                 options = [d for d in options if d >= _day(reference)] or options
-            first = (m.start(), min(options, key=lambda d: abs(d - reference)))
-            break
-    return first[1] if first else None
+            out[m.start()] = min(options, key=lambda d: abs(d - reference))
+    return sorted(out.items())
+
+
+def _named_dates(text: str, reference: datetime) -> list[tuple[int, datetime]]:
+    """The dates ``text`` names, with and without a year, in text order (a date with its year wins
+    where both read the same words)."""
+    explicit = _explicit_dates(text, reference.tzinfo)
+    taken = {start for start, _ in explicit}
+    return sorted(explicit + [(i, d) for i, d in _yearless_dates(text, reference) if i not in taken])
+
+
+# "in 2020", "since 2019": a year alone, what "three years ago" is written as; the event time of a text
+# that names no finer date.
+_YEAR = re.compile(r"\b(?:in|since|during|by|until)\s+(?P<y>(?:19|20)\d{2})\b(?![-/.]\d)", re.I)
+
+
+def _year(text: str, reference: datetime) -> datetime | None:
+    m = _YEAR.search(text)
+    return datetime(int(m["y"]), 1, 1, tzinfo=reference.tzinfo) if m else None
+
+
+# "The movers came two weeks later": later than the date said before it, not than the message.
+# A word before it stays: "moved in two weeks later" is "moved in on 17 March".
+_LATER = re.compile(r"\b" + _NUM + r"\s+(?P<unit>days?|weeks?|months?|years?)\s+later\b", re.I)
+
+
+def _resolve_later(text: str, ref: datetime, phrases: list[str]) -> str:
+    """``text`` with each "N days / weeks / months / years later" counted from the last date named
+    before it (this text's, already made absolute); with none named, it is left as said: the message's
+    own time is not what it follows. The date it follows stays the text's event time."""
+    out: list[str] = []
+    at = 0
+    for m in _LATER.finditer(text):
+        before = _named_dates(text[: m.start()], ref)
+        if not before:
+            continue
+        _, phrase, default_prep = _shifted(before[-1][1], _count(m["n"]), m["unit"].lower())
+        lead = default_prep.capitalize() if m.group(0)[:1].isupper() else default_prep
+        out.append(text[at : m.start()] + f"{lead} {phrase}")
+        at = m.end()
+        phrases.append(m.group(0).strip())
+    return "".join(out) + text[at:]
 
 
 def resolve_relative_dates(text: str, reference: datetime) -> Resolution:
@@ -357,9 +425,9 @@ def resolve_relative_dates(text: str, reference: datetime) -> Resolution:
     for i, part in enumerate(parts):
         parts[i] = _resolve_sentence(part, ref, i, found, phrases)
     text = "".join(p + (seps[i] if i < len(seps) else "") for i, p in enumerate(parts))
-    event_time = min(found, key=lambda f: f[:2])[2] if found else explicit_date(text, ref.tzinfo)
-    if event_time is None:
-        event_time = yearless_date(text, ref)
+    text = _resolve_later(text, ref, phrases)
+    named = _named_dates(text, ref)
+    event_time = min(found, key=lambda f: f[:2])[2] if found else named[0][1] if named else _year(text, ref)
     return Resolution(text=text, event_time=event_time, phrases=phrases)
 
 

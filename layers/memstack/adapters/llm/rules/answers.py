@@ -73,6 +73,12 @@ def _first_person(words: str) -> str:
     return re.sub(r"\byou\b", "me", words, flags=re.IGNORECASE)
 
 
+def as_speaker(question: str) -> str:
+    """The question in the words of the one it is put to: "how's your brother doing" -> "how's my
+    brother doing"."""
+    return _first_person(question)
+
+
 def _past(verb: str) -> str:
     forms = lemminflect.getInflection(verb.lower(), tag="VBD")
     return forms[0] if forms else verb
@@ -136,7 +142,11 @@ def complete(question: str, answer: str) -> str | None:
     if yes := _YES.match(body):
         return _yes(question, body[yes.end() :].strip(), end)
     if not is_fragment(body):
-        return None
+        # "End of November, and the trip is in January.": the answer, then something of its own.
+        head, comma, rest = body.partition(",")
+        if not comma or not is_fragment(head) or not (said := complete(question, head + end)):
+            return None
+        return said.rstrip(".!") + "," + rest + end
     body = body[:1].lower() + body[1:] if not _proper(body) else body
     return _wh(question, body, end)
 
@@ -169,6 +179,30 @@ def _yes(question: str, rest: str, end: str) -> str | None:
     return statement + end
 
 
+# "where is my daughter going", "when does my passport expire": a question about the speaker's own
+# person or thing (``mentions.question_subject``), with the verb it asks about.
+_THEIRS = re.compile(
+    r"^(?P<wh>where|when)\s+(?P<aux>is|are|was|were|does|do|did|will)\s+(?P<who>my\s+[\w'-]+(?:\s+[A-Z][\w'-]*)?)"
+    r"\s+(?P<verb>[a-z]+)(?P<rest>(?:\s+[\w'-]+)*)$",
+    re.IGNORECASE,
+)
+# Verbs of going somewhere: the place they are asked about is where they go to.
+_GOING = word_set("go going move moving fly flying head heading travel travelling relocate relocating")
+
+
+def _about_theirs(question: str, answer: str, end: str) -> str | None:
+    m = _THEIRS.match(question)
+    if m is None:
+        return None
+    aux, verb, who = m.group("aux").lower(), m.group("verb"), "My" + m.group("who")[2:]
+    if aux in ("does", "do", "did"):
+        verb = grammar.third_person(verb) if aux == "does" else _past(verb) if aux == "did" else verb
+        aux = ""
+    if m.group("wh").lower() == "where" and not _LOCATIVE.match(answer):
+        answer = ("to " if verb.lower() in _GOING else "in ") + answer
+    return _join(who, aux, verb, m.group("rest"), answer) + end
+
+
 def _wh(question: str, answer: str, end: str) -> str | None:
     if m := re.match(r"^(?:what|who|which)(?:'s|\s+is|\s+was)\s+your\s+(.+)$", question, re.IGNORECASE):
         return f"My {_first_person(m.group(1))} is {answer}{end}"
@@ -183,6 +217,8 @@ def _wh(question: str, answer: str, end: str) -> str | None:
     ):
         thing, verb, place = _first_person(m.group(2)), m.group(1).lower(), m.group(3)
         return f"My {thing} {verb} {place} {answer}{end}"
+    if theirs := _about_theirs(question, answer, end):
+        return theirs
     if m := re.match(r"^where\s+(do|did|are|were)\s+you\s+(.+)$", question, re.IGNORECASE):
         aux, rest = m.group(1).lower(), _first_person(m.group(2)).split()
         place = answer if _LOCATIVE.match(answer) else f"in {answer}"

@@ -151,7 +151,10 @@ CORRECTION_PREAMBLE = re.compile(
 )
 CHANGE = re.compile(
     r"\b(?:now|these days|nowadays|anymore|instead|switched|switching|changed|change of plans?|"
-    r"became|become|back to|from now on|since|moved|rescheduled|postponed|brought forward|made me)\b",
+    r"became|become|back to|from now on|since|moved|rescheduled|postponed|brought forward|made me)\b"
+    # An amount or setting changed to another: "lowered my citalopram to 10mg", "bumped the limit to 1Gi".
+    r"|\b(?:lowered|raised|increased|reduced|decreased|cut|bumped|upped|dropped|doubled|halved|adjusted|"
+    r"tapered)\b(?:\s+[\w'-]+){1,4}\s+(?:to|down to|up to)\s+\d",
     re.IGNORECASE,
 )
 # Moving a plan ("we moved the wedding to October") says the plan was still ahead, whatever its tense.

@@ -37,7 +37,7 @@ from memstack.adapters.llm.rules import answers, cues, pasted
 from memstack.adapters.llm.rules.clauses import clause, drop_announcements
 from memstack.adapters.llm.rules.corrections import correction
 from memstack.adapters.llm.rules.decisions import retract
-from memstack.adapters.llm.rules.mentions import resolve_it, resolve_opening
+from memstack.adapters.llm.rules.mentions import question_subject, resolve_it, resolve_opening
 from memstack.adapters.llm.rules.rewrite import is_first_person, resolve_pronoun, subject_name
 from memstack.adapters.llm.rules.sentences import split_sentences, strip_lead, without_question
 from memstack.adapters.llm.rules.targets import about_speaker
@@ -102,6 +102,12 @@ class RuleExtractor:
             if context and context[-1].speaker != message.speaker
             else None
         )
+        if question:
+            # "Where is she going?" after "My daughter is starting university": about the daughter.
+            question = question_subject(question, turn.recent(), (subject, turn.listener or ""))
+            # "How's your brother doing?" - "Good! He just moved to Lyon.": what the question asks
+            # about is the speaker's, said newer than their own earlier turns.
+            turn.own_before.insert(0, answers.as_speaker(question))
         previous = ""
         for sentence in split_sentences(pasted.prose(message.content)):
             if question and not previous and (answer := answers.complete(question, sentence)):

@@ -50,11 +50,15 @@ def resolve_opening(
     rest = sentence[m.end() :]
     earlier = list(earlier)
     if pronoun == "they":
-        if people_only:
-            return sentence
-        who = _organisation(earlier[:_THEY_REACH])
         contraction = _CONTRACTIONS.get((m.group("contraction") or "").lower(), m.group("contraction") or "")
-        if who is None or (contraction == "" and not rest.lstrip()[:1].islower()):
+        if contraction == "" and not rest.lstrip()[:1].islower():
+            return sentence
+        # "My in-laws are retiring to Spain. They bought a house near Malaga.": the speaker's people
+        # named just before, who keep their plural verb.
+        if (people := refs.people(earlier[:_THEY_REACH])) is not None:
+            return people[:1].upper() + people[1:] + contraction + rest
+        who = None if people_only else _organisation(earlier[:_THEY_REACH])
+        if who is None:
             return sentence
         return who + _SINGULAR.get(contraction, contraction) + _singular_verb(rest)
     gender = "her" if pronoun in ("she", "her") else "him"
@@ -77,7 +81,7 @@ def _organisation(earlier: list[str]) -> str | None:
             m.group("org") for m in _ORGANISATION.finditer(text) if m.group("org").split()[0] not in _NOT_ORG
         ]
         if found:
-            return found[-1]
+            return found[-1].rstrip(".")  # "with Klarna." ends its sentence: the full stop is no part of it
     return None
 
 
@@ -115,8 +119,13 @@ _IT_OBJECT = re.compile(
 _IT_IDIOMS = grammar.word_set("make take be do")
 # Not "It's a seq scan", "It's a mild sprain": "it" is then the situation, what it turned out to be.
 _OPENING_IT = re.compile(
-    r"^It(?P<verb>'s|\s+is|\s+was|\s+has|\s+runs|\s+sits|\s+lives)\b"
-    r"(?!\s+(?:(?:just|only|probably|definitely|basically|actually|clearly)\s+)?(?:a|an|the)\b)"
+    r"^It(?P<verb>'s|\s+is|\s+was|\s+has|\s+(?P<other>[a-z]{2,}s))\b"
+    r"(?!(?<=s|')\s+(?:(?:just|only|probably|definitely|basically|actually|clearly)\s+)?(?:a|an|the)\b)"
+)
+# Any other verb of the thing's ("It uses git under the hood", "It runs on both my laptops"), but the
+# verbs "it" is said with of no thing: "It seems", "It depends", "It takes time", "It makes sense".
+_IMPERSONAL = grammar.word_set(
+    "seem look sound feel mean depend happen matter appear turn go come get help make take keep"
 )
 # "It's been tough", "It was amazing!": how something went, not a fact about a thing.
 _VERDICT_REST = re.compile(
@@ -175,6 +184,10 @@ def resolve_it(sentence: str, earlier: Iterable[str], *, opening_only: bool) -> 
     opening = _OPENING_IT.match(sentence)
     if opening and _VERDICT_REST.match(sentence[opening.end() :]):
         opening = None
+    if opening and (other := opening.group("other")):
+        lemma = grammar.lemma(other)
+        if lemma == other or not grammar.is_verb(other) or lemma in _IMPERSONAL:
+            opening = None
     moved = None if opening_only else _IT_OBJECT.search(sentence)
     if moved and grammar.lemma(moved.group("verb")) in _IT_IDIOMS:
         moved = None
@@ -188,3 +201,31 @@ def resolve_it(sentence: str, earlier: Iterable[str], *, opening_only: bool) -> 
         return "My" + thing[2:] + _IT_VERB.get(verb, verb) + sentence[opening.end() :]
     assert moved is not None
     return sentence[: moved.start()] + f"{moved.group('verb')} {thing}" + sentence[moved.end() :]
+
+
+# "Where is she going?", "When does it expire?": a question about someone or something the speaker named.
+_QUESTION_SUBJECT = re.compile(
+    r"^(?P<wh>(?:where|when|what|how|which|who)(?:\s+\w+)?\s+(?:is|are|was|were|does|do|did|will|has|have)\s+)"
+    r"(?P<pronoun>she|he|it|they)\b",
+    re.IGNORECASE,
+)
+
+
+def question_subject(question: str, earlier: Iterable[str], speakers: Iterable[str] = ()) -> str:
+    """``question`` (``answers.question_of``) with its subject pronoun as what the speaker it is put to
+    named ``earlier`` (their words, newest first): "where is she going" after "My daughter is starting
+    university" is "where is my daughter going"; else as it is."""
+    m = _QUESTION_SUBJECT.match(question)
+    if m is None:
+        return question
+    pronoun, earlier = m.group("pronoun").lower(), list(earlier)
+    if pronoun == "it":
+        who = last_thing(earlier)
+    elif pronoun == "they":
+        who = refs.people(earlier[:_THEY_REACH])
+    else:
+        who = refs.person("her" if pronoun == "she" else "him", earlier, frozenset(speakers))
+    if who is None:
+        return question
+    who = who[:1].lower() + who[1:] if who.lower().startswith("my ") else who
+    return m.group("wh") + who + question[m.end() :]

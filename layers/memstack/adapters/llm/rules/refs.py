@@ -32,6 +32,14 @@ _ANY = (
     "buddy mate pal bestie classmate teammate sibling twin"
 )
 _GENDER = {**dict.fromkeys(_FEMALE.split(), "f"), **dict.fromkeys(_MALE.split(), "m")}
+#: the speaker's family and friends ("my sister", "our kids"): what "we" do with them is the household's
+KIN_WORDS = frozenset(
+    (
+        *_FEMALE.split(),
+        *_MALE.split(),
+        *("friend", "partner", "cousin", "kid", "kids", "child", "children", "baby", "sibling", "twin"),
+    )
+)
 #: the words that name a person of the speaker's ("sister", "teacher"): never what "it" means
 PERSON_WORDS = frozenset((*_FEMALE.split(), *_MALE.split(), *_ANY.split()))
 _PEOPLE = "|".join(sorted({*_FEMALE.split(), *_MALE.split(), *_ANY.split()}, key=len, reverse=True))
@@ -53,7 +61,14 @@ _BARE_NAME = re.compile(
     + r"(?=\s+(?:and (?:I|me|my)\b|(?:is|was|has|had|will|just|says|said|told|wants|loves|lives|got|turns|"
     r"turned|starts|started|came|comes|moved|used)\b)|['’]s\s)"
 )
-_NOT_A_PERSON = frozenset(("I", "I'm", "I've", "I'll", "I'd", "The", "My", "Our", "We", "It", "This", "That"))
+# Capitalised words that open a sentence and name no one ("How's your brother?", "There's a park").
+_NOT_A_PERSON = frozenset(
+    (
+        *("I", "I'm", "I've", "I'll", "I'd", "The", "My", "Our", "We", "It", "This", "That"),
+        *("How", "What", "Who", "Where", "When", "Why", "Which", "There", "Here", "Everyone", "Nobody"),
+        *("Someone", "Everything", "Nothing", "Something", "Let", "Life"),
+    )
+)
 # "We manage our infra with Terraform", "built it with React": "with" after a verb of making or running
 # something names the tool it is done with, not a person it is done with.
 _TOOL_VERBS = word_set(
@@ -161,27 +176,129 @@ def _names_its_own(before: str, wanted: str) -> bool:
     return any(_gender(m.group("who")) in (wanted, None) for m in people)
 
 
+# "at the local food bank", "near my office", "to a big park": a place said without a capital.
+_COMMON_PLACE = re.compile(
+    r"\b(?P<preposition>in|to|near|outside|around|from|at|into)\s+"
+    r"(?P<place>(?P<det>the|a|an|my|our)\s+(?:[a-z][\w'-]*\s+){0,2}?(?P<head>[a-z][\w'-]*))"
+    r"(?=\s*(?:[,.;:!?)]|$)|\s+(?:on|in|at|for|with|every|after|before|since|until|last|next|this|and|but|so|"
+    r"near|by|where|which|that|when|because|to|from)\b)"
+)
+# Nouns after "in", "at" that name no place: a time ("in the morning"), a manner ("in a way").
+_NOT_PLACES = word_set(
+    "morning afternoon evening night day days week weekend month year moment end beginning start middle "
+    "meantime past future time times way row sense case fact opinion life mood hurry loss least most "
+    "while bit lot rest same first last long run minute hour second"
+)
+
+
+def _common_places(text: str) -> list[tuple[int, str, str]]:
+    """Places said without a capital, as noun phrases the words tables know: "a X" read again as "the X"."""
+    out = []
+    for m in _COMMON_PLACE.finditer(text):
+        head, words = m.group("head").lower(), m.group("place").split()
+        if head in _NOT_PLACES or head in PERSON_WORDS or head.rstrip("s") in PERSON_WORDS:
+            continue
+        if not all(_modifier(w) for w in words[1:-1]):
+            continue  # "to a friend" is a person, "at a glance" ... only nouns and adjectives
+        if "NOUN" not in grammar.tags(head):
+            continue
+        det = "the" if m.group("det") in ("a", "an") else m.group("det")
+        out.append((m.start(), m.group("preposition"), " ".join([det, *words[1:]])))
+    return out
+
+
+_TAGS_PLACE = frozenset({"NOUN", "ADJ"})
+
+
+def _modifier(word: str) -> bool:
+    """A word that may stand in a place's noun phrase: a noun or adjective, a gerund ("bouldering
+    gym"), a possessive ("a friend's house")."""
+    low = word.lower()
+    return bool(_TAGS_PLACE & grammar.tags(low)) or low.endswith(("ing", "'s")) or not grammar.tags(low)
+
+
 def _places(text: str) -> list[tuple[str, str]]:
     """The places ``text`` names, each with the preposition it came with ("at", "Lake Bled")."""
-    found = ((m.group("preposition"), m.group("place")) for m in _PLACE.finditer(text))
-    return [
-        (preposition, p)
-        for preposition, p in found
+    return [(preposition, place) for _, preposition, place in _placed(text)]
+
+
+def _placed(text: str) -> list[tuple[int, str, str]]:
+    """The places ``text`` names in order, with where each starts and its preposition; a spot named
+    beside a thing ("a bouldering gym near my office") is that thing there."""
+    found = [(m.start(), m.group("preposition"), m.group("place")) for m in _PLACE.finditer(text)]
+    found = [
+        (start, preposition, p)
+        for start, preposition, p in found
         if p.lower() not in _CALENDAR and p not in ("I", "I'm") and p.split()[0].lower() not in _HOLIDAYS
     ]
+    taken = {start for start, _, _ in found}
+    found += [c for c in _common_places(text) if c[0] not in taken]
+    out = []
+    for start, preposition, place in sorted(found):
+        if preposition.lower() in _WITHIN and (thing := _THING_BEFORE.search(text[:start])):
+            det = "the" if thing.group("det").lower() in ("a", "an") else thing.group("det").lower()
+            if all(_modifier(w) for w in thing.group("words").split()) and "NOUN" in grammar.tags(
+                thing.group("words").split()[-1].lower()
+            ):
+                start, preposition = thing.start(), "at"
+                place = f"{det} {thing.group('words')} {_within(text, thing.end())}"
+        out.append((start, preposition, place))
+    return out
+
+
+# A thing just before "near", "around", "outside": "a bouldering gym" of "a bouldering gym near my office".
+_THING_BEFORE = re.compile(
+    r"\b(?P<det>[Aa]n?|[Tt]he|[Mm]y|[Oo]ur)\s+(?P<words>(?:[a-z][\w'-]*\s+){0,2}[a-z][\w'-]*)\s+$"
+)
+
+
+def _within(text: str, at: int) -> str:
+    """ "near my office" as said after the thing at ``at``, up to the end of its phrase."""
+    rest = text[at:].lstrip()
+    m = re.match(
+        r"(?:near|around|outside)\s+(?:[A-Za-z][\w'-]*)(?:\s+[A-Za-z][\w'-]*){0,3}?(?=\s*(?:[,.;:!?]|$)|\s+(?:on|in|at|for|with|every|and|but|so|where|which|that|when)\b)",
+        rest,
+    )
+    return m.group(0) if m else rest.split(",")[0].strip()
 
 
 # Words that place somewhere within or beside a place already named ("mostly around Niseko").
 _WITHIN = word_set("around near outside")
 
 
+def _heads(texts: list[str]) -> set[str]:
+    """The nouns said as places ("park" of "near Nakanoshima park", "to a big park"): "the park" said
+    again is that place."""
+    out: set[str] = set()
+    for text in texts:
+        for _, _, place in _placed(text):
+            last = place.split()[-1]
+            if last[:1].islower():
+                out.add(last.lower())
+        for m in _PLACE.finditer(text):
+            after = text[m.end() :].split(maxsplit=1)
+            word = after[0].strip(",.;:!?") if after else ""
+            if word[:1].islower() and "NOUN" in grammar.tags(word) and word not in _NOT_PLACES:
+                out.add(word)
+    return out
+
+
 def _place(earlier: Iterable[str]) -> tuple[str, str] | None:
-    """The last place named in the newest text that names one; a spot named within or beside it
-    ("in Hokkaido, mostly around Niseko") only when no other is."""
-    for text in earlier:
-        if found := _places(text):
-            main = [f for f in found if f[0].lower() not in _WITHIN]
-            return (main or found)[-1]
+    """The last place named in the newest text that names one (a noun said as a place before, "the
+    park", too); a spot named within or beside it ("in Hokkaido, mostly around Niseko") only when no
+    other is."""
+    texts = list(earlier)
+    heads = _heads(texts)
+    for text in texts:
+        found = _placed(text)
+        spans = [(start, start + len(place) + len(preposition) + 1) for start, preposition, place in found]
+        for m in re.finditer(r"\bthe\s+(?P<head>[a-z][\w'-]*)\b", text):
+            if m.group("head") in heads and not any(a <= m.start() < b for a, b in spans):
+                found.append((m.start(), "in", m.group(0)))
+        if found:
+            found.sort()
+            main = [(p, place) for _, p, place in found if p.lower() not in _WITHIN]
+            return (main or [(p, place) for _, p, place in found])[-1]
     return None
 
 
@@ -196,6 +313,12 @@ def _people(earlier: Iterable[str]) -> str | None:
         last = max([*plurals, *people])
         return people[last][:1].lower() + people[last][1:] if last in people else None
     return None
+
+
+def people(earlier: Iterable[str]) -> str | None:
+    """The speaker's people "they" / "them" is in ``earlier`` (newest first): "my parents", "our kids"
+    when they are the last plural named, else None."""
+    return _people(earlier)
 
 
 def resolve_references(clause: str, earlier: list[str], speakers: Iterable[str] = ()) -> str:

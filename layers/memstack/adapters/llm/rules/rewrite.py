@@ -15,7 +15,7 @@ from collections.abc import Callable
 from memstack.adapters.llm.rules import grammar
 from memstack.adapters.llm.rules.grammar import word_set
 from memstack.adapters.llm.rules.refs import PERSON_WORDS
-from memstack.adapters.llm.rules.we import FAMILY, OTHERS
+from memstack.adapters.llm.rules.we import FAMILY, HOUSEHOLD, OTHERS, TEAM
 from memstack.domain.time.calendar_words import MONTH_NAMES, WEEKDAY_NAMES
 
 ADVERBS = word_set(
@@ -25,6 +25,8 @@ ADVERBS = word_set(
 FIRST_PERSON = re.compile(
     r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'll|us|our|ours)\b", re.I
 )
+# Who "we" is, said as one: its verb follows it as it follows "she".
+SINGULAR = frozenset((HOUSEHOLD,))
 # Present-tense context: "these days I mostly read sci-fi" (read is present, not past).
 _PRESENT_CUE = re.compile(
     r"\b(?:now|these days|nowadays|usually|often|always|mostly|every|each|daily|weekly|sometimes|tend to)\b",
@@ -131,6 +133,10 @@ def to_third_person(
         group_before = group != subject and (group in before or group_mid in before)
         if m.group(0).lower() == "our" and group_before:
             return "their" if m.group(0)[0].islower() else "Their"
+        if m.group(0).lower() == "our" and we == TEAM and not re.match(r"\s+team\b", text[m.end() :], re.I):
+            # "I'm leading the migration of our batch jobs": the team's, not the speaker's by name
+            # again ("Maya is leading the migration of Maya's batch jobs"); whose team, once.
+            return "the team's" if subject in before or mid in before else name(m) + "'s team's"
         return name(m) + "'s"
 
     if subject == "The user":
@@ -145,6 +151,19 @@ def to_third_person(
         lambda m: m.group(0) if _not_a_name(m.group(1)) else f"{m.group(1)} and {mid}",
         text,
     )
+    if we in SINGULAR:
+        # "Omar's household flies from Stansted": one household, one verb form (a team stays a
+        # collective: "Maya's team use Terraform").
+        def one_group(m: re.Match[str]) -> str:
+            return group if m.start() == 0 else group_mid
+
+        for pattern, verb in (
+            (r"\bwe(?:'re| are)\b", "is"),
+            (r"\bwe(?:'ve| have)\b", "has"),
+            (r"\bwe were\b", "was"),
+        ):
+            text = re.sub(pattern, lambda m: f"{one_group(m)} {verb}", text, flags=re.IGNORECASE)  # noqa: B023
+        text = _conjugate_after_subject(text, "(?i:we)", one_group)
     rules: list[tuple[str, Callable[[re.Match[str]], str]]] = [
         (r"\bI(?:'m| am)\b", lambda m: name(m) + " is"),
         (r"\bI(?:'ve| have)\b", lambda m: name(m) + " has"),

@@ -15,7 +15,8 @@ from memstack.adapters.llm.rules import cues, decisions, grammar, subjectless
 from memstack.adapters.llm.rules.refs import resolve_references
 from memstack.adapters.llm.rules.rewrite import is_first_person, to_third_person
 from memstack.adapters.llm.rules.turn import ADD, Decision, Said, Turn, op
-from memstack.adapters.llm.rules.we import we_from
+from memstack.adapters.llm.rules.we import TEAM, we_from
+from memstack.domain.categories import lexicon_for
 from memstack.domain.text import STOPWORDS, words
 from memstack.domain.time.relative import resolve_relative_dates
 from memstack.models import Category, Kind
@@ -48,12 +49,12 @@ _NAME = re.compile(r"(?i:I'm|I am|my name is|call me)\s+([A-Z][\w-]*)[.!]?")
 # A sentence about neither speaker must speak clearly to some category to be worth keeping.
 _MIN_TOPIC_SCORE = 2.0
 RESTATEMENT_OVERLAP = 0.7
-# "The cluster is EKS 1.29", "The blocker is django-oscar": a thing of the speaker's and what it is,
-# named (a capitalised word, a number, a version, a package name).
+# "The cluster is EKS 1.29", "The orders database is MySQL 5.7", "The blocker is django-oscar": a thing
+# of the speaker's and what it is, named (a capitalised word, a number, a version, a package name).
 # Said tersely, without the "the" ("Stack is Rails 7.", "DB is Postgres 15"): the same, when the word
 # is a common noun or an acronym ("Kafka is 3.6" names no thing of the speaker's).
 _THE_THING = re.compile(
-    r"^(?:The\s+(?P<thing>[a-z][\w-]*)|(?P<bare>[A-Z][a-z]*[\w-]*|[A-Z]{2,5}))\b"
+    r"^(?:The\s+(?P<thing>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)|(?P<bare>[A-Z][a-z]*[\w-]*|[A-Z]{2,5}))\b"
     r"(?=\s+(?:is|are|was|were|has|have|runs|uses|calls|takes)\b)"
 )
 _NAMED_THING = re.compile(r"(?<=\s)(?:[A-Z][\w.+-]*|[\w.-]*\d[\w.-]*|[a-z]+[-_.][a-z]\w*)")
@@ -62,9 +63,15 @@ _NOT_A_THING = grammar.word_set(
     "everything nothing something anything everyone nobody someone anyone this that it there here what "
     "which who one none all both each either neither another other others"
 )
-# "We" and "us": who they are is read from the speaker's words (``rules.we``), this message's
+# "We", "us" and "our": who they are is read from the speaker's words (``rules.we``), this message's
 # and their last few turns'.
-_WE = re.compile(r"\b(?:we|we're|we've|we'll|us)\b", re.IGNORECASE)
+# "Our" too: "our batch jobs" at work are the team's.
+_WE = re.compile(r"\b(?:we|we're|we've|we'll|us|our)\b", re.IGNORECASE)
+
+
+# The built-in topics (whatever the tenant's categories): what is said of work is the team's doing.
+_BUILT_IN = lexicon_for()
+_AT_WORK = frozenset((str(Category.PROFESSIONAL), str(Category.TECHNICAL_SKILLS)))
 
 
 def _content_words(text: str) -> set[str]:
@@ -106,6 +113,9 @@ def rewrite(clause: str, turn: Turn) -> Said:
         if _WE.search(said)
         else None
     )
+    if we is None and not turn.household and _WE.search(said) and _BUILT_IN.categorise(said) in _AT_WORK:
+        we = TEAM  # told to an assistant, about work ("leading the migration of our batch jobs"): the team
+
     text = to_third_person(said, turn.subject, turn.listener, household=turn.household, we=we)
     text = text[0].upper() + text[1:]
     if text[-1] not in ".!?":

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from memstack.adapters.llm.rules.refs import KIN_WORDS
+
 _PERSON = (
     r"wife|husband|partner|girlfriend|boyfriend|fiancée?|spouse|kids|children|son|daughter|parents|mum|mom|"
     r"dad|mother|father|brother|sister|friend|friends|flatmate|roommate|housemate|colleague|cofounder|"
@@ -62,6 +64,15 @@ _HOME_LIFE = re.compile(
 )
 
 
+# "We want to take my brother Kaito up Mount Rokko": what "we" do with the speaker's family or friends
+# is the household's, not the team's.
+_KIN = re.compile(
+    r"\b(?:[Mm]y|[Oo]ur)\s+(?:[\w-]+\s+){0,2}?(?:"
+    + "|".join(sorted(KIN_WORDS, key=len, reverse=True))
+    + r")(?:-in-law)?s?\b"
+)
+
+
 def _partner(text: str) -> str | None:
     if m := _PARTNER.search(text):
         return "{S} and " + m.group("name") if m.group("name") else "{S} and {M}'s " + m.group("who")
@@ -90,7 +101,7 @@ def we_from(
     in their first person, longer ago); said ``to_assistant`` with no one named, their household."""
     if found := _said_in(clause):
         return found
-    at_home = bool(_HOME_LIFE.search(clause))
+    at_home = bool(_HOME_LIFE.search(clause) or _KIN.search(clause))
     for text in earlier:
         if at_home and (partner := _partner(text)):
             return partner
