@@ -300,6 +300,28 @@ class ExactVectors(Protocol):
 
 
 @runtime_checkable
+class TurnNeighbours(Protocol):
+    """Optional extra of a store: what the neighbour turns (``stages.neighbours``) read of records, from
+    the user's index instead of the records (the embedded store; any other is read through
+    ``get_many`` with the same answers)."""
+
+    def recorded_adjacent(
+        self, tenant: str, user_id: str, ids: builtins.list[str], span: int
+    ) -> dict[str, builtins.list[str]]:
+        """For each of ``ids`` the store holds: the message ids its metadata records within ``span``
+        turns of it (``domain.adjacent.recorded``)."""
+        ...
+
+    def visible_vectors(
+        self, tenant: str, user_id: str, ids: builtins.list[str], filters: MemoryFilters
+    ) -> tuple[builtins.list[str], np.ndarray, np.ndarray]:
+        """Those of ``ids`` whose records the store holds, ``filters`` let a search see
+        (``record_filter.matches(search=True)``) and have a full vector, in the order given; their
+        full vectors (one row each); and the store's rows of them (``models.Ranked.rows``)."""
+        ...
+
+
+@runtime_checkable
 class RankedBm25(Protocol):
     """Optional extra of a store: ``bm25_search`` as columns (``models.Ranked``), no object per hit.
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from memstack.adapters.embedded import fts, metadata_terms, postings
+from memstack.adapters.embedded import fts, metadata_terms, neighbour_rows, postings
 from memstack.adapters.embedded.database import Database
 from memstack.adapters.embedded.index_cache import IndexCache
 from memstack.adapters.embedded.rows import COLUMNS, INSERT, M_COLUMNS, filter_sql, insert_values, to_record
@@ -517,6 +517,21 @@ class EmbeddedMemoryStore:
             found = [i for i, h in zip(found, has.tolist(), strict=True) if h]
             at = at[has]
         return found, view.full[at]
+
+    def recorded_adjacent(
+        self, tenant: str, user_id: str, ids: builtins.list[str], span: int
+    ) -> dict[str, builtins.list[str]]:
+        """The turns recorded around each of ``ids``, from the user's index (``TurnNeighbours``)."""
+        return neighbour_rows.recorded_adjacent(self.index(tenant, user_id), ids, span)
+
+    def visible_vectors(
+        self, tenant: str, user_id: str, ids: builtins.list[str], filters: MemoryFilters
+    ) -> tuple[builtins.list[str], np.ndarray, np.ndarray]:
+        """The ids ``filters`` let a search see, by the index's mask, with their full vectors and rows
+        (``ports.store.TurnNeighbours``)."""
+        view = self.index(tenant, user_id)
+        seen = view.searchable(filters, self.rows_with(view), self.rows_where(view))
+        return neighbour_rows.visible_vectors(view, ids, seen)
 
     def derived(
         self, tenant: str, user_id: str, source_ids: builtins.list[str]

@@ -47,7 +47,8 @@ _COLUMNS = (
     "is_current, deleted, emb_coarse, emb_full, json_array_length(source_ids), "
     "json_extract(source_ids, '$[#-1]'), json_extract(metadata, '$.consolidated'), "
     "json_type(metadata, '$.consolidated'), json_extract(metadata, '$.consolidation'), "
-    "COALESCE(search_text, content)"
+    "COALESCE(search_text, content), "
+    "CASE json_type(metadata, '$.adjacent') WHEN 'array' THEN json_extract(metadata, '$.adjacent') END"
 )
 (
     _RID,
@@ -68,7 +69,8 @@ _COLUMNS = (
     _CONSOLIDATED_TYPE,
     _CONSOLIDATION,
     _TEXT,
-) = range(18)
+    _ADJACENT,
+) = range(19)
 
 
 #: filters whose masks a view keeps (a user searched with many different filters starts over)
@@ -120,6 +122,10 @@ class IndexView:
     #: per row: how many source ids, and the last one (a row's sources never change)
     n_sources: np.ndarray
     last_source: list[str | None]  # shared and append-only, like ``ids``
+    #: per row: the JSON text of the turns recorded around it (metadata ``adjacent``, when a list;
+    #: ``domain/adjacent.py``), parsed only for the few a search asks about (shared and append-only,
+    #: copied when a row's changes)
+    adjacent: list[str | None]
     #: per row: the id is a raw turn's (``ingest.is_turn_id``: what the fusion splits fields by)
     turn: np.ndarray
     #: records searches returned, kept under the user's write sequence (shared by every view)
@@ -247,6 +253,7 @@ def empty_view(uid: int = 0, generation: int = 0) -> IndexView:
         profile=np.zeros(0, dtype=bool),
         n_sources=np.zeros(0, dtype=np.int32),
         last_source=[],
+        adjacent=[],
         turn=np.zeros(0, dtype=bool),
         records=RecordCache(uid, generation),
         text=TextIndex(0),
@@ -373,6 +380,7 @@ class UserIndex:
         self._rids = np.zeros(capacity, dtype=np.int64)
         self._rids[: self.size] = [r[_RID] for r in rows]
         self.last_source: list[str | None] = [r[_LAST_SOURCE] for r in rows]
+        self.adjacent: list[str | None] = [r[_ADJACENT] for r in rows]
         self._n_sources = np.zeros(capacity, dtype=np.int32)
         self._turn = np.zeros(capacity, dtype=bool)
         self._consolidated = np.zeros(capacity, dtype=bool)
@@ -466,15 +474,25 @@ class UserIndex:
             self._rollup = self._rollup.copy()
             self._profile = self._profile.copy()
             self._write_rows_at(pos[known], changed)
+            self._rewrite_adjacent(pos[known].tolist(), [r[_ADJACENT] for r in changed])
         if added:
             self._reserve(self.size + len(added))
             self._rids[self.size : self.size + len(added)] = [r[_RID] for r in added]
             self.ids.extend(r[_ID] for r in added)
             self.last_source.extend(r[_LAST_SOURCE] for r in added)
+            self.adjacent.extend(r[_ADJACENT] for r in added)
             self.row_of.update((r[_ID], self.size + i) for i, r in enumerate(added))
             self._write_rows(self.size, added)
             self.size += len(added)
         return True
+
+    def _rewrite_adjacent(self, rows: list[int], values: list[str | None]) -> None:
+        """Changed rows' recorded neighbours, in a fresh list when one differs (older views keep theirs)."""
+        if all(self.adjacent[r] == v for r, v in zip(rows, values, strict=True)):
+            return  # the usual change (a version made not current) leaves them as they were
+        self.adjacent = list(self.adjacent)
+        for r, v in zip(rows, values, strict=True):
+            self.adjacent[r] = v
 
     def _reserve(self, needed: int) -> None:
         capacity = len(self._rids)
@@ -538,6 +556,7 @@ class UserIndex:
             profile=self._profile[:n],
             n_sources=self._n_sources[:n],
             last_source=self.last_source,
+            adjacent=self.adjacent,
             turn=self._turn[:n],
             records=self._records,
             text=self._text,

@@ -20,6 +20,7 @@ Measured on LoCoMo and BEAM together in docs/retrieval.md, "Session 8: neighbour
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -28,7 +29,8 @@ from memstack.domain.adjacent import recorded
 from memstack.domain.ingest import is_turn_id, stm_memory_id
 from memstack.domain.retrieval.pool import full_vectors
 from memstack.domain.retrieval.stage import Search
-from memstack.models import Ranked, ScoredId
+from memstack.models import MemoryFilters, Ranked, ScoredId
+from memstack.ports.store import MemoryStore, TurnNeighbours, implements
 
 #: the ranking's name in the fusion (``RetrievalConfig.field_weights``)
 NEIGHBOURS = "neighbours"
@@ -56,30 +58,52 @@ def neighbour_ranking(search: Search) -> Sequence[ScoredId]:
     if not head:
         return []
     heads: dict[str, list[str]] = {}
-    records = store.get_many(req.tenant, req.user_id, head)
+    adjacent = _recorded_adjacent(store, req.tenant, req.user_id, head, cfg.neighbour_span)
     for head_id in head:
-        record = records.get(head_id)
-        if record is None:
-            continue
-        for message_id in recorded(record.metadata, cfg.neighbour_span):
+        for message_id in adjacent.get(head_id, ()):
             turn = stm_memory_id(req.tenant, req.user_id, message_id)
-            if turn not in records:
+            if turn not in adjacent:
                 heads.setdefault(turn, []).append(head_id)
     wanted = list(heads)
     if not wanted:
         return []
-    found = store.get_many(req.tenant, req.user_id, wanted)
-    filters = search.filters
-    allowed = [i for i in wanted if i in found and record_filter.matches(found[i], filters, search=True)]
-    if not allowed:
-        return []
-    ids, matrix, _ = full_vectors(store, req.tenant, req.user_id, allowed)
+    ids, matrix, rows = _visible_vectors(store, req.tenant, req.user_id, wanted, search.filters)
     if not ids:
         return []
     search.neighbour_heads = {i: heads[i] for i in ids}
     scores = (matrix @ np.asarray(search.query_vec, dtype=np.float32)).astype(np.float64)
     order = np.argsort(-scores, kind="stable")
-    return Ranked([ids[i] for i in order.tolist()], scores[order], np.ones(len(ids), dtype=bool))
+    return Ranked(
+        [ids[i] for i in order.tolist()],
+        scores[order],
+        np.ones(len(ids), dtype=bool),
+        rows[order] if rows is not None else None,
+    )
+
+
+def _recorded_adjacent(
+    store: MemoryStore, tenant: str, user_id: str, head: list[str], span: int
+) -> dict[str, list[str]]:
+    """For each head turn the store holds: the message ids recorded around it within ``span``."""
+    if implements(store, TurnNeighbours):
+        return cast(TurnNeighbours, store).recorded_adjacent(tenant, user_id, head, span)
+    records = store.get_many(tenant, user_id, head)
+    return {i: recorded(records[i].metadata, span) for i in head if i in records}
+
+
+def _visible_vectors(
+    store: MemoryStore, tenant: str, user_id: str, wanted: list[str], filters: MemoryFilters
+) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+    """Those of ``wanted`` the filters let a search see that have a full vector, their vectors, and
+    the store's rows of them when it has rows (``models.Ranked.rows``)."""
+    if implements(store, TurnNeighbours):
+        return cast(TurnNeighbours, store).visible_vectors(tenant, user_id, wanted, filters)
+    found = store.get_many(tenant, user_id, wanted)
+    allowed = [i for i in wanted if i in found and record_filter.matches(found[i], filters, search=True)]
+    if not allowed:
+        return [], np.zeros((0, 1), np.float32), None
+    ids, matrix, _ = full_vectors(store, tenant, user_id, allowed)
+    return ids, matrix, None
 
 
 def head_turns(search: Search) -> list[str]:
