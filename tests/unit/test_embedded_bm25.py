@@ -175,3 +175,29 @@ def test_a_full_word_memo_starts_over_and_scores_stay_exact(
         for query in QUERIES:
             got = {h.id: h.score for h in store.bm25_search("t1", "u1", query, 100, MemoryFilters())}
             assert got == _fts5(store, "t1", "u1", query, fts.MAIN), query
+
+
+def test_bm25_with_counts_answers_as_the_two_calls_do(store: EmbeddedMemoryStore) -> None:
+    # One pass scores and counts (``Bm25WithTermCounts``): the very ranking and counts of the two calls,
+    # for a search of every row, an LTM one (another collection), one nothing matches, and a session's.
+    store.put(_records("t1", "u1", TEXTS))
+    records = _records("t1", "u1", ["tea garden", "tea"], copies=1)
+    store.put(records)
+    from memstack.domain import versions
+
+    store.supersede(
+        "t1",
+        "u1",
+        records[0].id,
+        versions.new_version(records[0], content="tea", embedder=None, coarse_dim=8),
+    )
+    every = [MemoryFilters(), MemoryFilters(tier=Tier.LTM), MemoryFilters(session_id="s1", session_only=True)]
+    for query in [*QUERIES, "", "the"]:
+        for filters in every:
+            ranking, counts = store.bm25_with_counts("t1", "u1", query, 7, filters)
+            want = store.bm25_ranked("t1", "u1", query, 7, filters)
+            assert ranking.ids == want.ids and np.array_equal(ranking.scores, want.scores), query
+            separately = store.term_counts("t1", "u1", query)
+            # the same terms in the same order (the evidence sums over them in it)
+            assert (counts.docs, list(counts.df.items())) == (separately.docs, list(separately.df.items()))
+    assert store.bm25_with_counts("t1", "nobody", "tea", 7, MemoryFilters())[1].docs == 0

@@ -234,7 +234,8 @@ class Bm25WithTermCounts(Protocol):
     """Optional extra of a store: ``bm25_search`` and the query's ``term_counts`` in one round trip.
 
     PostgreSQL reads both from the same postings of the query's lexemes, so one
-    statement answers both (one HTTPS call on the Data API instead of two).
+    statement answers both (one HTTPS call on the Data API instead of two); the
+    embedded store counts the terms in the same pass over its postings as it scores.
     Stage 3 asks it for the request's own text when stage 2 did not already
     receive that ranking (``HybridWithTermCounts``), and the evidence then asks
     no ``term_counts`` of its own (``memstack.domain.retrieval.hybrid``).
@@ -242,7 +243,7 @@ class Bm25WithTermCounts(Protocol):
 
     def bm25_with_counts(
         self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters
-    ) -> tuple[builtins.list[ScoredId], TermCounts]:
+    ) -> tuple[Sequence[ScoredId], TermCounts]:
         """``bm25_search(tenant, user_id, query, k, filters)`` and ``term_counts(tenant, user_id, query)``."""
         ...
 

@@ -236,11 +236,13 @@ def bm25(
     member: np.ndarray,
     length: np.ndarray,
     allowed: np.ndarray,
+    df: dict[int, int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """FTS5's ``bm25()`` (positive: higher is better) of every allowed row matching a phrase.
 
     ``member``: the rows of the collection (its size is the view's); ``length``: their
-    lengths in tokens. Returns the rows (ascending) and their scores.
+    lengths in tokens. Returns the rows (ascending) and their scores. ``df``: filled with each
+    phrase's rows in the collection (``document_frequencies``' answer) once scoring starts.
     """
     size = len(member)
     n_rows = int(member.sum())
@@ -252,6 +254,8 @@ def bm25(
     for term in phrases:
         posting = postings.terms.get(term)
         if posting is None:
+            if df is not None:
+                df[term] = 0
             continue
         rows, tf = posting.rows, posting.tf
         if len(rows) and rows[-1] >= size:  # rows added after the view: not in it
@@ -260,6 +264,8 @@ def bm25(
         keep = member[rows]
         rows, tf = rows[keep], tf[keep]
         n_hit = len(rows)
+        if df is not None:
+            df[term] = n_hit
         if not n_hit:
             continue
         # As fts5_aux.c computes it, operation for operation, in double precision.

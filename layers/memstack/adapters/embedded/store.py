@@ -396,10 +396,23 @@ class EmbeddedMemoryStore:
     def term_counts(self, tenant: str, user_id: str, query: str) -> TermCounts:
         """The user's current, live rows and how many hold each of the query's FTS5 terms, from the
         postings beside the user's index (``postings``): the collection BM25 ranks in, no SQL."""
+        return self._term_counts_on(self.index(tenant, user_id), query)
+
+    def bm25_with_counts(
+        self, tenant: str, user_id: str, query: str, k: int, filters: MemoryFilters
+    ) -> tuple[Ranked, TermCounts]:
+        """``bm25_ranked`` and ``term_counts`` (``ports.store.Bm25WithTermCounts``): a search of every
+        current row ranks among the very rows the counts count, so its pass counts them too."""
         view = self.index(tenant, user_id)
+        df: dict[int, int] = {}
+        ranking = self.bm25_on(view, query, k, filters, df)
+        return ranking, self._term_counts_on(view, query, df or None)
+
+    def _term_counts_on(self, view: IndexView, query: str, df: dict[int, int] | None = None) -> TermCounts:
         member = view.indexed(False)
-        terms = dict.fromkeys(view.text.stems.query(query))
-        df = postings.document_frequencies(view.text.main, terms, member)
+        if df is None:
+            terms = dict.fromkeys(view.text.stems.query(query))
+            df = postings.document_frequencies(view.text.main, terms, member)
         return TermCounts(int(member.sum()), {str(term): n for term, n in df.items()})
 
     def vector_search(
@@ -453,11 +466,15 @@ class EmbeddedMemoryStore:
 
         return lookup
 
-    def bm25_on(self, view: IndexView, query: str, k: int, filters: MemoryFilters) -> Ranked:
+    def bm25_on(
+        self, view: IndexView, query: str, k: int, filters: MemoryFilters, df: dict[int, int] | None = None
+    ) -> Ranked:
         """BM25 top-k among the rows of ``view`` the filters allow, the user's rows the collection.
 
         Scored from the postings beside the user's index (``postings``): no SQL, and no other
-        user's rows in the statistics. An LTM search ranks among the user's LTM rows.
+        user's rows in the statistics. An LTM search ranks among the user's LTM rows. ``df``: filled
+        with each query term's document frequency in the collection of every current row, when the
+        search ranks in that one and scores (else left empty).
         """
         if not view.size or k <= 0:
             return _NOTHING
@@ -469,7 +486,12 @@ class EmbeddedMemoryStore:
             return _NOTHING
         ltm = fts.table_for(filters) == fts.LTM
         rows, scores = postings.bm25(
-            view.text.ltm if ltm else view.text.main, phrases, view.indexed(ltm), view.length, seen.allowed
+            view.text.ltm if ltm else view.text.main,
+            phrases,
+            view.indexed(ltm),
+            view.length,
+            seen.allowed,
+            None if ltm else df,
         )
         top = top_indices(scores, k)  # equal scores in row (write) order
         at = rows[top]
