@@ -195,7 +195,9 @@ class TextIndex:
         distinct.discard(_BREAK)
         memo = self.stems.of(distinct)
         single = self.stems.single()
-        if distinct.issubset(single.keys()):  # every word one token (nearly always)
+        # Every word one token (nearly always). The keys view asked of the set, not set.issubset:
+        # that copies its argument into a set first, the user's whole vocabulary on every write.
+        if single.keys() >= distinct:
             numbers = np.fromiter(map(single.__getitem__, tokens), dtype=np.int64, count=len(tokens))
             breaks = np.flatnonzero(numbers < 0)
             per_row = np.diff(breaks, prepend=-1, append=len(tokens)) - 1

@@ -128,6 +128,8 @@ class IndexView:
     adjacent: list[str | None]
     #: per row: the id is a raw turn's (``ingest.is_turn_id``: what the fusion splits fields by)
     turn: np.ndarray
+    #: per row: a long turn's passage (``_PASSAGE`` in its id; an id never changes)
+    passage: np.ndarray
     #: records searches returned, kept under the user's write sequence (shared by every view)
     records: RecordCache
     #: the rows' BM25 postings (shared and append-only) and each row's length in FTS5 tokens
@@ -189,9 +191,9 @@ class IndexView:
     @functools.cached_property
     def _indexed(self) -> np.ndarray:
         # A long turn's passages (domain/chunks.py) hold no words of their own: no documents of BM25.
-        ids = self.ids
-        passage = np.fromiter((_PASSAGE in ids[i] for i in range(self.size)), dtype=bool, count=self.size)
-        return self.columns.current & ~self.columns.deleted & ~passage
+        # Their column is kept as rows arrive: a scan of every id here cost each new view (each
+        # write) 20-50 ms at 100,000 rows, most of what an extraction job gained with the store.
+        return self.columns.current & ~self.columns.deleted & ~self.passage
 
     @functools.cached_property
     def _indexed_ltm(self) -> np.ndarray:
@@ -255,6 +257,7 @@ def empty_view(uid: int = 0, generation: int = 0) -> IndexView:
         last_source=[],
         adjacent=[],
         turn=np.zeros(0, dtype=bool),
+        passage=np.zeros(0, dtype=bool),
         records=RecordCache(uid, generation),
         text=TextIndex(0),
         length=np.zeros(0, dtype=np.int64),
@@ -383,6 +386,7 @@ class UserIndex:
         self.adjacent: list[str | None] = [r[_ADJACENT] for r in rows]
         self._n_sources = np.zeros(capacity, dtype=np.int32)
         self._turn = np.zeros(capacity, dtype=bool)
+        self._passage = np.zeros(capacity, dtype=bool)
         self._consolidated = np.zeros(capacity, dtype=bool)
         self._rollup = np.zeros(capacity, dtype=bool)
         self._profile = np.zeros(capacity, dtype=bool)
@@ -502,6 +506,7 @@ class UserIndex:
         self._rids = _grow(self._rids, capacity)
         self._n_sources = _grow(self._n_sources, capacity)
         self._turn = _grow(self._turn, capacity)
+        self._passage = _grow(self._passage, capacity)
         self._consolidated = _grow(self._consolidated, capacity)
         self._rollup = _grow(self._rollup, capacity)
         self._profile = _grow(self._profile, capacity)
@@ -515,6 +520,7 @@ class UserIndex:
         self._write_rows_at(np.arange(start, start + len(rows)), rows)
         self._n_sources[start : start + len(rows)] = [r[_N_SOURCES] or 0 for r in rows]
         self._turn[start : start + len(rows)] = [is_turn_id(r[_ID]) for r in rows]
+        self._passage[start : start + len(rows)] = [_PASSAGE in r[_ID] for r in rows]
         self._coarse.write(start, rows)
         self._full.write(start, rows)
         self._text.append(
@@ -558,6 +564,7 @@ class UserIndex:
             last_source=self.last_source,
             adjacent=self.adjacent,
             turn=self._turn[:n],
+            passage=self._passage[:n],
             records=self._records,
             text=self._text,
             length=self._text.length[:n],
