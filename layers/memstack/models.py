@@ -178,6 +178,7 @@ SYSTEM_METADATA_KEYS = frozenset(
         "passage",
         "passages",
         "adjacent",
+        "adjacent_at",
     }
 )
 

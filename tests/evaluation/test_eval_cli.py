@@ -161,3 +161,19 @@ def test_ingest_code_digest_follows_the_extractor_not_the_ranking(tmp_path: Path
     (consolidation / "job.py").write_text("GROUP = 10\n")
     assert ingest_code_digest(tmp_path) == second
     assert ingest_code_digest(tmp_path, consolidate=True) != with_consolidation
+
+
+def test_one_add_per_turn_is_its_own_store_and_links_as_one_add_per_session(tmp_path: Path) -> None:
+    stores = tmp_path / "stores"
+    args = ["eval", "locomo", str(FIXTURE), "--json", "--raw", "--store-dir", str(stores)]
+    batched = json.loads(run(args, tmp_path).stdout)
+    proc = run([*args, "--add-per-turn"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    per_turn = json.loads(proc.stdout)
+    assert per_turn["config"]["per_turn"] is True and batched["config"]["per_turn"] is False
+    marker = json.loads((stores / "tiny-1" / "ingest.json").read_text())
+    assert marker["per_turn"] is True  # another store: a batched run rebuilds it
+    # The same turns, linked to the same neighbours across the adds: the same ranking.
+    assert per_turn["stored"] == batched["stored"] and per_turn["recall"] == batched["recall"]
+    ranks = [q["memstack"]["evidence_ranks"] for q in per_turn["per_question"]]
+    assert ranks == [q["memstack"]["evidence_ranks"] for q in batched["per_question"]]

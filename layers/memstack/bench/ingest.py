@@ -56,6 +56,8 @@ class IngestCell:
     #: queued service cells: this process's CPU per extraction job (the worker runs here),
     #: which the load of a shared machine moves far less than jobs per second
     extraction_cpu_ms_per_job: float | None = None
+    #: the cell's adds were one session's (each links to the session's last turns)
+    session: bool = False
 
 
 @dataclass
@@ -96,6 +98,12 @@ class _Cells:
         self.bench, self.existing = bench, existing
         self.serial = count()
         self.cells: list[IngestCell] = []
+        #: the cell being run sends its adds in one session of its own, as an agent's turns are:
+        #: each add then reads the session's last turns and links to them (``domain/adjacent.py``)
+        self.in_session = False
+
+    def session(self) -> str | None:
+        return f"bench-session-{next(self.serial)}" if self.in_session else None
 
     def fresh(self, n: int) -> list[Message]:
         return list(
@@ -114,17 +122,31 @@ class _Cells:
     ) -> None:
         self.cells.append(
             IngestCell(
-                self.existing, path, batch, infer, n, round(seconds, 3), round(n / seconds, 1), jobs_s, cpu_ms
+                self.existing,
+                path,
+                batch,
+                infer,
+                n,
+                round(seconds, 3),
+                round(n / seconds, 1),
+                jobs_s,
+                cpu_ms,
+                self.in_session,
             )
         )
 
     def through_service(self, batch: int, infer: str, n: int) -> None:
         service = self.bench.service
-        messages = self.fresh(n)
+        messages, session = self.fresh(n), self.session()
         started = time.perf_counter()
         for i in range(0, n, batch):
             service.add(
-                TENANT, user_name(0), messages[i : i + batch], infer=infer != "off", sync=infer == "inline"
+                TENANT,
+                user_name(0),
+                messages[i : i + batch],
+                session_id=session,
+                infer=infer != "off",
+                sync=infer == "inline",
             )
         seconds = time.perf_counter() - started
         jobs_s = cpu_ms = None
@@ -138,11 +160,12 @@ class _Cells:
 
     def over_http(self, port: int, queue: SqliteJobQueue, batch: int, infer: str, n: int) -> None:
         conn = HTTPConnection("127.0.0.1", port, timeout=600)
-        messages = self.fresh(n)
+        messages, session = self.fresh(n), self.session()
         started = time.perf_counter()
         for i in range(0, n, batch):
             body = {
                 "user_id": user_name(0),
+                **({"session_id": session} if session else {}),
                 "infer": infer != "off",
                 "sync": infer == "inline",
                 "messages": [m.model_dump(mode="json", exclude_none=True) for m in messages[i : i + batch]],
@@ -167,6 +190,7 @@ def run_ingest_bench(
     inline_messages: int = 60,
     embedder: str = "hashing",
     paths: Sequence[str] = PATHS,
+    sessions: bool = False,
     progress: Any = lambda _: None,
 ) -> IngestReport:
     cells: list[IngestCell] = []
@@ -180,19 +204,24 @@ def run_ingest_bench(
             )
             _warm_worker(bench)
             run = _Cells(bench, size)
+            # with ``sessions``: each cell without a session, then the same in one (the floor first)
+            modes = (False, True) if sessions else (False,)
             for batch in BATCHES if "service" in paths else ():
                 for infer in INFER:
                     n = inline_messages if infer == "inline" else messages
-                    progress(f"{size:,}: service, batch {batch}, infer {infer} ({n} messages)")
-                    run.through_service(batch, infer, n)
+                    for run.in_session in modes:
+                        where = ", in a session" if run.in_session else ""
+                        progress(f"{size:,}: service, batch {batch}, infer {infer} ({n} messages{where})")
+                        run.through_service(batch, infer, n)
             if "http" in paths:
                 queue = SqliteJobQueue(Database(bench.settings.db_path))
                 with ServerProcess(bench.data_dir, embedder=embedder, tenant=TENANT) as server:
                     for batch in BATCHES:
                         for infer in INFER:
                             n = inline_messages if infer == "inline" else messages
-                            progress(f"{size:,}: http, batch {batch}, infer {infer} ({n} messages)")
-                            run.over_http(server.port, queue, batch, infer, n)
+                            for run.in_session in modes:
+                                progress(f"{size:,}: http, batch {batch}, infer {infer} ({n} messages)")
+                                run.over_http(server.port, queue, batch, infer, n)
                 queue.db.close()
             cells += run.cells
     return IngestReport(
@@ -202,5 +231,6 @@ def run_ingest_bench(
             "messages": messages,
             "inline_messages": inline_messages,
             "paths": list(paths),
+            "sessions": sessions,
         },
     )

@@ -149,6 +149,13 @@ def ingest(
     ] = 60,
     embedder: Annotated[str, typer.Option(help="hashing | minilm")] = "hashing",
     paths: Annotated[str, typer.Option(help="service and/or http, comma-separated")] = "service,http",
+    sessions: Annotated[
+        bool,
+        typer.Option(
+            "--session",
+            help="run each cell again with its adds in one session (each links to the session's last turns)",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Messages per second through the service and over HTTP, batch 1 and 50, extraction off/queued/inline."""
@@ -165,6 +172,7 @@ def ingest(
         inline_messages=inline_messages,
         embedder=embedder,
         paths=chosen,
+        sessions=sessions,
         progress=_err.print,
     )
     if as_json:
@@ -180,6 +188,7 @@ def ingest(
         "msg/s",
         "extraction jobs/s",
         "CPU ms/job",
+        "session",
     )
     for column in columns:
         table.add_column(column, justify="right")
@@ -195,6 +204,7 @@ def ingest(
             f"{c.msg_per_s:,.0f}",
             jobs,
             cpu,
+            "yes" if c.session else "-",
         )
     out = Console(width=max(console.width, 110))
     out.print(table)

@@ -161,6 +161,7 @@ def _run_benchmark(
     baselines: bool,
     raw: bool,
     consolidate: bool,
+    per_turn: bool,
     as_json: bool,
     plot: Path | None,
     cache_dir: Path | None,
@@ -186,6 +187,7 @@ def _run_benchmark(
                 baselines=baselines,
                 infer=not raw,
                 consolidate=consolidate,
+                per_turn=per_turn,
                 embedder=cached or model,
                 store_dir=store_dir,
                 progress=lambda stage, n: bar.advance(tasks[stage], n),
@@ -216,6 +218,7 @@ def _run_benchmark(
             f"evidence {_fmt(found.get('evidence'))}, of its top score {_fmt(found.get('top_score'))}"
         )
     mode = "raw turns only (--raw)" if raw else "extraction on"
+    mode += ", one add per turn" if per_turn else ", one add per session"
     if consolidate:
         mode += ", consolidation after each session"
     out.print(f"{len(conversations)} conversations, {turns} turns; ingest: {mode}; stored {report.stored}")
@@ -274,6 +277,13 @@ def _benchmark_command(
         consolidate: Annotated[
             bool, typer.Option("--consolidate", help="consolidate after each session, as the scheduler would")
         ] = False,
+        per_turn: Annotated[
+            bool,
+            typer.Option(
+                "--add-per-turn",
+                help="send each turn in its own add (as an agent does), not each session in one",
+            ),
+        ] = False,
         limit: Annotated[
             int | None, typer.Option("--conversations", "--limit", help="only the first N conversations")
         ] = None,
@@ -321,6 +331,7 @@ def _benchmark_command(
             baselines=baselines,
             raw=raw,
             consolidate=consolidate,
+            per_turn=per_turn,
             as_json=as_json,
             plot=plot,
             cache_dir=None if no_cache else cache_dir or default_cache,

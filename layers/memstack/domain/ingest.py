@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from aws_lambda_powertools import Logger
 
-from memstack.domain.adjacent import ADJACENT, adjacent_ids
+from memstack.domain.adjacent import ADJACENT, ADJACENT_AT, Tail, adjacent_ids, relink, session_tail
 from memstack.domain.chunks import chunk_message_id, passage_id, split_chunks
 from memstack.domain.erasure import Fence
 from memstack.domain.indexing import index_turns, turn_text
@@ -195,8 +195,22 @@ class Ingestor:
         expires = int((now + timedelta(days=self.config.stm_ttl_days)).timestamp())
         stamped = [m if m.timestamp else m.model_copy(update={"timestamp": now}) for m in messages]
         owed = infer and self.queue is not None
+        message_ids = [m.id for m in stamped]
+        # The session's turns before this add: links and context across adds (domain/adjacent.py).
+        tail = (
+            session_tail(
+                self.store,
+                tenant,
+                user_id,
+                session_id,
+                set(message_ids),
+                context=self.config.indexing.context_turns,
+            )
+            if session_id is not None
+            else Tail()
+        )
         # Embed first: if the model fails nothing is half-written.
-        turns = self._turn_records(tenant, user_id, session_id, scope, stamped, metadata, now)
+        turns = self._turn_records(tenant, user_id, session_id, scope, stamped, metadata, now, tail)
         vectors = self.embedder.embed([text for _, text in turns]) if turns else None
         entries = [
             StmEntry(
@@ -216,18 +230,33 @@ class Ingestor:
         with self.unit():  # the entries and their turns: stored together, or (a failure) neither
             stored = self.stm.append(entries, fence=fence, claim=claim)
             try:
-                self._index_turns(tenant, user_id, turns, vectors, fence)
+                indexed = self._index_turns(tenant, user_id, turns, vectors, fence)
             except BaseException:
                 if not self.transactional:  # no one transaction to roll back: take the entries back
                     self._withdraw(tenant, user_id, stored, claim)
                 raise
+            if indexed and tail.message_ids:  # in the same transaction where there is one
+                self._relink(tenant, user_id, tail, message_ids)
         if not self.transactional:
             stored += self._adopt(entries, stored, fence, claim)
-        message_ids = [m.id for m in stamped]
         jobs = self._enqueue(tenant, user_id, message_ids, stored, now, metadata) if owed else []
         return IngestResult(
             accepted=[m.id for m in stamped], stored=stored, queued=len(jobs), job_ids=[j.id for j in jobs]
         )
+
+    def _relink(self, tenant: str, user_id: str, tail: Tail, message_ids: list[str]) -> None:
+        """The session's last turns gain this add's as their turns after (``adjacent.relink``).
+
+        After the add is stored, and never its failure: a link is a hint to search, the
+        turns are the data. (A retry whose turns were all stored already links nothing:
+        the session may have moved on since.)
+        """
+        try:
+            relink(self.store, tenant, user_id, tail, message_ids)
+        except Exception:
+            logger.warning(
+                "the turns before an add could not be linked to it", extra={"turns": len(tail.message_ids)}
+            )
 
     def _adopt(self, entries: list[StmEntry], stored: list[str], fence: Fence, claim: str) -> list[str]:
         """Make entries another request stored this add's too, before it answers yes; the ids stored again.
@@ -280,8 +309,11 @@ class Ingestor:
         stamped: list[Message],
         metadata: dict[str, Any] | None,
         now: datetime,
+        tail: Tail,
     ) -> list[tuple[MemoryRecord, str]]:
         """Each message's STM memory records (tier ``stm``, no vectors yet) and the text to embed for each.
+
+        ``tail``: the session's turns before this add: their neighbours and context.
 
         A short message is one record; a long one is one record per chunk (``domain/chunks.py``),
         the first under the message's own id. A long turn is context for the next ones by its
@@ -293,16 +325,18 @@ class Ingestor:
             m if len(p) == 1 else m.model_copy(update={"content": p[0]})
             for m, p in zip(stamped, pieces, strict=True)
         ]
-        indexed = index_turns(heads, self.config.indexing)
-        message_ids = [m.id for m in stamped]
+        context = tail.messages()
+        indexed = index_turns([*context, *heads], self.config.indexing)[len(context) :]
+        before = tail.message_ids
+        sequence = [*before, *(m.id for m in stamped)]
         out = []
         for at, (m, chunks, head) in enumerate(zip(stamped, pieces, indexed, strict=True)):
-            # the turns around it in this add, for search's neighbour turns (domain/adjacent.py)
-            around = adjacent_ids(message_ids, at)
+            # the turns around it in its session, for search's neighbour turns (domain/adjacent.py)
+            around = adjacent_ids(sequence, len(before) + at)
             for i, chunk in enumerate(chunks):
                 part = m if len(chunks) == 1 else m.model_copy(update={"content": chunk})
                 text = head if i == 0 else index_turns([part], self.config.indexing)[0]
-                system: dict[str, Any] = {"role": str(m.role)}
+                system: dict[str, Any] = {"role": str(m.role), ADJACENT_AT: at}
                 if around:
                     system[ADJACENT] = around
                 if len(chunks) > 1:
@@ -332,8 +366,8 @@ class Ingestor:
         turns: list[tuple[MemoryRecord, str]],
         vectors: Any,
         fence: Fence,
-    ) -> None:
-        """Index each message's STM memory records, unless they are stored already."""
+    ) -> int:
+        """Index each message's STM memory records, unless they are stored already; how many were new."""
         existing = self.store.get_many(tenant, user_id, [r.id for r, _ in turns])
         records = []
         for (record, _), vector in zip(turns, vectors if vectors is not None else [], strict=True):
@@ -349,6 +383,7 @@ class Ingestor:
                 )
             )
         self._put_missing(tenant, user_id, records, fence)
+        return len(records)
 
     def _put_missing(self, tenant: str, user_id: str, records: list[MemoryRecord], fence: Fence) -> None:
         """Index the turns; one that meanwhile exists (a write that timed out but landed) is done already."""

@@ -228,10 +228,14 @@ def ingest_code_digest(root: Path | None = None, *, consolidate: bool = False) -
     return digest.hexdigest()
 
 
-def ingest_fingerprint(settings: Settings, infer: bool, consolidate: bool) -> dict[str, Any]:
+def ingest_fingerprint(
+    settings: Settings, infer: bool, consolidate: bool, per_turn: bool = False
+) -> dict[str, Any]:
     """What decides the contents of an evaluation store (a kept store is reused only if it matches)."""
     passages = settings.ingest.passage_chars
     return {
+        # only when on: a session-batched store keeps its fingerprint
+        **({"per_turn": True} if per_turn else {}),
         "code": ingest_code_digest(consolidate=consolidate),
         # only when on: a store built before passages existed is still reused while they are off
         **({"passages": [passages, settings.ingest.passage_roles]} if passages else {}),
@@ -258,14 +262,21 @@ def _store_root(store_dir: Path | None) -> Iterator[Path]:
 
 
 def _ingest(
-    service: MemoryService, conv: Conversation, infer: bool, consolidate: bool, tick: Progress
+    service: MemoryService,
+    conv: Conversation,
+    infer: bool,
+    consolidate: bool,
+    tick: Progress,
+    per_turn: bool = False,
 ) -> None:
+    """Each session as one add, or (``per_turn``) each of its turns as one: an agent's usual pattern."""
     for session in sorted(conv.sessions):
         msgs = messages_of(conv, session)
-        if msgs:
-            service.add(TENANT, USER, msgs, session_id=f"session_{session}", infer=infer, sync=infer)
-            if consolidate:
-                service.consolidate(TENANT, USER, now=datetime.now(UTC))
+        batches = [[m] for m in msgs] if per_turn else [msgs] if msgs else []
+        for batch in batches:
+            service.add(TENANT, USER, batch, session_id=f"session_{session}", infer=infer, sync=infer)
+        if msgs and consolidate:
+            service.consolidate(TENANT, USER, now=datetime.now(UTC))
         tick("ingest", len(msgs))
 
 
@@ -299,6 +310,8 @@ class _Run:
     infer: bool
     consolidate: bool
     tick: Progress
+    #: one add per turn (else per session)
+    per_turn: bool = False
     tables: dict[str, MetricTable] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=lambda: {"ingest": 0.0, "search": 0.0})
     durations: dict[str, list[float]] = field(default_factory=dict)
@@ -330,7 +343,7 @@ class _Run:
         """The conversation's store: reused when kept with the same ingest settings, else ingested now."""
         data_dir = root / conv.sample_id
         marker = data_dir / "ingest.json"
-        fingerprint = ingest_fingerprint(self.settings, self.infer, self.consolidate)
+        fingerprint = ingest_fingerprint(self.settings, self.infer, self.consolidate, self.per_turn)
         # A store outside the data directory (postgres) holds every conversation under the same
         # user: never reuse it, and start each conversation from an empty user there.
         external = self.settings.store_backend != "embedded"
@@ -343,7 +356,7 @@ class _Run:
             self.tick("ingest", sum(1 for t in conv.turns if t.content.strip()))
         else:
             service.store.erase_user(TENANT, USER)
-            _ingest(service, conv, self.infer, self.consolidate, self.tick)
+            _ingest(service, conv, self.infer, self.consolidate, self.tick, self.per_turn)
             if keep:
                 marker.write_text(json.dumps(fingerprint))
         self.timings["ingest"] += time.perf_counter() - start
@@ -459,6 +472,7 @@ class _Run:
                 "reranker": self.settings.reranker,
                 "infer": self.infer,
                 "consolidate": self.consolidate,
+                "per_turn": self.per_turn,
                 "top_k": self.top_k,
                 "conversations": len(conversations),
                 **self.settings.retrieval.model_dump(),
@@ -516,6 +530,7 @@ def evaluate(
     progress: Progress | None = None,
     store_dir: Path | None = None,
     categories: Sequence[str] = CATEGORY_ORDER,
+    per_turn: bool = False,
 ) -> EvalReport:
     """Every metric of the pipeline (and the baselines) over every usable question.
 
@@ -524,7 +539,13 @@ def evaluate(
     retrieval settings does not re-ingest; without it the stores are temporary.
     """
     run = _Run(
-        settings, sorted(set(ks)), baselines, infer, consolidate, progress or (lambda _stage, _n: None)
+        settings,
+        sorted(set(ks)),
+        baselines,
+        infer,
+        consolidate,
+        progress or (lambda _stage, _n: None),
+        per_turn=per_turn,
     )
     # One model for every conversation (it loads once).
     memo = _QueryMemo(embedder or build_embedder(settings))
