@@ -102,4 +102,3 @@ def test_a_neighbour_the_filters_leave_out_is_never_a_candidate(store: Any, tmp_
     result = _search(store, 0.2, early)
     assert "neighbour turns: 1 candidates" in result.stage_status["bm25"]
     assert "a3" not in {s for h in result.hits for s in h.record.source_ids}
-
