@@ -5,7 +5,7 @@
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,6 +23,7 @@ from memstack.evaluation.plot import plot_recall
 from memstack.evaluation.recall import METRICS
 from memstack.evaluation.runner import CATEGORY_ORDER, EvalReport, evaluate
 from memstack.evaluation.scenarios import ScenarioFormatError, load_scenarios
+from memstack.evaluation.small import SmallFormatError, SmallReport, evaluate_small, load_small
 from memstack.factory import build_embedder
 from memstack.settings import Settings
 
@@ -416,6 +417,80 @@ def extraction(
         return
     out = Console(width=max(console.width, 120))
     for part in render_extraction(report, failures):
+        out.print(part, highlight=False, markup=False) if isinstance(part, str) else out.print(part)
+
+
+def render_small(report: SmallReport, show_misses: bool) -> list[Any]:
+    table = Table(
+        title=f"small stores: {report.scenarios} users, {report.records} records, "
+        f"{report.questions} questions"
+    )
+    table.add_column("answer")
+    for name in ("n", "hit@1", "hit@3", "mrr@10"):
+        table.add_column(name, justify="right")
+    rows: dict[str, Mapping[str, float | None]] = {"all": report.metrics, **report.by_kind}
+    for label, rates in rows.items():
+        table.add_row(
+            label,
+            *(
+                str(int(rates["n"] or 0)) if k == "n" else _fmt(rates.get(k))
+                for k in ("n", "hit@1", "hit@3", "mrr@10")
+            ),
+        )
+    m = report.metrics
+    out: list[Any] = [
+        table,
+        f"score separation: hit AUROC {_fmt(m['hit_auroc'])}, "
+        f"abstention AUROC {_fmt(m['abstention_auroc'])}, Brier {_fmt(m['brier'])}; "
+        f"median top score right {_fmt(m['top_score_right_median'])}, "
+        f"wrong {_fmt(m['top_score_wrong_median'])}, "
+        f"unanswerable {_fmt(m['top_score_unanswerable_median'])}; "
+        f"median score of a right hit {_fmt(m['right_hit_score_median'])}",
+    ]
+    if show_misses:
+        for r in report.misses:
+            top = r.hits[0] if r.hits else ("", 0.0, False)
+            right = next((h for h in r.hits if h[2]), None)
+            out.append(
+                f"MISS {r.scenario}: {r.query!r} rank {r.rank}: top {top[0]!r} {top[1]:.3f}"
+                + (f"; right {right[0]!r} {right[1]:.3f}" if right else "")
+            )
+    return out
+
+
+@eval_app.command("small")
+def small(
+    path: Annotated[
+        Path, typer.Argument(help="small-store scenarios (JSON lines, examples/retrieval/small.jsonl)")
+    ],
+    embedder: Annotated[str | None, typer.Option(help="override MEMSTACK_EMBEDDER")] = None,
+    misses: Annotated[bool, typer.Option(help="list each question whose answer is not first")] = True,
+    cache_dir: Annotated[
+        Path | None, typer.Option("--cache-dir", help="keep embeddings here (by model and text)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Each scenario in a fresh store: turns added with extraction, memories written by key, then its
+    questions; hit@1, MRR and how well the scores separate right from wrong."""
+    settings = settings_from_cli(embedder=embedder)
+    scenarios = _load_first(load_small, SmallFormatError, path, None)
+    logging.getLogger("memstack").setLevel(logging.ERROR)
+    model = build_embedder(settings)
+    cached = CachedEmbedder(model, cache_dir) if cache_dir is not None else None
+    try:
+        with progress_bar(transient=True) as bar:
+            task = bar.add_task("scenarios", total=len(scenarios))
+            report = evaluate_small(
+                scenarios, settings, cached or model, progress=lambda n: bar.advance(task, n)
+            )
+    finally:
+        if cached is not None:
+            cached.close()
+    if as_json:
+        print_json(report.as_dict())
+        return
+    out = Console(width=max(console.width, 120))
+    for part in render_small(report, misses):
         out.print(part, highlight=False, markup=False) if isinstance(part, str) else out.print(part)
 
 

@@ -83,6 +83,33 @@ class RetrievalConfig(Matryoshka, RrfWeights):
     # its BM25 little (LoCoMo, extraction on: docs/retrieval.md, "Evidence units").
     weight_vector_memory: float = Field(0.3, ge=0.0, description="RRF weight of a memory's vector rank")
     weight_bm25_memory: float = Field(0.1, ge=0.0, description="RRF weight of a memory's BM25 rank")
+    # Credit a BM25 rank earns (credit.py): near-tied scores share their rank, a match covering
+    # little of the query's idf mass earns less (measured on small stores and on LoCoMo and BEAM).
+    bm25_tie_gap: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="relative BM25 score gap under which ranks share their credit (0: off)",
+    )
+    bm25_tie_scope: Literal["all", "thin"] = Field(
+        "thin", description="BM25 entries whose near-tied ranks are shared: all, or thin matches only"
+    )
+    bm25_full_match: float = Field(
+        0.0,
+        ge=0.0,
+        le=10.0,
+        description="share of the query's idf mass a BM25 score needs for full credit (0: off)",
+    )
+    vector_full_ratio: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="share of the best cosine a vector hit needs for full RRF credit (0: off)",
+    )
+    # A memory with no source turn (written by key, a store's put, an import) is its own evidence.
+    sourceless_as_turns: bool = Field(
+        False, description="a memory without a source turn ranks among the turns too, as its own unit's turn"
+    )
     candidate_pool: int = Field(
         100,
         ge=1,

@@ -88,4 +88,6 @@ def term_counts(search: Search) -> TermCounts:
     req, got = search.req, search.prefetched
     if got is not None and got.counts is not None and got.query == req.query:
         return got.counts
-    return search.store.term_counts(req.tenant, req.user_id, req.query)
+    if search.counts is None:
+        search.counts = search.store.term_counts(req.tenant, req.user_id, req.query)
+    return search.counts

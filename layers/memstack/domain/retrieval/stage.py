@@ -24,7 +24,7 @@ from memstack.domain.retrieval.types import SearchHit, SearchRequest
 from memstack.models import MemoryFilters, ScoredId
 from memstack.ports.embedder import Embedder
 from memstack.ports.reranker import Reranker
-from memstack.ports.store import MemoryStore
+from memstack.ports.store import MemoryStore, TermCounts
 
 
 class Stage(Protocol):
@@ -71,6 +71,8 @@ class Search:
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     #: what stage 2 received for stage 3 and the evidence from a store answering them together (``hybrid``)
     prefetched: Prefetched | None = None
+    #: the request's term counts once read (``hybrid.term_counts``: the fusion and the evidence read them)
+    counts: TermCounts | None = None
     bm25: Sequence[ScoredId] = field(default_factory=list)
     prf: Sequence[ScoredId] = field(default_factory=list)
     #: dense feedback's ranking (``dense_feedback``; empty when it did not run)

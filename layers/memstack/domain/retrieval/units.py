@@ -91,9 +91,39 @@ class FieldRanks:
     store_rows: np.ndarray | None
     #: ``{id: row}``
     row: dict[str, int]
+    #: per row: a memory that stands in both fields (no source turn: ``field_ranks``' ``both``)
+    both: np.ndarray | None = None
+    #: ranking name -> per row of ``both``, its rank among the turns (the rows of ``ranks`` hold its
+    #: rank among the memories)
+    turn_ranks: Mapping[str, np.ndarray] | None = None
+    #: (ranking, field) -> per row, the rank the fusion credits (``credit.shared_ranks``: near-tied
+    #: scores share one); absent: the rank itself
+    eff: Mapping[tuple[str, str], np.ndarray] | None = None
+    #: ranking name -> per row, a factor on its credit (``credit.match_gains``); absent: 1
+    gain: Mapping[str, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def rank_in(self, name: str, field: str) -> np.ndarray:
+        """Per row: its rank in ``field`` of ranking ``name`` (0: not there)."""
+        rank = self.ranks[name]
+        if field == MEMORIES:
+            return np.where(self.is_turn, 0, rank)
+        in_turns = np.where(self.is_turn, rank, 0)
+        if self.both is None or self.turn_ranks is None:
+            return in_turns
+        return np.where(self.both, self.turn_ranks[name], in_turns)
+
+    def credit(
+        self, name: str, field: str, rows: np.ndarray, rank: np.ndarray, w: np.ndarray | float, k: int
+    ) -> np.ndarray:
+        """RRF credit ``w / (k + rank)`` of ``rows`` (ranks ``rank`` in ``field``), with the effective
+        ranks and gains when set: exactly the plain terms when neither is."""
+        eff = self.eff.get((name, field)) if self.eff is not None else None
+        term = w / (k + (eff[rows] if eff is not None else rank))
+        gain = self.gain.get(name) if self.gain is not None else None
+        return term * gain[rows] if gain is not None else term
 
     def in_field(self, field: str) -> np.ndarray:
         """Per row: whether the candidate is in ``field``."""
@@ -107,8 +137,13 @@ class FieldRanks:
         return {self.ids[r]: int(rank[r]) for r in rows.tolist()}
 
 
-def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
-    """Each ranking's ranks counted within each field (from 1): a memory above a turn takes no turn's rank."""
+def field_ranks(rankings: Mapping[str, Sequence[ScoredId]], both: set[str] | None = None) -> FieldRanks:
+    """Each ranking's ranks counted within each field (from 1): a memory above a turn takes no turn's rank.
+
+    ``both``: memories that stand in both fields (no source turn: their own words are all the
+    evidence, as a turn's are, and a clean statement, as a memory's is): ranked among the
+    memories, and among the turns too (``turn_ranks``), where each takes a place from the turns below it.
+    """
     # map and dict.fromkeys iterate in C: a search has a few hundred candidates, each a few lookups.
     ids_of = {name: _ids(ranking) for name, ranking in rankings.items()}
     ids = list(dict.fromkeys(chain.from_iterable(ids_of.values())))
@@ -131,15 +166,34 @@ def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
                     store_rows[at_of[name]] = cast(Ranked, ranking).rows
     else:
         is_turn = np.fromiter(map(is_turn_id, ids), dtype=bool, count=len(ids))
+    both_rows: np.ndarray | None = None
+    if both:
+        both_rows = np.fromiter((i in both for i in ids), dtype=bool, count=len(ids)) & ~is_turn
+        if not both_rows.any():
+            both_rows = None
     ranks, places, scores = {}, {}, {}
+    turn_ranks: dict[str, np.ndarray] = {}
     columns: list[tuple[str, str]] = []
     for name, ranking in rankings.items():
         at = at_of[name]
         if not len(at):  # a ranking that found nothing (the feedback query when it did not run)
             ranks[name], places[name] = np.zeros(len(ids), dtype=np.int64), np.zeros(len(ids), dtype=np.int64)
             scores[name] = np.zeros(len(ids))
+            turn_ranks[name] = np.zeros(len(ids), dtype=np.int64)
             continue
         turn = is_turn[at]
+        if both_rows is not None:
+            as_turn = turn | both_rows[at]
+            turn_ranks[name] = _per_row(len(ids), at, np.cumsum(as_turn))
+            # the turns' own ranks count the memories standing among them too
+            within_turns = np.cumsum(as_turn)
+            within_memories = np.cumsum(~turn)
+            ranks[name] = _per_row(len(ids), at, np.where(turn, within_turns, within_memories))
+            places[name] = _per_row(len(ids), at, np.arange(1, len(at) + 1))
+            scores[name] = np.zeros(len(ids))
+            scores[name][at] = _scores(ranking)
+            columns += [(name, f) for f in (TURNS, MEMORIES) if (as_turn if f == TURNS else ~turn).any()]
+            continue
         place = np.arange(1, len(at) + 1)
         # one field only (every entry a turn, or none): its ranks are its places
         one_field = bool(turn.all()) or not bool(turn.any())
@@ -148,17 +202,23 @@ def field_ranks(rankings: Mapping[str, Sequence[ScoredId]]) -> FieldRanks:
         ranks[name] = _per_row(len(ids), at, within)
         places[name] = _per_row(len(ids), at, place)
         scores[name] = np.zeros(len(ids))
-        scores[name][at] = (
-            ranking.scores
-            if isinstance(ranking, Ranked)
-            else np.fromiter(map(_SCORE, ranking), dtype=np.float64, count=len(ranking))
-        )
+        scores[name][at] = _scores(ranking)
         first = TURNS if turn[0] else MEMORIES
         columns.append((name, first))
         other = MEMORIES if first == TURNS else TURNS
         if not one_field:  # both fields hold some
             columns.append((name, other))
-    return FieldRanks(ids, is_turn, ranks, places, scores, tuple(columns), at_of, store_rows, row)
+    if both_rows is None:
+        return FieldRanks(ids, is_turn, ranks, places, scores, tuple(columns), at_of, store_rows, row)
+    return FieldRanks(
+        ids, is_turn, ranks, places, scores, tuple(columns), at_of, store_rows, row, both_rows, turn_ranks
+    )
+
+
+def _scores(ranking: Sequence[ScoredId]) -> np.ndarray:
+    if isinstance(ranking, Ranked):
+        return ranking.scores
+    return np.fromiter(map(_SCORE, ranking), dtype=np.float64, count=len(ranking))
 
 
 def _ids(ranking: Sequence[ScoredId]) -> list[str]:
@@ -183,8 +243,14 @@ def record_rrf(ranks: FieldRanks, weights: FieldWeights, k: int) -> tuple[np.nda
         if w == 0.0:
             continue
         at = ranks.at[name]  # the ranking's rows in its order: a row once each
-        rows = at[ranks.is_turn[at] == (field == TURNS)]
-        own[rows] += w / (k + ranks.ranks[name][rows])
+        if ranks.both is None:
+            rows = at[ranks.is_turn[at] == (field == TURNS)]
+            rank = ranks.ranks[name][rows]
+        else:
+            in_field = ranks.rank_in(name, field)
+            rows = at[in_field[at] > 0]
+            rank = in_field[rows]
+        own[rows] += ranks.credit(name, field, rows, rank, w, k)
         met.append(rows[~seen[rows]])
         seen[rows] = True
     if not met:
@@ -272,6 +338,37 @@ def unit_rrf_of_rows(
     total = np.zeros(n)
     if not ranks.columns:
         return total
+    # A unit without its turn among the candidates weighs its memories as turns.
+    with_turn = np.array([weights.of(field, name, True) for name, field in ranks.columns])
+    alone = np.array([weights.of(field, name, False) for name, field in ranks.columns])
+    if ranks.both is None and ranks.eff is None and ranks.gain is None:
+        return _unit_rrf_by_rank(unit, at, has_turn, ranks, with_turn, alone, k)
+    # Effective ranks or gains: per unit, each column's best credit of its records.
+    for c, (name, field) in enumerate(ranks.columns):
+        rank = ranks.rank_in(name, field)[at]
+        w = np.where(has_turn[unit], with_turn[c], alone[c])
+        found = (rank > 0) & (w != 0.0)
+        if not found.any():
+            continue
+        term = ranks.credit(name, field, at[found], rank[found], w[found], k)
+        best = np.zeros(n)
+        np.maximum.at(best, unit[found], term)
+        total += best
+    return total
+
+
+def _unit_rrf_by_rank(
+    unit: np.ndarray,
+    at: np.ndarray,
+    has_turn: np.ndarray,
+    ranks: FieldRanks,
+    with_turn: np.ndarray,
+    alone: np.ndarray,
+    k: int,
+) -> np.ndarray:
+    """``unit_rrf_of_rows`` with plain ranks: per unit, the best rank of its records in each column."""
+    n = len(has_turn)
+    total = np.zeros(n)
     # Every (ranking, field) column at once: per unit, the best rank of its records in each.
     names = [name for name, _ in ranks.columns]
     in_turns = np.array([field == TURNS for _, field in ranks.columns])
@@ -279,9 +376,6 @@ def unit_rrf_of_rows(
     rank[(rank == 0) | (ranks.is_turn[at][:, None] != in_turns)] = _NO_RANK
     best = np.full((n, len(names)), _NO_RANK)
     np.minimum.at(best, unit, rank)
-    # A unit without its turn among the candidates weighs its memories as turns.
-    with_turn = np.array([weights.of(field, name, True) for name, field in ranks.columns])
-    alone = np.array([weights.of(field, name, False) for name, field in ranks.columns])
     w = np.where(has_turn[:, None], with_turn, alone)
     found = (best < _NO_RANK) & (w != 0.0)
     term = np.divide(w, k + best, out=np.zeros_like(w), where=found)

@@ -16,7 +16,7 @@ from itertools import compress
 import numpy as np
 
 from memstack.domain.retrieval import columns as col
-from memstack.domain.retrieval import units
+from memstack.domain.retrieval import credit, hybrid, units
 from memstack.domain.retrieval.calibration import coverage
 from memstack.domain.retrieval.pool import Pool, read_candidates
 from memstack.domain.retrieval.stage import Search
@@ -25,6 +25,7 @@ from memstack.domain.retrieval.stages.dense_feedback import VECTOR_PRF
 from memstack.domain.retrieval.stages.neighbours import NEIGHBOURS
 from memstack.domain.text import index_terms, query_index_terms
 from memstack.models import Ranked, ScoredId
+from memstack.ports.store import Candidates
 
 #: how often the pool is picked again, each time without the further rollups it found
 _POOL_PASSES = 3
@@ -188,8 +189,9 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
     size = max(cfg.candidate_pool, req.top_k)
     kept: str | None = None
     aside: list[str] = []  # the further rollups, best first
+    both: set[str] = set()  # memories without a source turn, standing among the turns too
     for _ in range(_POOL_PASSES):
-        ranks = units.field_ranks(rankings)
+        ranks = _credited(search, units.field_ranks(rankings, both))
         own_of, met = units.record_rrf(ranks, cfg.field_weights, cfg.rrf_k)
         # Best first; a tie keeps the order the fusion met the candidates in.
         best = met[np.argsort(-own_of[met], kind="stable")][:size]
@@ -200,14 +202,18 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
         facts, records = read_candidates(
             search.store, req.tenant, req.user_id, pool_ids, search.vectors, store_rows
         )
+        more = _sourceless(facts) - both if cfg.sourceless_as_turns else set()
+        both |= more
         if not facts.rollup.any():  # most users: nothing consolidated
+            if more:  # fuse again with them among the turns
+                continue
             break
         known = {kept, *aside}
         rollups = list(compress(facts.ids, facts.rollup.tolist()))
         found = [i for i in rollups if i not in known]
         if kept is None and found:
             kept, found = found[0], found[1:]  # the pool lists the best first
-        if not found:
+        if not found and not more:
             break
         aside += found
         out = set(aside)
@@ -271,6 +277,27 @@ def _pool(search: Search) -> tuple[Pool, _Units]:
     return pool, _Units(ranks, len(met), rows=rows, own=own, unit=unit, fused=fused, value=value)
 
 
+def _credited(search: Search, ranks: units.FieldRanks) -> units.FieldRanks:
+    """``ranks`` with BM25's credit shared among near-tied scores and scaled by how much of the
+    query a match covers (``credit``), as configured; unchanged when both are off."""
+    cfg = search.config
+    eff = credit.shared_ranks(ranks, ("bm25", "bm25_prf"), cfg.bm25_tie_gap)
+    gain: dict[str, np.ndarray] = {}
+    if cfg.bm25_full_match > 0.0 and len(ranks.at.get("bm25", ())):
+        gain = credit.match_gains(ranks, "bm25", hybrid.term_counts(search), cfg.bm25_full_match)
+        if cfg.bm25_tie_scope == "thin" and "bm25" in gain:
+            eff = credit.thin_only(ranks, eff, gain["bm25"], "bm25")
+    gain |= credit.relative_gains(ranks, "vector", cfg.vector_full_ratio)
+    return credit.with_credit(ranks, eff, gain)
+
+
+def _sourceless(facts: Candidates) -> set[str]:
+    """The pooled memories that cite no source turn (written by key, a store's put, an import):
+    not turns, rollups or profiles, which are units of their own."""
+    plain = ~(facts.stm | facts.rollup | facts.profile) & (facts.n_sources == 0)
+    return {facts.ids[j] for j in np.flatnonzero(plain).tolist()}
+
+
 def _rows_of(ids: list[str], pool_ids: list[str], best: np.ndarray) -> np.ndarray:
     """Each pooled candidate's row in the fusion's ranks (``best``, then -1 for the rollups set aside
     after them in ``pool_ids``); ``ids``: the candidates the store still held, in that order."""
@@ -311,7 +338,10 @@ def _memory_units(
     for j in memories:  # a memory's unit: its turn's ranks, when the turn is a candidate
         key = keys[j]
         r = row_of.get(key)
-        if (r is not None and bool(ranks.is_turn[r])) or key == kept:
+        stands = r is not None and (
+            bool(ranks.is_turn[r]) or (ranks.both is not None and bool(ranks.both[r]))
+        )
+        if stands or key == kept:
             u = int(unit[j])
             has_turn[u] = True
             if r is not None:
