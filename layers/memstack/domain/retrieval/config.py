@@ -92,7 +92,8 @@ class RetrievalConfig(Matryoshka, RrfWeights):
         description="relative BM25 score gap under which ranks share their credit (0: off)",
     )
     bm25_tie_scope: Literal["all", "thin"] = Field(
-        "thin", description="BM25 entries whose near-tied ranks are shared: all, or thin matches only"
+        "thin",
+        description="near-tied BM25 ranks shared by: all, or thin matches only (needs bm25_full_match)",
     )
     bm25_full_match: float = Field(
         0.0,
