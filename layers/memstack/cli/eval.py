@@ -5,7 +5,7 @@
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -415,9 +415,7 @@ def extraction(
     if as_json:
         print_json(report.as_dict())
         return
-    out = Console(width=max(console.width, 120))
-    for part in render_extraction(report, failures):
-        out.print(part, highlight=False, markup=False) if isinstance(part, str) else out.print(part)
+    _print_parts(render_extraction(report, failures))
 
 
 def render_small(report: SmallReport, show_misses: bool) -> list[Any]:
@@ -489,10 +487,15 @@ def small(
     if as_json:
         print_json(report.as_dict())
         return
-    out = Console(width=max(console.width, 120))
-    for part in render_small(report, misses):
-        out.print(part, highlight=False, markup=False) if isinstance(part, str) else out.print(part)
+    _print_parts(render_small(report, misses))
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(eval_app, name="eval")
+
+
+def _print_parts(parts: Iterable[Any]) -> None:
+    """A report's rendered parts, wide enough for its tables; plain text is printed as it is."""
+    out = Console(width=max(console.width, 120))
+    for part in parts:
+        out.print(part, highlight=False, markup=False) if isinstance(part, str) else out.print(part)
